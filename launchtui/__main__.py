@@ -1,0 +1,3 @@
+from launchtui.cli import main
+
+raise SystemExit(main())

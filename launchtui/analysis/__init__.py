@@ -1,0 +1,1 @@
+"""Pure, vectorised analyses over a Trace. Never imports Textual."""

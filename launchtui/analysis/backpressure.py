@@ -1,0 +1,194 @@
+"""Backpressure: when a stream's pending queue is (nearly) full, launch calls block (§6).
+
+Two kinds of evidence, each carrying its span, stream, worst API time and NVTX range:
+- episodes: intervals where a stream's pending depth is >= `threshold` (default 1000, "approaching");
+  an episode reaching `full` (default 1020) is "saturated";
+- spikes: launch calls longer than `spike_us` (100 µs) and `spike_factor` (10) x their thread's
+  median launch time. Nsight >= 2025.5.2 "command buffer full" overhead rows mark direct evidence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import nvtx
+from launchtui.analysis.queue import depth_before_launch, stream_series
+from launchtui.analysis.select import WHOLE, Selection, time_window
+from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
+
+
+@dataclass(frozen=True)
+class Options:
+    threshold: int = 1000
+    full: int = 1020
+    spike_us: float = 100.0
+    spike_factor: float = 10.0
+    merge_gap_us: float = 1000.0   # dips below the threshold shorter than this join two episodes
+
+
+@dataclass
+class Episode:
+    kind: str              # "queue" | "spike"
+    start: int
+    end: int
+    device: int
+    stream: int
+    max_depth: int
+    worst_api_ns: int
+    worst_api: int         # ApiCalls index, -1 when none
+    range_idx: int         # innermost NVTX range at the worst call (or at the episode start), -1
+    level: str = ""        # "saturated" | "approaching" | "graph-dominated" | "" for spikes
+    launches: int = 0
+    command_buffer_full: bool = False
+
+    def to_json(self, trace: Trace) -> dict:
+        d = {"kind": self.kind, "start_ns": self.start, "end_ns": self.end, "duration_ns": self.end - self.start,
+             "device_id": self.device, "stream_id": self.stream, "max_depth": self.max_depth,
+             "worst_api_us": round(self.worst_api_ns / 1e3, 1),
+             "worst_api_name": trace.strings[int(trace.api.name[self.worst_api])] if self.worst_api >= 0 else None,
+             "nvtx_range": nvtx.path_text(trace, self.range_idx) if self.range_idx >= 0 else None}
+        if self.kind == "queue":
+            d["level"] = self.level
+            d["launches"] = self.launches
+        else:
+            d["command_buffer_full"] = self.command_buffer_full
+        return d
+
+
+def _launch_ops(trace: Trace):
+    """Per matched op with a launch-type call: op index and its api index."""
+    ops = trace.ops
+    idx = np.nonzero(ops.api >= 0)[0]
+    return idx, ops.api[idx]
+
+
+def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
+    """Queue episodes (pending >= threshold) overlapping the selection."""
+    w = time_window(sel, trace) if (sel.t0 is not None or sel.t1 is not None or sel.ranges) else None
+    ops, api = trace.ops, trace.api
+    oi, ai = _launch_ops(trace)
+    skey = ops.device[oi].astype(np.int64) * (1 << 40) + ops.stream[oi]
+    api_dur = (api.end - api.start)
+    out = []
+    for s in stream_series(trace):
+        if sel.devices is not None and s.device not in sel.devices:
+            continue
+        above = s.v >= opt.threshold
+        if not above.any():
+            continue
+        edge = np.diff(np.concatenate([[0], above.astype(np.int8), [0]]))
+        starts = np.nonzero(edge == 1)[0]
+        stops = np.nonzero(edge == -1)[0]      # exclusive index of the first step below
+        if len(starts) > 1:  # join episodes separated by short dips (queue hovering at the threshold)
+            gap = s.t[starts[1:]] - s.t[np.minimum(stops[:-1], len(s.t) - 1)]
+            keep = np.concatenate([[True], gap >= opt.merge_gap_us * 1e3])
+            stops = np.concatenate([stops[np.nonzero(keep)[0][1:] - 1], stops[-1:]])
+            starts = starts[keep]
+        kk = s.device * (1 << 40) + s.stream
+        mine = skey == kk
+        l_start = api.start[ai[mine]]
+        l_dur = api_dur[ai[mine]]
+        l_api = ai[mine]
+        o = np.argsort(l_start, kind="stable")
+        l_start, l_dur, l_api = l_start[o], l_dur[o], l_api[o]
+        for a, b in zip(starts.tolist(), stops.tolist()):  # one iteration per episode
+            t0 = int(s.t[a])
+            t1 = int(s.t[b]) if b < len(s.t) else int(s.t[-1])
+            if w is not None and (t1 < w[0] or t0 > w[1]):
+                continue
+            lo, hi = np.searchsorted(l_start, [t0, t1])
+            worst = -1
+            worst_ns = 0
+            if hi > lo:
+                j = lo + int(np.argmax(l_dur[lo:hi]))
+                worst, worst_ns = int(l_api[j]), int(l_dur[j])
+            mx = int(s.v[a:b].max())
+            if worst >= 0:
+                rng = int(nvtx.innermost_at(trace, api.thread[[worst]], api.start[[worst]])[0])
+            else:
+                rng = -1
+            level = "saturated" if mx >= opt.full else "approaching"
+            if level == "saturated" and s.graph_ops and s.max_graph_as_one < opt.full:
+                level = "graph-dominated"  # graph replays do not take one slot per op (§6)
+            out.append(Episode("queue", t0, t1, s.device, s.stream, mx, worst_ns, worst, rng, level,
+                               int(hi - lo)))
+    return out
+
+
+def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
+    """Launch calls that took > spike_us and > spike_factor x their thread's median launch time."""
+    api = trace.api
+    launch = np.nonzero(api.kind == API_LAUNCH)[0]
+    if not len(launch):
+        return []
+    dur = api.end[launch] - api.start[launch]
+    th = api.thread[launch]
+    # per-thread median of launch-call durations, vectorised by sorting (thread, duration)
+    o = np.lexsort((dur, th))
+    ths = th[o]
+    bounds = np.concatenate([[0], np.nonzero(ths[1:] != ths[:-1])[0] + 1, [len(ths)]])
+    med = np.zeros(int(th.max()) + 1, np.float64)
+    ds = dur[o]
+    lo, hi = bounds[:-1], bounds[1:]
+    n = hi - lo
+    med[ths[lo]] = (ds[lo + (n - 1) // 2] + ds[lo + n // 2]) / 2.0
+    is_spike = (dur > opt.spike_us * 1e3) & (dur > opt.spike_factor * med[th])
+    cand = launch[is_spike]
+    if not len(cand):
+        return []
+    # the op each call launched (first one), for stream, device and depth
+    ops = trace.ops
+    op_of_api = np.full(len(api), -1, np.int64)
+    m = np.nonzero(ops.api >= 0)[0]
+    op_of_api[ops.api[m][::-1]] = m[::-1]   # first op wins
+    op = op_of_api[cand]
+    dbl = depth_before_launch(trace)
+    cbf = _command_buffer_full(trace)
+    rng = nvtx.innermost_at(trace, api.thread[cand], api.start[cand])
+    w = time_window(sel, trace) if (sel.t0 is not None or sel.t1 is not None or sel.ranges) else None
+    out = []
+    for j, a in enumerate(cand.tolist()):  # one iteration per spike (rare events)
+        k = int(op[j])
+        dev = int(ops.device[k]) if k >= 0 else -1
+        if sel.devices is not None and dev not in sel.devices:
+            continue
+        s, e = int(api.start[a]), int(api.end[a])
+        if w is not None and (e < w[0] or s > w[1]):
+            continue
+        out.append(Episode("spike", s, e, dev, int(ops.stream[k]) if k >= 0 else -1,
+                           int(dbl[k]) if k >= 0 else -1, e - s, a, int(rng[j]),
+                           command_buffer_full=bool(cbf[a])))
+    return out
+
+
+def _command_buffer_full(trace: Trace) -> np.ndarray:
+    """Per API call: did Nsight record a 'command buffer full' overhead for it (same thread + corr)?"""
+    api, ov = trace.api, trace.overheads
+    out = np.zeros(len(api), bool)
+    m = ov.type == OVERHEAD_COMMAND_BUFFER_FULL
+    if not m.any() or not len(api):
+        return out
+    key_api = api.thread.astype(np.int64) * (1 << 40) + api.corr
+    key_ov = ov.thread[m].astype(np.int64) * (1 << 40) + ov.corr[m]
+    out[np.isin(key_api, key_ov)] = True
+    return out
+
+
+def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> dict:
+    """Episodes and spikes, merged in time order, plus direct Nsight evidence counts."""
+    ep = episodes(trace, sel, opt)
+    sp = spikes(trace, sel, opt)
+    ov = trace.overheads
+    return {
+        "threshold": opt.threshold, "full": opt.full, "spike_us": opt.spike_us, "spike_factor": opt.spike_factor,
+        "episodes": sorted(ep, key=lambda e: (e.start, e.device, e.stream)),
+        "spikes": sorted(sp, key=lambda e: (e.start, e.device, e.stream)),
+        "command_buffer_full_events": int((ov.type == OVERHEAD_COMMAND_BUFFER_FULL).sum()),
+    }
+
+
+def timeline_marks(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
+    """Episodes and spikes in one time-ordered list, for b/B navigation."""
+    bp = backpressure(trace, sel, opt)
+    return sorted(bp["episodes"] + bp["spikes"], key=lambda e: (e.start, e.kind, e.device, e.stream))

@@ -1,0 +1,162 @@
+"""The small-and-frequent kernel table (definitions.md §3-§4), vectorised.
+
+Per launched kernel: API = api.end - api.start; queue = kernel.start - api.end, counted only when
+>= 0 (NVIDIA's rule); kernel = kernel.end - kernel.start. Grouped by (device, kernel name).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis.select import WHOLE, Selection, op_mask
+from launchtui.trace import names as nm
+from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
+
+ROW_KEYS = ("kernel_name", "device_id", "launch_count", "total_api_ms", "avg_api_us", "max_api_us",
+            "queue_count", "total_queue_ms", "avg_queue_us", "total_kernel_ms", "avg_kernel_us",
+            "span_start_ns", "span_end_ns")
+
+
+def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
+    """Per-op grouping name id: Nsight's short name, or the distinguishing ('full') name."""
+    if names == "short":
+        return trace.ops.name
+    if names != "full":
+        raise ValueError(f"names must be 'short' or 'full', not {names!r}")
+    memo = trace.derived.get("distinguishing_names")
+    if memo is None or len(memo) != len(trace.ops):
+        ops = trace.ops
+        pair = ops.full_name.astype(np.int64) * (len(trace.strings) + 1) + ops.name
+        uniq, inv = np.unique(pair, return_inverse=True)
+        ids = np.empty(len(uniq), np.int32)
+        n = len(trace.strings) + 1
+        for i, p in enumerate(uniq.tolist()):  # once per distinct (full, short) pair
+            full, short = divmod(p, n)
+            ids[i] = trace.strings.intern(nm.distinguishing_name(trace.strings[short], trace.strings[full]))
+        memo = ids[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int32)
+        trace.derived["distinguishing_names"] = memo
+    return memo
+
+
+def launched_kernels(trace: Trace, sel: Selection = WHOLE) -> np.ndarray:
+    """Indices of selected kernels launched by a cudaLaunch*/cuLaunch* call (not graph replays)."""
+    ops = trace.ops
+    m = (ops.kind == OP_KERNEL) & (ops.api >= 0) & op_mask(trace, sel)
+    idx = np.nonzero(m)[0]
+    return idx[trace.api.kind[ops.api[idx]] == API_LAUNCH]
+
+
+@dataclass
+class KernelGroups:
+    """Per-(device, name) aggregates as arrays; one entry per group."""
+    device: np.ndarray
+    name: np.ndarray          # string id
+    count: np.ndarray
+    sum_api: np.ndarray
+    max_api: np.ndarray
+    min_api: np.ndarray
+    queue_count: np.ndarray
+    sum_queue: np.ndarray
+    sum_kernel: np.ndarray
+    span_start: np.ndarray
+    span_end: np.ndarray
+
+    def __len__(self):
+        return len(self.count)
+
+
+def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
+    ops, api = trace.ops, trace.api
+    k = launched_kernels(trace, sel)
+    a = ops.api[k]
+    api_t = api.end[a] - api.start[a]
+    queue = ops.start[k] - api.end[a]
+    kern = ops.end[k] - ops.start[k]
+    nid = name_ids(trace, names)[k].astype(np.int64)
+    dev = ops.device[k].astype(np.int64)
+    key = dev * (len(trace.strings) + 1) + nid
+    uniq, g = np.unique(key, return_inverse=True)
+    g = g.reshape(-1)
+    ng = len(uniq)
+    has_q = queue >= 0
+
+    def grouped_extreme(values, fn):
+        if not len(values):
+            return np.zeros(0, np.int64)
+        o = np.argsort(g, kind="stable")
+        starts = np.searchsorted(g[o], np.arange(ng))
+        return fn.reduceat(values[o], starts)
+
+    return KernelGroups(
+        device=(uniq // (len(trace.strings) + 1)).astype(np.int64),
+        name=(uniq % (len(trace.strings) + 1)).astype(np.int64),
+        count=np.bincount(g, minlength=ng),
+        sum_api=np.bincount(g, weights=api_t, minlength=ng),
+        max_api=grouped_extreme(api_t, np.maximum),
+        min_api=grouped_extreme(api_t, np.minimum),
+        queue_count=np.bincount(g, weights=has_q, minlength=ng).astype(np.int64),
+        sum_queue=np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng),
+        sum_kernel=np.bincount(g, weights=kern, minlength=ng),
+        span_start=grouped_extreme(ops.start[k], np.minimum),
+        span_end=grouped_extreme(ops.end[k], np.maximum),
+    )
+
+
+def _row(trace: Trace, gr: KernelGroups, i: int) -> dict:
+    n = int(gr.count[i])
+    qn = int(gr.queue_count[i])
+    name = trace.strings[int(gr.name[i])]
+    return {
+        "kernel_name": name,
+        "device_id": int(gr.device[i]),
+        "launch_count": n,
+        "total_api_ms": round(float(gr.sum_api[i]) / 1e6, 3),
+        "avg_api_us": round(float(gr.sum_api[i]) / n / 1e3, 1),
+        "max_api_us": round(float(gr.max_api[i]) / 1e3, 1),
+        "queue_count": qn,
+        "total_queue_ms": round(float(gr.sum_queue[i]) / 1e6, 3) if qn else 0,
+        "avg_queue_us": round(float(gr.sum_queue[i]) / qn / 1e3, 1) if qn else 0,
+        "total_kernel_ms": round(float(gr.sum_kernel[i]) / 1e6, 3),
+        "avg_kernel_us": round(float(gr.sum_kernel[i]) / n / 1e3, 3),
+        "span_start_ns": int(gr.span_start[i]),
+        "span_end_ns": int(gr.span_end[i]),
+        "is_nccl": nm.is_nccl(name),
+    }
+
+
+def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = 100, max_avg_us: float = 10.0,
+                  limit: int = 20) -> np.ndarray:
+    """Group indices that qualify, in the table's total order (§4), limited (0 = no limit)."""
+    if not len(gr):
+        return np.zeros(0, np.int64)
+    mean_kernel = gr.sum_kernel / np.maximum(gr.count, 1)
+    ok = (gr.count >= min_launches) & (mean_kernel < max_avg_us * 1000.0)
+    idx = np.nonzero(ok)[0]
+    names = np.array([trace.strings[int(n)] for n in gr.name[idx]], dtype=object)
+    # order: total API desc, launches desc, name asc, device asc (lexsort: last key is primary)
+    name_rank = np.argsort(np.argsort(names, kind="stable"), kind="stable") if len(idx) else idx
+    o = np.lexsort((gr.device[idx], name_rank, -gr.count[idx], -gr.sum_api[idx]))
+    idx = idx[o]
+    return idx[:limit] if limit and limit > 0 else idx
+
+
+def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = 100,
+                       max_avg_us: float = 10.0, limit: int = 20, names: str = "short") -> list[dict]:
+    """Rows with nsys-ai's 13 keys plus `is_nccl`, ranked by total API time."""
+    gr = kernel_groups(trace, sel, names)
+    return [_row(trace, gr, int(i)) for i in ranked_groups(trace, gr, min_launches, max_avg_us, limit)]
+
+
+def split_nccl(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(compute rows, NCCL rows): NCCL kernels belong to communication analysis, not fusion."""
+    return [r for r in rows if not r["is_nccl"]], [r for r in rows if r["is_nccl"]]
+
+
+def unmatched_kernels(trace: Trace, sel: Selection = WHOLE) -> dict:
+    """GPU ops with no launch row in the trace (e.g. launched before a time-sliced window)."""
+    ops = trace.ops
+    m = op_mask(trace, sel)
+    un = m & (ops.api < 0)
+    return {"count": int(un.sum()), "kernels": int((un & (ops.kind == OP_KERNEL)).sum()),
+            "of_total": int(m.sum())}

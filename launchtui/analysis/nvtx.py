@@ -1,0 +1,144 @@
+"""NVTX / annotation ranges: attribution of kernels, search, summaries (definitions.md §7).
+
+A GPU op belongs to the innermost push/pop range (Kineto: user annotation) that encloses the start
+of its launch call on the same thread: range.start <= api.start < range.end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.trace.model import RANGE_PUSHPOP, Trace
+from launchtui.trace.nesting import InnermostIndex
+
+OPTIMIZER_PATTERN = "optim"
+
+
+def _index(trace: Trace) -> InnermostIndex:
+    idx = trace.derived.get("nvtx_index")
+    if idx is None:
+        rg = trace.ranges
+        pp = np.nonzero(rg.kind == RANGE_PUSHPOP)[0]
+        sub = InnermostIndex(rg.thread[pp], rg.start[pp], rg.end[pp])
+        # map local indices back to trace.ranges indices
+        sub.by_thread = {th: (t, np.where(v >= 0, pp[np.maximum(v, 0)], -1)) for th, (t, v) in sub.by_thread.items()}
+        idx = trace.derived["nvtx_index"] = sub
+    return idx
+
+
+def innermost_at(trace: Trace, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Innermost push/pop range index enclosing each (thread, time), -1 when none."""
+    return _index(trace).lookup(np.asarray(thread), np.asarray(t, np.int64))
+
+
+def op_ranges(trace: Trace) -> np.ndarray:
+    """Per GPU op: its innermost enclosing range at launch (-1: unmatched op or no range)."""
+    memo = trace.derived.get("op_ranges")
+    if memo is None:
+        ops, api = trace.ops, trace.api
+        memo = np.full(len(ops), -1, np.int64)
+        m = ops.api >= 0
+        if m.any() and len(trace.ranges):
+            a = ops.api[m]
+            memo[m] = innermost_at(trace, api.thread[a], api.start[a])
+        trace.derived["op_ranges"] = memo
+    return memo
+
+
+def range_name(trace: Trace, i: int) -> str:
+    rg = trace.ranges
+    text = trace.strings[int(rg.text[i])]
+    dom = int(rg.domain[i])
+    return f"{trace.strings[dom]}:{text}" if dom >= 0 else text
+
+
+def range_path(trace: Trace, i: int) -> list[int]:
+    """Enclosing ranges of range i on its thread, outermost first, ending with i."""
+    rg = trace.ranges
+    s, e, th = rg.start[i], rg.end[i], rg.thread[i]
+    m = (rg.thread == th) & (rg.start <= s) & (rg.end >= e) & (rg.depth <= rg.depth[i])
+    cand = np.nonzero(m)[0]
+    cand = cand[np.lexsort((-rg.end[cand], rg.start[cand]))]
+    # keep one range per depth, the innermost candidate at each level
+    out = {}
+    for c in cand.tolist():
+        out[int(rg.depth[c])] = c
+    out[int(rg.depth[i])] = i
+    return [out[d] for d in sorted(out)]
+
+
+def path_text(trace: Trace, i: int) -> str:
+    return " > ".join(range_name(trace, j) for j in range_path(trace, i)) if i >= 0 else ""
+
+
+def search(trace: Trace, text: str) -> np.ndarray:
+    """Ranges whose name contains `text`, case-insensitively, in time order."""
+    rg = trace.ranges
+    if not len(rg) or not text:
+        return np.zeros(0, np.int64)
+    needle = text.lower()
+    uniq = np.unique(rg.text)
+    hit_ids = [u for u in uniq.tolist() if needle in trace.strings[u].lower()]
+    dom_hits = [d for d in np.unique(rg.domain).tolist() if d >= 0 and needle in trace.strings[d].lower()]
+    m = np.isin(rg.text, hit_ids) | np.isin(rg.domain, dom_hits)
+    idx = np.nonzero(m)[0]
+    return idx[np.lexsort((rg.thread[idx], -rg.end[idx], rg.start[idx]))]
+
+
+def find_optimizer(trace: Trace) -> int:
+    """First range whose name contains 'optim' (case-insensitive), or -1."""
+    hits = search(trace, OPTIMIZER_PATTERN)
+    return int(hits[0]) if len(hits) else -1
+
+
+@dataclass
+class RangeName:
+    name: str
+    text_id: int
+    count: int
+    total_ns: int
+    first: int       # index of the first occurrence
+
+
+def summary(trace: Trace) -> list[RangeName]:
+    """Distinct range names with occurrence counts and total time, by total time descending."""
+    rg = trace.ranges
+    if not len(rg):
+        return []
+    uniq, first, inv = np.unique(rg.text, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    counts = np.bincount(inv)
+    total = np.bincount(inv, weights=(rg.end - rg.start).astype(np.float64))
+    # first occurrence in time order (ranges are sorted by start already)
+    out = [RangeName(trace.strings[int(u)], int(u), int(c), int(t), int(f))
+           for u, c, t, f in zip(uniq, counts, total, first)]
+    out.sort(key=lambda r: (-r.total_ns, r.name))
+    return out
+
+
+def occurrences(trace: Trace, text_id: int) -> np.ndarray:
+    """All ranges with this exact text, in time order."""
+    return np.nonzero(trace.ranges.text == text_id)[0]
+
+
+def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray) -> dict[int, tuple[int, float]]:
+    """For groups of ops, the most common innermost range text and its share of the group's ops."""
+    rng = op_ranges(trace)[op_idx]
+    has = rng >= 0
+    out = {}
+    if not has.any():
+        return out
+    text = trace.ranges.text[rng[has]].astype(np.int64)
+    g = group[has].astype(np.int64)
+    tot = np.bincount(group.astype(np.int64))
+    key = g * (len(trace.strings) + 1) + text
+    uk, cnt = np.unique(key, return_counts=True)
+    gk = uk // (len(trace.strings) + 1)
+    o = np.lexsort((-cnt, gk))
+    firsts = np.ones(len(o), bool)
+    firsts[1:] = gk[o][1:] != gk[o][:-1]
+    for j in o[firsts]:
+        gg = int(gk[j])
+        out[gg] = (int(uk[j] % (len(trace.strings) + 1)), float(cnt[j]) / float(tot[gg]))
+    return out

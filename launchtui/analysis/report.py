@@ -1,0 +1,186 @@
+"""The headless report: one JSON document and its text rendering (`launchtui report`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import nvtx
+from launchtui.analysis.backpressure import Options, backpressure
+from launchtui.analysis.launches import (launched_kernels, name_ids, small_kernel_table, split_nccl,
+                                         unmatched_kernels)
+from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
+from launchtui.analysis.select import WHOLE, Selection
+from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
+
+SCHEMA_VERSION = 1
+MAX_TEXT_SPIKES = 10
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    min_launches: int = 100
+    max_avg_us: float = 10.0
+    limit: int = 20
+    names: str = "short"
+    thresholds: tuple = DEFAULT_THRESHOLDS
+    backpressure: Options = Options()
+
+
+def trace_json(trace: Trace, sel: Selection) -> dict:
+    w = trace.window()
+    ext = trace.extent()
+    return {
+        "source": trace.source.to_json(),
+        "window_ns": list(w) if w else None,
+        "window_s": [w[0] / 1e9, w[1] / 1e9] if w else None,
+        "extent_ns": list(ext) if ext else None,
+        "wall_offset_ns": trace.source.wall_offset_ns,
+        "devices": [{"device_id": d, "name": n} for d, n in sorted(trace.devices.items())],
+        "selection": sel.to_json(),
+        "missing": list(trace.missing),
+    }
+
+
+def _phase(trace: Trace, sel: Selection, rows: list[dict], names: str) -> None:
+    """Add each row's most common NVTX range (the phase its launches come from)."""
+    if not rows or not len(trace.ranges):
+        for r in rows:
+            r["nvtx_range"] = None
+            r["nvtx_share"] = 0.0
+        return
+    k = launched_kernels(trace, sel)
+    nid = name_ids(trace, names)[k].astype(np.int64)
+    key = trace.ops.device[k].astype(np.int64) * (len(trace.strings) + 1) + nid
+    wanted = {(r["device_id"], trace.strings.lookup(r["kernel_name"])): i for i, r in enumerate(rows)}
+    wkeys = np.array([d * (len(trace.strings) + 1) + n for d, n in wanted], np.int64)
+    m = np.isin(key, wkeys)
+    uk, g = np.unique(key[m], return_inverse=True)
+    top = nvtx.top_range_per_group(trace, k[m], g.reshape(-1))
+    for gi, kk in enumerate(uk.tolist()):
+        d, n = divmod(kk, len(trace.strings) + 1)
+        r = rows[wanted[(d, n)]]
+        if gi in top:
+            r["nvtx_range"] = trace.strings[top[gi][0]]
+            r["nvtx_share"] = round(top[gi][1], 4)
+    for r in rows:
+        r.setdefault("nvtx_range", None)
+        r.setdefault("nvtx_share", 0.0)
+
+
+def launch_totals(trace: Trace, sel: Selection) -> dict:
+    """Launch counts that frame the table: all launches, graph launches, total launch API time."""
+    k = launched_kernels(trace, sel)
+    api, ops = trace.api, trace.ops
+    a = ops.api[k]
+    m = ops.api >= 0
+    graph_ops = int((api.kind[ops.api[m]] == API_GRAPH_LAUNCH).sum()) if m.any() else 0
+    return {"kernel_launches": int(len(k)), "launch_api_ms": round(float((api.end[a] - api.start[a]).sum()) / 1e6, 3),
+            "graph_launched_ops": graph_ops}
+
+
+def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions()) -> dict:
+    rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names)
+    _phase(trace, sel, rows, opt.names)
+    compute, nccl = split_nccl(rows)
+    bp = backpressure(trace, sel, opt.backpressure)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "trace": trace_json(trace, sel),
+        "options": {"min_launches": opt.min_launches, "max_avg_us": opt.max_avg_us, "limit": opt.limit,
+                    "names": opt.names, "thresholds": list(opt.thresholds)},
+        "launches": launch_totals(trace, sel),
+        "small_kernels": compute,
+        "small_kernels_nccl": nccl,
+        "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
+        "backpressure": {
+            "threshold": bp["threshold"], "full": bp["full"], "spike_us": bp["spike_us"],
+            "spike_factor": bp["spike_factor"],
+            "command_buffer_full_events": bp["command_buffer_full_events"],
+            "episodes": [e.to_json(trace) for e in bp["episodes"]],
+            "spikes": [e.to_json(trace) for e in bp["spikes"]],
+        },
+        "unmatched_kernels": unmatched_kernels(trace, sel),
+    }
+
+
+# --- text rendering -----------------------------------------------------------------------
+
+def _table(rows: list[dict]) -> list[str]:
+    w = max([len("Kernel")] + [len(r["kernel_name"]) for r in rows]) if rows else 6
+    w = min(max(w, 50), 80)
+    head = (f"{'Kernel':<{w}} {'Launches':>9} {'API avg(us)':>12} {'Queue avg(us)':>14} {'Kernel avg(us)':>15}"
+            f" {'max API(us)':>12} {'total API(ms)':>14}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        name = r["kernel_name"] if len(r["kernel_name"]) <= w else r["kernel_name"][:w - 1] + "…"
+        lines.append(f"{name:<{w}} {r['launch_count']:>9} {r['avg_api_us']:>12.1f} {r['avg_queue_us']:>14.1f}"
+                     f" {r['avg_kernel_us']:>15.3f} {r['max_api_us']:>12.1f} {r['total_api_ms']:>14.3f}")
+    return lines
+
+
+def render_text(doc: dict) -> str:
+    out = []
+    t = doc["trace"]
+    src = t["source"]
+    out.append(f"{src['path']}  ({src['producer']} {src['version']})")
+    if t["window_s"]:
+        out.append(f"window {t['window_s'][0]:.6f} s to {t['window_s'][1]:.6f} s on the trace clock; "
+                   f"selection: {t['selection']['label']}")
+    for m in t["missing"]:
+        out.append(f"note: {m}")
+    out.append("")
+    out.append("-- Small and Frequent Kernel Launches --")
+    rows = doc["small_kernels"]
+    devs = sorted({r["device_id"] for r in rows + doc["small_kernels_nccl"]})
+    if not rows and not doc["small_kernels_nccl"]:
+        out.append("(No small-and-frequent kernel launch data found)")
+    else:
+        for d in devs:
+            sub = [r for r in rows if r["device_id"] == d]
+            if len(devs) > 1 or len(doc["trace"]["devices"]) > 1:
+                out.append(f"[device {d}]")
+            out.extend(_table(sub))
+            nc = [r for r in doc["small_kernels_nccl"] if r["device_id"] == d]
+            if nc:
+                out.append("NCCL (communication; excluded from fusion estimates):")
+                out.extend(_table(nc)[2:])
+    un = doc["unmatched_kernels"]
+    if un["count"]:
+        out.append(f"{un['count']} of {un['of_total']} GPU ops have no launch row in the trace "
+                   "(launched before the capture window); left out of API and queue figures")
+    out.append("")
+    out.append("-- Queue depth (pending launches per stream) --")
+    if not doc["queues"]:
+        out.append("(no launched GPU ops)")
+    else:
+        ths = doc["options"]["thresholds"]
+        head = f"{'Device':>6} {'Stream':>8} {'max':>6} {'mean(tw)':>9} " + " ".join(f"{'>=' + str(x) + '(ms)':>11}" for x in ths)
+        out.append(head)
+        out.append("-" * len(head))
+        for q in doc["queues"]:
+            extra = "  (graph replays as one entry: max %d)" % q["max_depth_graph_as_one"] if q["graph_ops"] else ""
+            out.append(f"{q['device_id']:>6} {q['stream_id']:>8} {q['max_depth']:>6} {q['mean_depth']:>9.1f} "
+                       + " ".join(f"{q['time_at_or_above_ns'][str(x)] / 1e6:>11.3f}" for x in ths) + extra)
+    out.append("")
+    bp = doc["backpressure"]
+    out.append(f"-- Backpressure (pending >= {bp['threshold']}, saturated >= {bp['full']}; spikes > "
+               f"{bp['spike_us']:g} us and > {bp['spike_factor']:g}x thread median) --")
+    if not bp["episodes"] and not bp["spikes"]:
+        out.append("(none)")
+    for e in bp["episodes"]:
+        out.append(f"queue  {e['start_ns'] / 1e9:.6f}s +{e['duration_ns'] / 1e6:.3f}ms dev {e['device_id']} "
+                   f"stream {e['stream_id']} max {e['max_depth']} {e['level']}, worst API {e['worst_api_us']:.1f}us"
+                   + (f" in {e['nvtx_range']}" if e["nvtx_range"] else ""))
+    sp = sorted(bp["spikes"], key=lambda e: -e["worst_api_us"])
+    if sp:
+        out.append(f"{len(sp)} launch spikes; longest:")
+    for e in sp[:MAX_TEXT_SPIKES]:
+        out.append(f"spike  {e['start_ns'] / 1e9:.6f}s {e['worst_api_name']} {e['worst_api_us']:.1f}us dev "
+                   f"{e['device_id']} stream {e['stream_id']} depth {e['max_depth']}"
+                   + (" [command buffer full]" if e["command_buffer_full"] else "")
+                   + (f" in {e['nvtx_range']}" if e["nvtx_range"] else ""))
+    if bp["command_buffer_full_events"]:
+        out.append(f"Nsight recorded {bp['command_buffer_full_events']} 'command buffer full' events "
+                   "(launches that waited for queue space)")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,178 @@
+"""Command line: `launchtui TRACE` opens the TUI; `info`, `report`, `export`, `cache` run headless."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from launchtui import __version__
+from launchtui.errors import TraceError
+
+SUBCOMMANDS = ("info", "report", "export", "cache", "tui")
+
+
+def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> None:
+    p.add_argument("--trim", nargs=2, type=float, metavar=("A", "B"), required=trim_required,
+                   help="window in seconds on the trace's own clock; a GPU op counts when fully inside")
+    p.add_argument("--device", default="all", help="device number, or 'all' (default)")
+    p.add_argument("--nvtx", metavar="NAME", help="only ops launched inside ranges whose name contains NAME "
+                                                  "(case-insensitive), e.g. optim")
+    p.add_argument("--no-cache", action="store_true", help="read the trace afresh; do not use or fill the cache")
+
+
+def _table_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-launches", type=int, default=100, metavar="N", help="launches a kernel needs (100)")
+    p.add_argument("--max-avg-us", type=float, default=10.0, metavar="X", help="average kernel time below X µs (10)")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="rows to show; 0 = no limit (20)")
+    p.add_argument("--names", choices=("short", "full"), default="short",
+                   help="group by Nsight's short name (default) or a distinguishing name "
+                        "(elementwise_kernel<AddcmulFunctor>)")
+    p.add_argument("--thresholds", type=int, nargs="+", default=[1000, 1020], metavar="T",
+                   help="queue depths to report time at or above (1000 1020); the first marks episodes, "
+                        "the second saturation")
+    p.add_argument("--spike-us", type=float, default=100.0, help="launch spike: API time above this (100 µs)")
+    p.add_argument("--spike-factor", type=float, default=10.0, help="... and above this × the thread median (10)")
+
+
+def build_parser() -> dict[str, argparse.ArgumentParser]:
+    parsers = {}
+    p = argparse.ArgumentParser(prog="launchtui info", description="What a trace holds and what its gaps disable.")
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-cache", action="store_true")
+    parsers["info"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui report", description="Launch-overhead report: small-and-frequent "
+                                "kernels, queue depth per stream, backpressure.")
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true", help="one JSON document (schema in README)")
+    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _selection_args(p)
+    _table_args(p)
+    parsers["report"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
+                                "ops and NVTX ranges, plus the analyses restricted to it.")
+    p.add_argument("trace")
+    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _selection_args(p, trim_required=False)
+    _table_args(p)
+    parsers["export"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui cache", description="The per-user cache of loaded traces.")
+    p.add_argument("action", choices=("clear", "info"))
+    parsers["cache"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
+                                "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
+    p.add_argument("trace")
+    p.add_argument("--version", action="version", version=f"launchtui {__version__}")
+    _selection_args(p)
+    parsers["tui"] = p
+    return parsers
+
+
+def _selection(trace, a):
+    from launchtui.analysis import nvtx
+    from launchtui.analysis.select import WHOLE, device_selection, range_selection, trim_selection
+    from launchtui.errors import UsageError
+    sel = device_selection(trace, a.device, WHOLE)
+    if getattr(a, "nvtx", None):
+        hits = nvtx.search(trace, a.nvtx)
+        if not len(hits):
+            raise UsageError(f"--nvtx {a.nvtx}: no NVTX range name contains it"
+                             + ("" if len(trace.ranges) else " (the trace has no NVTX ranges)"), trace.source.path)
+        sel = range_selection(trace, hits, a.nvtx, sel)
+    if a.trim:
+        sel = trim_selection(trace, a.trim[0], a.trim[1], sel)
+        if getattr(a, "nvtx", None):
+            from launchtui.analysis.select import Selection
+            sel = Selection(sel.t0, sel.t1, sel.devices, tuple(hits.tolist()), f"{a.nvtx} in {sel.label}")
+    return sel
+
+
+def _report_options(a):
+    from launchtui.analysis.backpressure import Options
+    from launchtui.analysis.report import ReportOptions
+    th = tuple(a.thresholds)
+    return ReportOptions(min_launches=a.min_launches, max_avg_us=a.max_avg_us, limit=a.limit, names=a.names,
+                         thresholds=th, backpressure=Options(threshold=th[0], full=th[1] if len(th) > 1 else th[0],
+                                                             spike_us=a.spike_us, spike_factor=a.spike_factor))
+
+
+def _emit(text: str, a) -> None:
+    if getattr(a, "output", None):
+        from launchtui.output import write_atomic
+        path = write_atomic(a.output, text, force=a.force)
+        print(f"launchtui: wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _load(a):
+    from launchtui.trace.load import open_trace
+    return open_trace(a.trace, use_cache=not getattr(a, "no_cache", False))
+
+
+def cmd_info(a) -> int:
+    from launchtui.analysis.info import render_info, trace_info
+    from launchtui.output import dumps
+    info = trace_info(_load(a))
+    sys.stdout.write(dumps(info) if a.json else render_info(info))
+    return 0
+
+
+def cmd_report(a) -> int:
+    from launchtui.analysis.report import build_report, render_text
+    from launchtui.output import dumps
+    trace = _load(a)
+    doc = build_report(trace, _selection(trace, a), _report_options(a))
+    _emit(dumps(doc) if a.json else render_text(doc), a)
+    return 0
+
+
+def cmd_export(a) -> int:
+    from launchtui.analysis.export import export_document
+    from launchtui.output import dumps
+    trace = _load(a)
+    doc = export_document(trace, _selection(trace, a), _report_options(a))
+    _emit(dumps(doc), a)
+    return 0
+
+
+def cmd_cache(a) -> int:
+    from launchtui.trace import cache
+    if a.action == "clear":
+        n, size = cache.clear()
+        print(f"launchtui: removed {n} cache entries ({size / 1e6:.1f} MB) from {cache.cache_root()}")
+    else:
+        n, size = cache.usage()
+        print(f"{cache.cache_root()}: {n} entries, {size / 1e6:.1f} MB (limit {cache.max_bytes() / 1e6:.0f} MB)")
+    return 0
+
+
+def cmd_tui(a) -> int:
+    from launchtui.tui.app import run_app
+    return run_app(a)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parsers = build_parser()
+    if argv and argv[0] in SUBCOMMANDS:
+        cmd, rest = argv[0], argv[1:]
+    else:
+        cmd, rest = "tui", argv
+    a = parsers[cmd].parse_args(rest)
+    handler = {"info": cmd_info, "report": cmd_report, "export": cmd_export, "cache": cmd_cache,
+               "tui": cmd_tui}[cmd]
+    try:
+        return handler(a)
+    except TraceError as e:
+        print(f"launchtui: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

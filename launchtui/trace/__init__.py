@@ -1,0 +1,1 @@
+"""Trace readers and the columnar model. Never imports Textual."""

@@ -1,0 +1,165 @@
+"""Per-user cache of loaded traces ($XDG_CACHE_HOME/launchtui/models), never beside the trace.
+
+An entry is keyed by the trace's resolved path, size, mtime and the model format version. It is one
+uncompressed .npz (arrays + a JSON header), written atomically. A corrupt, stale or foreign entry
+is ignored and rebuilt, never trusted. The directory is bounded in size; oldest entries go first.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+from launchtui.paths import cache_dir
+from launchtui.trace.model import (ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads,
+                                   Trace)
+
+FORMAT_VERSION = 3
+DEFAULT_MAX_MB = 2048
+_TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads}
+
+
+def cache_root() -> Path:
+    return cache_dir()
+
+
+def models_dir() -> Path:
+    return cache_root() / "models"
+
+
+def max_bytes() -> int:
+    try:
+        return int(float(os.environ.get("LAUNCHTUI_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 1e6)
+    except ValueError:
+        return int(DEFAULT_MAX_MB * 1e6)
+
+
+def entry_path(path: Path, st: os.stat_result) -> Path:
+    key = f"v{FORMAT_VERSION}|{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
+    return models_dir() / (hashlib.sha256(key).hexdigest()[:32] + ".npz")
+
+
+def save(trace: Trace, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    header = {
+        "format_version": FORMAT_VERSION,
+        "source": {**trace.source.__dict__},
+        "strings": trace.strings.values,
+        "devices": {str(k): v for k, v in trace.devices.items()},
+        "missing": trace.missing,
+        "has_cuda_tables": trace.has_cuda_tables,
+    }
+    arrays = {"header": np.frombuffer(json.dumps(header).encode(), np.uint8)}
+    for tname, cls in _TABLES.items():
+        table = getattr(trace, tname)
+        for f in fields(cls):
+            arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
+    with np.load(entry, allow_pickle=False) as z:
+        header = json.loads(bytes(z["header"]).decode())
+        if header.get("format_version") != FORMAT_VERSION:
+            raise ValueError("format version mismatch")
+        tables = {}
+        for tname, cls in _TABLES.items():
+            cols = {f.name: z[f"{tname}.{f.name}"] for f in fields(cls)}
+            table = cls(**cols)
+            n = {len(v) for v in cols.values()}
+            if len(n) > 1:
+                raise ValueError("ragged table")
+            tables[tname] = table
+    s = header["source"]
+    if s["size"] != st.st_size or s["mtime_ns"] != st.st_mtime_ns:
+        raise ValueError("stale entry")
+    strings = StringTable()
+    for v in header["strings"]:
+        strings.intern(v)
+    if len(strings) != len(header["strings"]):
+        raise ValueError("duplicate strings")
+    for tname in ("ops", "api", "ranges"):
+        t = tables[tname]
+        for col in ("name", "full_name", "text"):
+            if hasattr(t, col) and len(getattr(t, col)) and int(getattr(t, col).max()) >= len(strings):
+                raise ValueError("string id out of range")
+    source = SourceInfo(**s)
+    source.path = str(src)
+    trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
+                  missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
+    return trace
+
+
+def load_or_read(path: Path, reader, progress=None) -> Trace:
+    """The cached model when valid, else read the trace and cache it (best effort)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return reader(path, progress)  # the reader produces the proper one-line error
+    if not path.is_file():
+        return reader(path, progress)
+    entry = entry_path(path, st)
+    if entry.exists():
+        try:
+            trace = load(path, st, entry)
+            if progress:
+                progress("loaded from cache", len(trace.ops))
+            os.utime(entry)  # recently used: evicted last
+            return trace
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError, EOFError):
+            entry.unlink(missing_ok=True)  # corrupt or stale: rebuild
+    trace = reader(path, progress)
+    try:
+        save(trace, entry)
+        _evict(keep=entry)
+    except OSError:
+        pass  # a read-only or full cache directory must not stop the user
+    return trace
+
+
+def _entries() -> list[Path]:
+    d = models_dir()
+    return sorted(d.glob("*.npz"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
+
+
+def _evict(keep: Path) -> None:
+    entries = _entries()
+    total = sum(p.stat().st_size for p in entries)
+    limit = max_bytes()
+    for p in entries:
+        if total <= limit:
+            break
+        if p == keep:
+            continue
+        total -= p.stat().st_size
+        p.unlink(missing_ok=True)
+
+
+def usage() -> tuple[int, int]:
+    root = cache_root()
+    if not root.is_dir():
+        return 0, 0
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def clear() -> tuple[int, int]:
+    n, size = usage()
+    root = cache_root()
+    for sub in ("models", "nsys-export"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    return n, size

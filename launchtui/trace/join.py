@@ -1,0 +1,93 @@
+"""Launch <-> GPU-op join and the final sort every reader applies (definitions.md §1).
+
+Rule: op.corr == api.corr AND op.pid == api.pid (when both are known). When a correlation id is
+reused, the latest API row starting at or before the op wins (ties: latest end, then smallest
+thread key). Graph launches join one-to-many for free: every op of a replay carries the same id.
+If no candidate starts before the op (clock skew), the earliest candidate is taken, so the join
+never loses an op that a plain equi-join (NVIDIA's) would keep.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from launchtui.trace.model import Trace
+
+
+def _group_keys(pid_a, corr_a, pid_b, corr_b):
+    """Dense group ids for (pid, corr) pairs of both sides, comparable across sides."""
+    pid = np.concatenate([pid_a, pid_b])
+    corr = np.concatenate([corr_a, corr_b])
+    order = np.lexsort((corr, pid))
+    sp, sc = pid[order], corr[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (sp[1:] != sp[:-1]) | (sc[1:] != sc[:-1])
+    gid_sorted = np.cumsum(new) - 1
+    gid = np.empty(len(order), np.int64)
+    gid[order] = gid_sorted
+    return gid[:len(pid_a)], gid[len(pid_a):]
+
+
+def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
+    """Index of the launching API row for every GPU op, -1 when unmatched."""
+    ops, api = trace.ops, trace.api
+    n_ops, n_api = len(ops), len(api)
+    result = np.full(n_ops, -1, np.int64)
+    if n_ops == 0 or n_api == 0:
+        return result
+    if match_process:
+        api_pid, op_pid = api.pid, ops.pid
+    else:
+        api_pid = np.zeros(n_api, np.int64)
+        op_pid = np.zeros(n_ops, np.int64)
+    g_api, g_op = _group_keys(api_pid, api.corr, op_pid, ops.corr)
+    thread_key = trace.threads.key[api.thread] if len(trace.threads) else np.zeros(n_api, np.int64)
+
+    # Merge API rows and ops into one sequence ordered by (group, time, api-before-op, end, -thread);
+    # the last API row preceding an op in that order is its launch if it is in the same group.
+    n = n_api + n_ops
+    grp = np.concatenate([g_api, g_op])
+    time = np.concatenate([api.start, ops.start])
+    is_op = np.concatenate([np.zeros(n_api, np.int8), np.ones(n_ops, np.int8)])
+    end = np.concatenate([api.end, np.zeros(n_ops, np.int64)])
+    negtk = np.concatenate([-thread_key, np.zeros(n_ops, np.int64)])
+    order = np.lexsort((negtk, end, is_op, time, grp))
+    is_api_sorted = is_op[order] == 0
+    pos = np.where(is_api_sorted, np.arange(n), -1)
+    last_api_pos = np.maximum.accumulate(pos)
+    op_positions = np.nonzero(~is_api_sorted)[0]
+    op_index = order[op_positions] - n_api
+    cand = last_api_pos[op_positions]
+    ok = cand >= 0
+    cand_api = np.where(ok, order[np.maximum(cand, 0)], 0)
+    same = ok & (g_api[cand_api] == g_op[op_index])
+    result[op_index[same]] = cand_api[same]
+
+    # Fallback for ops that start before every candidate: take the group's earliest API row.
+    missing = op_index[~same]
+    if len(missing):
+        first_pos = np.full(g_api.max() + 2 if len(g_api) else 1, -1, np.int64)
+        api_order = np.lexsort((api.start, g_api))
+        gs = g_api[api_order]
+        firsts = np.ones(len(gs), bool)
+        firsts[1:] = gs[1:] != gs[:-1]
+        first_pos[gs[firsts]] = api_order[firsts]
+        gm = g_op[missing]
+        inrange = gm < len(first_pos)
+        cand2 = np.where(inrange, first_pos[np.minimum(gm, len(first_pos) - 1)], -1)
+        result[missing] = cand2
+    return result
+
+
+def finalize(trace: Trace, match_process: bool = True) -> Trace:
+    """Sort every table by start time and join ops to their launches. Readers call this last."""
+    for name in ("ops", "api", "ranges", "overheads"):
+        table = getattr(trace, name).coerce()
+        if len(table):
+            if name == "ops":
+                order = np.lexsort((table.stream, table.device, table.end, table.start))
+            else:
+                order = np.lexsort((table.end, table.start))
+            setattr(trace, name, table.take(order))
+    trace.threads.coerce()
+    trace.ops.api = join_ops_to_api(trace, match_process)
+    return trace

@@ -1,0 +1,223 @@
+"""The columnar trace model shared by every reader and analysis.
+
+One `Trace` holds numpy arrays per kind of event. All times are int64 ns on the
+trace's own clock (Nsight: capture clock; Kineto: the file's `ts` clock).
+Strings (kernel, API and range names) are interned in one `StringTable`.
+Readers fill the arrays; `finalize()` sorts them by start time and joins GPU ops
+to their launching API calls, so analyses can rely on both.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+# GPU op kinds
+OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
+OP_KIND_NAMES = ("kernel", "memcpy", "memset")
+
+# API call kinds
+API_OTHER, API_LAUNCH, API_GRAPH_LAUNCH, API_SYNC, API_MEMCPY, API_MEMSET = 0, 1, 2, 3, 4, 5
+API_KIND_NAMES = ("other", "launch", "graph_launch", "sync", "memcpy", "memset")
+
+# NVTX / annotation range kinds
+RANGE_PUSHPOP, RANGE_STARTEND = 0, 1
+
+
+class StringTable:
+    """Interned strings: ids are dense ints, `values[id]` gives the text back."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def intern(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.values)
+            self.values.append(s)
+        return i
+
+    def intern_many(self, strings) -> np.ndarray:
+        """Ids for a sequence of strings, interning each distinct value once."""
+        if len(strings) == 0:
+            return np.zeros(0, np.int32)
+        uniq, inv = np.unique(np.asarray(strings, dtype=object), return_inverse=True)
+        ids = np.fromiter((self.intern(s) for s in uniq), np.int32, len(uniq))
+        return ids[inv.reshape(-1)]
+
+    def lookup(self, s: str) -> int:
+        return self._index.get(s, -1)
+
+    def __getitem__(self, i: int) -> str:
+        return self.values[i]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def array(self) -> np.ndarray:
+        """All strings as an object array, for vectorised mapping of ids."""
+        return np.asarray(self.values, dtype=object)
+
+
+class _Columns:
+    """Base for a struct-of-arrays table: every field is an equal-length array."""
+
+    def __len__(self) -> int:
+        return len(getattr(self, fields(self)[0].name))
+
+    def take(self, idx):
+        return type(self)(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    @classmethod
+    def empty(cls):
+        return cls(**{f.name: np.zeros(0, f.metadata["dtype"]) for f in fields(cls)})
+
+    @classmethod
+    def concat(cls, parts):
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).astype(f.metadata["dtype"], copy=False)
+                      for f in fields(cls)})
+
+    def coerce(self):
+        for f in fields(self):
+            setattr(self, f.name, np.ascontiguousarray(getattr(self, f.name), dtype=f.metadata["dtype"]))
+        return self
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, f.name).nbytes for f in fields(self))
+
+
+def col(dtype):
+    return field(metadata={"dtype": dtype})
+
+
+@dataclass
+class GpuOps(_Columns):
+    """Kernels, memcpy and memset on the GPU (the CUDA HW row)."""
+    device: np.ndarray = col(np.int32)
+    stream: np.ndarray = col(np.int64)
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+    corr: np.ndarray = col(np.int64)
+    pid: np.ndarray = col(np.int64)       # process key used for the join (-1: join on correlation only)
+    name: np.ndarray = col(np.int32)      # short (base) name id
+    full_name: np.ndarray = col(np.int32)  # demangled name id
+    kind: np.ndarray = col(np.int8)
+    api: np.ndarray = col(np.int64)       # index of the launching ApiCalls row, -1 when unmatched
+
+
+@dataclass
+class ApiCalls(_Columns):
+    """CUDA runtime and driver API calls (the CUDA API row)."""
+    thread: np.ndarray = col(np.int32)    # index into Threads
+    pid: np.ndarray = col(np.int64)       # process key for the join
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+    corr: np.ndarray = col(np.int64)
+    name: np.ndarray = col(np.int32)
+    kind: np.ndarray = col(np.int8)
+
+
+@dataclass
+class Ranges(_Columns):
+    """NVTX ranges (Nsight) or user annotations (Kineto) on CPU threads."""
+    thread: np.ndarray = col(np.int32)
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+    depth: np.ndarray = col(np.int32)
+    text: np.ndarray = col(np.int32)
+    domain: np.ndarray = col(np.int32)    # string id of the domain name; -1 default domain
+    kind: np.ndarray = col(np.int8)
+
+
+@dataclass
+class Threads(_Columns):
+    """CPU threads that own API calls or ranges."""
+    pid: np.ndarray = col(np.int64)       # OS process id
+    tid: np.ndarray = col(np.int64)       # OS thread id
+    key: np.ndarray = col(np.int64)       # reader's unique key (Nsight globalTid)
+    name: np.ndarray = col(np.int32)      # string id, -1 when unnamed
+
+
+@dataclass
+class Overheads(_Columns):
+    """Profiler-recorded overhead events (Nsight CUPTI_ACTIVITY_KIND_OVERHEAD)."""
+    thread: np.ndarray = col(np.int32)
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+    corr: np.ndarray = col(np.int64)
+    type: np.ndarray = col(np.int32)
+
+
+OVERHEAD_COMMAND_BUFFER_FULL = 8
+
+
+@dataclass
+class SourceInfo:
+    path: str
+    size: int
+    mtime_ns: int
+    format: str                 # "nsys-sqlite" | "kineto-json"
+    producer: str               # "Nsight Systems" | "PyTorch profiler (Kineto)"
+    version: str = ""           # producer / schema version where known
+    wall_offset_ns: int | None = None  # add to trace times for Unix-epoch ns, when known
+    extra: dict = field(default_factory=dict)  # small facts worth showing (schema, rank, ...)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns, "format": self.format,
+                "producer": self.producer, "version": self.version}
+
+
+@dataclass
+class Trace:
+    source: SourceInfo
+    strings: StringTable
+    ops: GpuOps
+    api: ApiCalls
+    ranges: Ranges
+    threads: Threads
+    overheads: Overheads
+    devices: dict[int, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)   # human lines: what is absent and what it disables
+    has_cuda_tables: bool = True
+    derived: dict = field(default_factory=dict, repr=False)  # memo of derived arrays (names, lanes)
+
+    # --- derived lookups -------------------------------------------------
+    def device_ids(self) -> list[int]:
+        ids = set(np.unique(self.ops.device).tolist())
+        return sorted(ids)
+
+    def streams(self) -> list[tuple[int, int]]:
+        if not len(self.ops):
+            return []
+        pairs = np.unique(np.stack([self.ops.device.astype(np.int64), self.ops.stream]), axis=1)
+        return [(int(d), int(s)) for d, s in pairs.T]
+
+    def window(self) -> tuple[int, int] | None:
+        """The valid trim window: [first kernel start, last kernel end] (all GPU ops if no kernels)."""
+        if not len(self.ops):
+            return None
+        k = self.ops.kind == OP_KERNEL
+        if not k.any():
+            k = slice(None)
+        return int(self.ops.start[k].min()), int(self.ops.end[k].max())
+
+    def extent(self) -> tuple[int, int] | None:
+        """Span of all timed events (ops, API calls, ranges)."""
+        lo, hi = [], []
+        for t in (self.ops, self.api, self.ranges):
+            if len(t):
+                lo.append(int(t.start.min()))
+                hi.append(int(t.end.max()))
+        if not lo:
+            return None
+        return min(lo), max(hi)
+
+    def nbytes(self) -> int:
+        return sum(t.nbytes() for t in (self.ops, self.api, self.ranges, self.threads, self.overheads))
+
+    def event_count(self) -> int:
+        return len(self.ops) + len(self.api) + len(self.ranges)

@@ -1,0 +1,116 @@
+"""Range nesting: depth and innermost-enclosing lookups, vectorised per thread.
+
+Neither Nsight nor Kineto stores a parent or depth, so both are rebuilt from the intervals.
+Ranges are half-open [start, end): a range ending at t does not enclose an event at t.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _groups(keys: np.ndarray):
+    """(order, boundaries) so that keys[order][b[i]:b[i+1]] is one group."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    cut = np.nonzero(k[1:] != k[:-1])[0] + 1
+    return order, np.concatenate([[0], cut, [len(k)]])
+
+
+def range_depths(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Depth of each range inside its group (0 = outermost): open ranges at its start."""
+    n = len(start)
+    depth = np.zeros(n, np.int32)
+    if n == 0:
+        return depth
+    order, bounds = _groups(group)
+    for a, b in zip(bounds[:-1], bounds[1:]):  # one iteration per thread/domain, not per event
+        idx = order[a:b]
+        s, e = start[idx], end[idx]
+        o = np.lexsort((-e, s))              # outer ranges first on equal starts
+        s_sorted = s[o]
+        ends_sorted = np.sort(e)
+        opened_before = np.arange(len(o))
+        closed = np.searchsorted(ends_sorted, s_sorted, side="right")
+        d = np.empty(len(o), np.int32)
+        d[o] = np.maximum(opened_before - closed, 0)
+        depth[idx] = d
+    return depth
+
+
+class InnermostIndex:
+    """Answers "which range on thread T encloses time t innermost?" for many queries at once.
+
+    Per thread, the innermost enclosing range is a step function of time: it switches to a range
+    at its start and back to the parent at its end. We precompute those change points, so each
+    query is one searchsorted.
+    """
+
+    def __init__(self, thread: np.ndarray, start: np.ndarray, end: np.ndarray):
+        self.n = len(start)
+        self.by_thread: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if self.n == 0:
+            return
+        order, bounds = _groups(thread)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            idx = order[a:b]
+            s, e = start[idx], end[idx]
+            o = np.lexsort((-e, s))
+            idx, s, e = idx[o], s[o], e[o]
+            parent = _parents(s, e)
+            # change points: at start -> the range itself; at end -> its parent (global ids)
+            ptimes = np.concatenate([s, e])
+            pvals = np.concatenate([idx, np.where(parent >= 0, idx[np.maximum(parent, 0)], -1)])
+            # ends before starts at equal times; later entries win at equal times
+            kind = np.concatenate([np.ones(len(s), np.int8), np.zeros(len(e), np.int8)])
+            # among equal-time starts, inner ranges (later in o) must come last
+            seq = np.concatenate([np.arange(len(s)), -np.arange(len(e))])
+            oo = np.lexsort((seq, kind, ptimes))
+            self.by_thread[int(thread[idx[0]])] = (ptimes[oo], pvals[oo])
+
+    def lookup(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Innermost enclosing range index per query, -1 when none."""
+        out = np.full(len(t), -1, np.int64)
+        if not self.by_thread or len(t) == 0:
+            return out
+        order, bounds = _groups(thread)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            idx = order[a:b]
+            entry = self.by_thread.get(int(thread[idx[0]]))
+            if entry is None:
+                continue
+            times, vals = entry
+            pos = np.searchsorted(times, t[idx], side="right") - 1
+            out[idx] = np.where(pos >= 0, vals[np.maximum(pos, 0)], -1)
+        return out
+
+
+def _parents(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Parent position of each range (sorted by start asc, end desc) within one thread, -1 for roots.
+
+    The parent is the latest earlier range that is still open at this start and ends no earlier.
+    Solved with a stack over depth levels: depth d's parent is the last range of depth d-1 before it.
+    """
+    n = len(s)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    ends_sorted = np.sort(e)
+    depth = np.maximum(np.arange(n) - np.searchsorted(ends_sorted, s, side="right"), 0)
+    parent = np.full(n, -1, np.int64)
+    pos = np.arange(n)
+    # for each depth level, positions in order; parent = last position at depth-1 before pos
+    order = np.lexsort((pos, depth))
+    d_sorted = depth[order]
+    p_sorted = pos[order]
+    level_start = np.searchsorted(d_sorted, np.arange(d_sorted.max() + 2))
+    has_parent = depth > 0
+    pd = depth[has_parent] - 1
+    lo = level_start[pd]
+    hi = level_start[pd + 1]
+    # searchsorted within each level's slice: positions are increasing there
+    key = pd.astype(np.int64) * (n + 1) + pos[has_parent]
+    level_keys = d_sorted.astype(np.int64) * (n + 1) + p_sorted
+    k = np.searchsorted(level_keys, key, side="left") - 1
+    valid = (k >= lo) & (k < hi)
+    par = np.where(valid, p_sorted[np.maximum(k, 0)], -1)
+    parent[has_parent] = par
+    return parent

@@ -1,0 +1,319 @@
+"""Reader for Nsight Systems SQLite exports, 2021.x to 2026.x (docs: nsys-sqlite.md).
+
+Tables exist only when they have rows, names may carry `_V<n>` suffixes, and columns come and go
+between versions, so everything is probed first. The file is opened read-only and immutable.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from launchtui.errors import TraceError
+from launchtui.trace import names as nm
+from launchtui.trace.join import finalize
+from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
+                                   ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
+                                   Threads, Trace)
+from launchtui.trace.nesting import range_depths
+from launchtui.trace.sqlite_columns import connect_readonly, fetch_int_columns, table_columns
+
+NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
+PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
+
+COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
+             9: "HtoH", 10: "PtoP"}
+
+_NSIGHT_MARKERS = ("StringIds", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS", "ThreadNames",
+                   "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS",
+                   "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU", "ProcessStreams")
+
+
+def resolve_tables(columns: dict[str, set[str]]) -> dict[str, str]:
+    """Canonical name -> actual table name; `X_V<n>` variants accepted, the highest n wins."""
+    best: dict[str, tuple[int, str]] = {}
+    for actual in columns:
+        m = re.fullmatch(r"(.+?)_V(\d+)", actual)
+        canon, ver = (m.group(1), int(m.group(2))) if m else (actual, 0)
+        if canon not in best or ver > best[canon][0]:
+            best[canon] = (ver, actual)
+    return {k: v[1] for k, v in best.items()}
+
+
+class _Reader:
+    def __init__(self, path: Path, progress=None):
+        self.path = path
+        self.progress = progress or (lambda stage, rows: None)
+        try:
+            self.con = connect_readonly(path)
+            self.cols = table_columns(self.con)
+        except sqlite3.DatabaseError as e:
+            raise TraceError(path, f"cannot read SQLite database ({e})") from None
+        self.tables = resolve_tables(self.cols)
+        if not any(m in self.tables for m in _NSIGHT_MARKERS):
+            raise TraceError(path, "SQLite database is not an Nsight Systems export (no StringIds, "
+                                   "CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)")
+        self.strings = StringTable()
+        self._sid_values: np.ndarray | None = None
+
+    # --- helpers ---------------------------------------------------------
+    def has(self, canon: str) -> bool:
+        return canon in self.tables
+
+    def colset(self, canon: str) -> set[str]:
+        return self.cols[self.tables[canon]]
+
+    def ints(self, canon: str, exprs: dict[str, str], where: str = "") -> dict[str, np.ndarray]:
+        out = fetch_int_columns(self.con, self.tables[canon], exprs, where)
+        self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
+        return out
+
+    def string_ids(self) -> np.ndarray:
+        """StringIds as an object array indexed by id (ids are dense from 0 in every version)."""
+        if self._sid_values is None:
+            if not self.has("StringIds"):
+                self._sid_values = np.zeros(0, object)
+            else:
+                rows = self.con.execute(f'SELECT id, value FROM "{self.tables["StringIds"]}"').fetchall()
+                n = max((r[0] for r in rows), default=-1) + 1
+                vals = np.full(n, "", dtype=object)
+                if rows:
+                    ids, values = zip(*rows)
+                    vals[np.asarray(ids, np.int64)] = values
+                self._sid_values = vals
+        return self._sid_values
+
+    def map_string_ids(self, ids: np.ndarray, transform=None) -> np.ndarray:
+        """Nsight StringIds ids -> our interned ids, optionally transforming each distinct value."""
+        if len(ids) == 0:
+            return np.zeros(0, np.int32)
+        vals = self.string_ids()
+        uniq, inv = np.unique(ids, return_inverse=True)
+        mapped = np.empty(len(uniq), np.int32)
+        for i, u in enumerate(uniq):  # once per distinct name
+            s = vals[u] if 0 <= u < len(vals) else f"<string {u}>"
+            mapped[i] = self.strings.intern(transform(s) if transform else s)
+        return mapped[inv.reshape(-1)]
+
+    def meta(self) -> dict[str, str]:
+        for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+            if self.has(t):
+                return {str(k): str(v) for k, v in
+                        self.con.execute(f'SELECT name, value FROM "{self.tables[t]}"')}
+        return {}
+
+    # --- tables ----------------------------------------------------------
+    def read_api(self):
+        if not self.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
+            return None
+        c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {
+            "start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId",
+            "name": "nameId"})
+        name = self.map_string_ids(c["name"], nm.api_display_name)
+        kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
+        kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
+        return c, name, kind
+
+    def read_gpu_table(self, canon: str, op_kind: int):
+        if not self.has(canon):
+            return None
+        cs = self.colset(canon)
+        exprs = {"start": "start", "end": "end", "device": "deviceId", "stream": "streamId",
+                 "corr": "correlationId", "pid": "globalPid" if "globalPid" in cs else "NULL"}
+        if op_kind == OP_KERNEL:
+            exprs["short"] = "shortName"
+            exprs["full"] = "demangledName" if "demangledName" in cs else "shortName"
+        elif op_kind == OP_MEMCPY:
+            exprs["copy"] = "copyKind" if "copyKind" in cs else "NULL"
+        c = self.ints(canon, exprs)
+        n = len(c["start"])
+        if op_kind == OP_KERNEL:
+            short = self.map_string_ids(c["short"])
+            full = self.map_string_ids(c["full"])
+        elif op_kind == OP_MEMCPY:
+            uniq, inv = np.unique(c["copy"], return_inverse=True)
+            ids = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
+                            for k in uniq], np.int32)
+            short = full = ids[inv.reshape(-1)] if n else np.zeros(0, np.int32)
+        else:
+            short = full = np.full(n, self.strings.intern("[CUDA memset]"), np.int32)
+        return GpuOps(device=c["device"], stream=c["stream"], start=c["start"], end=c["end"],
+                      corr=c["corr"], pid=c["pid"], name=short, full_name=full,
+                      kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int64))
+
+    def read_nvtx(self):
+        if not self.has("NVTX_EVENTS"):
+            return None
+        cs = self.colset("NVTX_EVENTS")
+        text_id = "textId" if "textId" in cs else "NULL"
+        c = self.ints("NVTX_EVENTS", {
+            "start": "start", "end": "end", "type": "eventType", "gtid": "globalTid",
+            "domain": "domainId" if "domainId" in cs else "0", "text_id": text_id,
+            "has_text": "text IS NOT NULL" if "text" in cs else "0"},
+            where=f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL")
+        n = len(c["start"])
+        text = np.full(n, self.strings.intern(""), np.int32)
+        if n and "text" in cs:
+            # inline texts: fetch only that one column, in the same row order as the scan above
+            inline = self.con.execute(
+                f'SELECT text FROM "{self.tables["NVTX_EVENTS"]}" WHERE eventType IN '
+                f"({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL AND text IS NOT NULL").fetchall()
+            mask = c["has_text"] == 1
+            text[mask] = self.strings.intern_many([r[0] for r in inline])
+        by_id = (c["text_id"] >= 0) & (c["has_text"] == 0)
+        if by_id.any():
+            text[by_id] = self.map_string_ids(c["text_id"][by_id])
+        # domain names come from the domain-create rows (eventType 75), text inline or via textId
+        domains = {}
+        if "domainId" in cs:
+            q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {text_id} FROM '
+                 f'"{self.tables["NVTX_EVENTS"]}" WHERE eventType = {NVTX_DOMAIN_CREATE}')
+            sids = self.string_ids()
+            for dom, txt, tid in self.con.execute(q):
+                if txt is None and tid is not None and 0 <= tid < len(sids):
+                    txt = sids[tid]
+                if txt:
+                    domains[int(dom)] = self.strings.intern(str(txt))
+        dom_ids = np.full(n, -1, np.int32)
+        for d, sid in domains.items():
+            dom_ids[c["domain"] == d] = sid
+        kind = np.where(c["type"] == NVTX_STARTEND, RANGE_STARTEND, RANGE_PUSHPOP).astype(np.int8)
+        return c, text, dom_ids, kind
+
+    def read_overheads(self):
+        if not self.has("CUPTI_ACTIVITY_KIND_OVERHEAD"):
+            return None
+        cs = self.colset("CUPTI_ACTIVITY_KIND_OVERHEAD")
+        if "overheadType" not in cs:
+            return None
+        return self.ints("CUPTI_ACTIVITY_KIND_OVERHEAD", {
+            "start": "start", "end": "end", "gtid": "globalTid" if "globalTid" in cs else "NULL",
+            "corr": "correlationId" if "correlationId" in cs else "NULL", "type": "overheadType"})
+
+    def devices(self) -> dict[int, str]:
+        out = {}
+        if self.has("TARGET_INFO_GPU"):
+            cs = self.colset("TARGET_INFO_GPU")
+            idcol = "id" if "id" in cs else ("deviceId" if "deviceId" in cs else None)
+            if idcol and "name" in cs:
+                for i, name in self.con.execute(f'SELECT {idcol}, name FROM "{self.tables["TARGET_INFO_GPU"]}"'):
+                    if i is not None and name:
+                        out.setdefault(int(i), str(name))
+        return out
+
+    def thread_names(self) -> dict[int, str]:
+        if not self.has("ThreadNames"):
+            return {}
+        sids = self.string_ids()
+        out = {}
+        for nid, gtid in self.con.execute(f'SELECT nameId, globalTid FROM "{self.tables["ThreadNames"]}"'):
+            if nid is not None and gtid is not None and 0 <= nid < len(sids):
+                out[int(gtid)] = str(sids[nid])
+        return out
+
+
+def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
+    r = _Reader(path, progress)
+    meta = r.meta()
+    try:
+        return _build(r, path, source, meta)
+    except sqlite3.DatabaseError as e:
+        raise TraceError(path, f"cannot read Nsight export ({e})") from None
+    finally:
+        r.con.close()
+
+
+def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
+    source.format = "nsys-sqlite"
+    source.producer = "Nsight Systems"
+    if meta:
+        source.version = meta.get("EXPORT_PRODUCT_VERSION", "")
+        source.extra["schema"] = meta.get("EXPORT_SCHEMA_VERSION", "")
+        source.extra["meta_table"] = "META_DATA_EXPORT" if r.has("META_DATA_EXPORT") else "EXPORT_META_DATA"
+        if "DERIVED_WINDOW_NS" in meta:
+            source.extra["derived_window_ns"] = meta["DERIVED_WINDOW_NS"]
+    else:
+        source.version = "<= 2021.x (no meta table)"
+        source.extra["meta_table"] = "none"
+    if r.has("TARGET_INFO_SESSION_START_TIME") and "utcEpochNs" in r.colset("TARGET_INFO_SESSION_START_TIME"):
+        normalized = meta.get("EXPORT_PARAM_TIME_NORMALIZE", "false").lower() in ("true", "1", "yes")
+        row = r.con.execute(f'SELECT utcEpochNs FROM "{r.tables["TARGET_INFO_SESSION_START_TIME"]}"').fetchone()
+        if row and row[0] is not None:
+            source.wall_offset_ns = 0 if normalized else int(row[0])
+
+    api_part = r.read_api()
+    op_parts = [r.read_gpu_table("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
+                r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
+                r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET)]
+    nvtx_part = r.read_nvtx()
+    ovh_part = r.read_overheads()
+
+    # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
+    gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
+                                 ovh_part) if p is not None]
+    all_gtid = np.concatenate(gtids) if gtids else np.zeros(0, np.int64)
+    uniq_gtid, inv = np.unique(all_gtid, return_inverse=True)
+    inv = inv.reshape(-1)
+    tnames = r.thread_names()
+    threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
+                      name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1
+                                     for g in uniq_gtid.tolist()], np.int32))
+    offs = np.cumsum([0] + [len(g) for g in gtids])
+    tix = {}
+    k = 0
+    for key, part in (("api", api_part), ("nvtx", nvtx_part), ("ovh", ovh_part)):
+        if part is not None:
+            tix[key] = inv[offs[k]:offs[k + 1]].astype(np.int32)
+            k += 1
+
+    if api_part:
+        c, name, kind = api_part
+        api = ApiCalls(thread=tix["api"], pid=c["gtid"] & PID_MASK, start=c["start"], end=c["end"],
+                       corr=c["corr"], name=name, kind=kind)
+    else:
+        api = ApiCalls.empty()
+    ops = GpuOps.concat([p for p in op_parts if p is not None])
+    if nvtx_part:
+        c, text, dom, kind = nvtx_part
+        group = tix["nvtx"].astype(np.int64) * 1_000_003 + (c["domain"] % 1_000_003)
+        ranges = Ranges(thread=tix["nvtx"], start=c["start"], end=c["end"],
+                        depth=range_depths(group, c["start"], c["end"]), text=text, domain=dom, kind=kind)
+    else:
+        ranges = Ranges.empty()
+    if ovh_part:
+        overheads = Overheads(thread=tix["ovh"], start=ovh_part["start"], end=ovh_part["end"],
+                              corr=ovh_part["corr"], type=ovh_part["type"].astype(np.int32))
+    else:
+        overheads = Overheads.empty()
+
+    devices = r.devices()
+    used = sorted(set(np.unique(ops.device).tolist()))
+    devices = {d: devices.get(d, f"GPU {d}") for d in used} if used else {}
+
+    trace = Trace(source=source, strings=r.strings, ops=ops, api=api, ranges=ranges, threads=threads,
+                  overheads=overheads, devices=devices)
+    cuda_tables = [t for t in r.tables if t.startswith("CUPTI_ACTIVITY_KIND_")]
+    trace.has_cuda_tables = bool(cuda_tables)
+    has_kernels = r.has("CUPTI_ACTIVITY_KIND_KERNEL")
+    if not cuda_tables:
+        trace.missing.append("no CUDA tables at all (captured without --trace=cuda): no API row, no HW row, "
+                             "no kernel table, no queue depth")
+    else:
+        if not api_part:
+            trace.missing.append("no CUDA API table: launch costs and queue depth unavailable")
+        if not has_kernels:
+            trace.missing.append("no CUDA kernel table (GPU activity not captured, e.g. under WSL2): "
+                                 "no HW row, no kernel table, no queue depth")
+    if not nvtx_part:
+        trace.missing.append("no NVTX ranges: phase attribution and range jumps unavailable")
+    if r.has("CUDA_GRAPH_EVENTS") or r.has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+        gt = r.has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+        if gt:
+            trace.missing.append("CUDA graphs traced at graph level (--cuda-graph-trace=graph): replays "
+                                 "have no per-kernel rows")
+    match_process = bool(len(ops)) and bool((ops.pid != -1).all())
+    finalize(trace, match_process=match_process)
+    r.progress("joined", len(ops))
+    return trace
