@@ -110,34 +110,48 @@ def _emit(text: str, a) -> None:
         sys.stdout.write(text)
 
 
-def _load(a):
+def _load(a, need_cuda: bool = False):
+    from launchtui.errors import TraceError
     from launchtui.trace.load import open_trace
-    return open_trace(a.trace, use_cache=not getattr(a, "no_cache", False))
+    trace = open_trace(a.trace, use_cache=not getattr(a, "no_cache", False), defer_cache=True)
+    if need_cuda and not trace.has_cuda_tables:
+        raise TraceError(a.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
+                                  "`launchtui info` describes what it holds")
+    return trace
+
+
+def _commit(trace) -> None:
+    from launchtui.trace.cache import commit
+    commit(trace)
 
 
 def cmd_info(a) -> int:
     from launchtui.analysis.info import render_info, trace_info
     from launchtui.output import dumps
-    info = trace_info(_load(a))
+    trace = _load(a)
+    info = trace_info(trace)
     sys.stdout.write(dumps(info) if a.json else render_info(info))
+    _commit(trace)
     return 0
 
 
 def cmd_report(a) -> int:
     from launchtui.analysis.report import build_report, render_text
     from launchtui.output import dumps
-    trace = _load(a)
+    trace = _load(a, need_cuda=True)
     doc = build_report(trace, _selection(trace, a), _report_options(a))
     _emit(dumps(doc) if a.json else render_text(doc), a)
+    _commit(trace)
     return 0
 
 
 def cmd_export(a) -> int:
     from launchtui.analysis.export import export_document
     from launchtui.output import dumps
-    trace = _load(a)
+    trace = _load(a, need_cuda=True)
     doc = export_document(trace, _selection(trace, a), _report_options(a))
     _emit(dumps(doc), a)
+    _commit(trace)
     return 0
 
 

@@ -104,8 +104,12 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     return trace
 
 
-def load_or_read(path: Path, reader, progress=None) -> Trace:
-    """The cached model when valid, else read the trace and cache it (best effort)."""
+def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trace:
+    """The cached model when valid, else read the trace and cache it (best effort).
+
+    With `defer`, a fresh read is cached only when the caller calls `commit(trace)`: a command
+    that then fails on bad options leaves nothing written anywhere.
+    """
     try:
         st = path.stat()
     except OSError:
@@ -123,12 +127,22 @@ def load_or_read(path: Path, reader, progress=None) -> Trace:
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError, EOFError):
             entry.unlink(missing_ok=True)  # corrupt or stale: rebuild
     trace = reader(path, progress)
+    trace.derived["cache_entry"] = entry
+    if not defer:
+        commit(trace)
+    return trace
+
+
+def commit(trace: Trace) -> None:
+    """Write a freshly read trace to the cache (no-op when it came from there or was committed)."""
+    entry = trace.derived.pop("cache_entry", None)
+    if entry is None or not trace.has_cuda_tables:  # nothing worth caching without CUDA activity
+        return
     try:
         save(trace, entry)
         _evict(keep=entry)
     except OSError:
         pass  # a read-only or full cache directory must not stop the user
-    return trace
 
 
 def _entries() -> list[Path]:

@@ -73,12 +73,12 @@ def read_trace(path: str | os.PathLike, progress=None) -> Trace:
                            ".nsys-rep/.qdrep report, or PyTorch-profiler JSON (.json / .json.gz)")
 
 
-def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True) -> Trace:
-    """Read a trace, through the per-user model cache when available."""
-    try:
-        from launchtui.trace import cache
-    except ImportError:  # cache module not present
-        return read_trace(path, progress)
+def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True, defer_cache: bool = False) -> Trace:
+    """Read a trace, through the per-user model cache unless `use_cache` is False.
+
+    With `defer_cache`, a fresh read is cached only on `launchtui.trace.cache.commit(trace)`.
+    """
     if not use_cache:
         return read_trace(path, progress)
-    return cache.load_or_read(Path(path), read_trace, progress)
+    from launchtui.trace import cache
+    return cache.load_or_read(Path(path), read_trace, progress, defer=defer_cache)
