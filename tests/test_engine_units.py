@@ -1,0 +1,201 @@
+"""Unit tests of the engine's building blocks on hand-built inputs with known answers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from launchtui.analysis.queue import bin_max, queue_summary, stream_series
+from launchtui.analysis.select import Selection, op_mask
+from launchtui.trace.join import finalize
+from launchtui.trace.kineto import parse_decimal_ns
+from launchtui.trace.model import (API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_OTHER, API_SYNC,
+                                   ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads,
+                                   Trace)
+from launchtui.trace.names import (api_display_name, api_kind, api_nv_name, distinguishing_name,
+                                   kernel_short_name)
+from launchtui.trace.nesting import InnermostIndex, range_depths
+
+
+def make_trace(api_rows, op_rows, threads=((1, 1, 100),), match_process=True) -> Trace:
+    """api_rows: (thread, pid, start, end, corr, kind); op_rows: (device, stream, start, end, corr, pid)."""
+    s = StringTable()
+    k = s.intern("k")
+    a = np.array(api_rows, np.int64).reshape(-1, 6)
+    o = np.array(op_rows, np.int64).reshape(-1, 6)
+    api = ApiCalls(thread=a[:, 0], pid=a[:, 1], start=a[:, 2], end=a[:, 3], corr=a[:, 4],
+                   name=np.full(len(a), s.intern("cudaLaunchKernel")), kind=a[:, 5])
+    ops = GpuOps(device=o[:, 0], stream=o[:, 1], start=o[:, 2], end=o[:, 3], corr=o[:, 4], pid=o[:, 5],
+                 name=np.full(len(o), k), full_name=np.full(len(o), k), kind=np.zeros(len(o)),
+                 api=np.full(len(o), -1))
+    t = np.array(threads, np.int64).reshape(-1, 3)
+    th = Threads(pid=t[:, 0], tid=t[:, 1], key=t[:, 2], name=np.full(len(t), -1))
+    tr = Trace(SourceInfo("mem", 0, 0, "test", "test"), s, ops, api, Ranges.empty(), th, Overheads.empty())
+    return finalize(tr, match_process)
+
+
+# --- names -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("full,short", [
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+     "vectorized_elementwise_kernel"),
+    ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 8, false, false>(float*, float "
+     "const*, int, int, int, bool const*, int, bool)", "softmax_warp_forward"),
+    ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn"),
+    ("triton_poi_fused_mul_add_0", "triton_poi_fused_mul_add_0"),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_"
+     "128x128_32x3_nn_align4::Params)", "Kernel"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+     "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+     "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::"
+     "sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned "
+     "int, float, 4>)", "reduce_kernel"),
+    ("void foo<std::enable_if<((8)>(0)), int>::type>(int)", "foo"),
+])
+def test_kernel_short_name(full, short):
+    assert kernel_short_name(full) == short
+
+
+ADDCMUL = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+           "AddcmulFunctor<float> >(at::TensorIteratorBase&, at::native::AddcmulFunctor<float> const&)::"
+           "{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::AddcmulFunctor<float> >("
+           "at::TensorIteratorBase&, at::native::AddcmulFunctor<float> const&)::{lambda(int)#1})")
+
+
+def test_distinguishing_names_split_functors():
+    assert distinguishing_name("elementwise_kernel", ADDCMUL) == "elementwise_kernel<AddcmulFunctor>"
+    assert distinguishing_name("elementwise_kernel", ADDCMUL.replace("Addcmul", "Sqrt")) == \
+        "elementwise_kernel<SqrtFunctor>"
+    mul = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
+           "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, ...)")
+    assert distinguishing_name("vectorized_elementwise_kernel", mul) == "vectorized_elementwise_kernel<MulFunctor>"
+    assert distinguishing_name("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn") == "ampere_sgemm_128x64_nn"
+
+
+def test_api_names_and_kinds():
+    assert api_display_name("cudaLaunchKernel_v7000") == "cudaLaunchKernel"
+    assert api_display_name("cudaLaunchKernelExC_v11060") == "cudaLaunchKernelExC"
+    assert api_display_name("cuMemcpyHtoDAsync_v2") == "cuMemcpyHtoDAsync_v2"
+    assert api_nv_name("cudaLaunchKernelExC_v11060") == "cudaLaunchKernelExC_v11060"
+    assert api_kind("cuLaunchKernelEx") == API_LAUNCH
+    assert api_kind("cudaGraphLaunch_v10000") == API_GRAPH_LAUNCH
+    assert api_kind("cudaStreamSynchronize_v3020") == API_SYNC
+    assert api_kind("cudaMemcpyAsync_v3020") == API_MEMCPY
+    assert api_kind("cudaLaunchHostFunc") == API_LAUNCH  # drops out of the table: it has no kernel
+    assert api_kind("cudaFuncSetAttribute") == API_OTHER
+
+
+def test_parse_decimal_ns_is_exact():
+    toks = [b"1712195495521133.783", b"0.5", b"12", b"-3.25", b"7.0001", b"1e3", b"88437691101.729"]
+    assert parse_decimal_ns(toks).tolist() == [1712195495521133783, 500, 12000, -3250, 7000, 1000000,
+                                               88437691101729]
+
+
+# --- join ----------------------------------------------------------------------------------
+
+def test_join_requires_same_process():
+    tr = make_trace([(0, 1 << 24, 0, 5, 42, API_LAUNCH), (0, 2 << 24, 1, 6, 42, API_LAUNCH)],
+                    [(0, 7, 10, 12, 42, 2 << 24)])
+    assert tr.api.pid[tr.ops.api[0]] == 2 << 24
+
+
+def test_join_reused_correlation_takes_latest_api_before_op():
+    tr = make_trace([(0, 0, 0, 5, 9, API_LAUNCH), (0, 0, 100, 105, 9, API_LAUNCH), (0, 0, 300, 305, 9, API_LAUNCH)],
+                    [(0, 7, 50, 60, 9, 0), (0, 7, 200, 210, 9, 0)])
+    assert tr.api.start[tr.ops.api].tolist() == [0, 100]
+
+
+def test_join_ties_latest_end_then_smallest_thread():
+    tr = make_trace([(0, 0, 10, 20, 5, API_LAUNCH), (1, 0, 10, 30, 5, API_LAUNCH), (0, 0, 10, 30, 5, API_LAUNCH)],
+                    [(0, 7, 50, 60, 5, 0)], threads=((1, 1, 200), (1, 2, 100)))
+    a = tr.ops.api[0]
+    assert tr.api.end[a] == 30 and tr.threads.key[tr.api.thread[a]] == 100
+
+
+def test_join_op_before_any_api_falls_back_to_earliest():
+    tr = make_trace([(0, 0, 100, 105, 3, API_LAUNCH)], [(0, 7, 90, 95, 3, 0)])
+    assert tr.ops.api[0] == 0
+
+
+def test_graph_launch_one_to_many_and_unmatched():
+    tr = make_trace([(0, 0, 0, 50, 1, API_GRAPH_LAUNCH)],
+                    [(0, 7, 60, 61, 1, 0), (0, 7, 62, 63, 1, 0), (0, 7, 64, 65, 1, 0), (0, 7, 70, 71, 99, 0)])
+    assert tr.ops.api.tolist() == [0, 0, 0, -1]
+
+
+def test_kineto_join_ignores_process():
+    tr = make_trace([(0, 555, 0, 5, 8, API_LAUNCH)], [(0, 7, 10, 12, 8, -1)], match_process=False)
+    assert tr.ops.api[0] == 0
+
+
+# --- nesting ---------------------------------------------------------------------------------
+
+def test_depths_and_innermost():
+    # thread 0: A[0,100) > B[10,50) > C[20,30); D[50,60) sibling of B; thread 1: E[0,100)
+    th = np.array([0, 0, 0, 0, 1])
+    st = np.array([0, 10, 20, 50, 0])
+    en = np.array([100, 50, 30, 60, 100])
+    assert range_depths(th, st, en).tolist() == [0, 1, 2, 1, 0]
+    ix = InnermostIndex(th, st, en)
+    q_t = np.array([0, 5, 10, 25, 30, 49, 50, 59, 60, 99, 100, 25])
+    q_th = np.array([0] * 11 + [1])
+    assert ix.lookup(q_th, q_t).tolist() == [0, 0, 1, 2, 1, 1, 3, 3, 0, 0, -1, 4]
+
+
+def test_equal_start_ranges_nest_by_length():
+    th = np.zeros(3, int)
+    st = np.array([0, 0, 0])
+    en = np.array([10, 30, 20])
+    assert range_depths(th, st, en).tolist() == [2, 0, 1]
+    assert InnermostIndex(th, st, en).lookup(np.zeros(3, int), np.array([5, 15, 25])).tolist() == [0, 2, 1]
+
+
+# --- queue depth -----------------------------------------------------------------------------
+
+def _depth_trace():
+    # launches at 0,1,2,3 (API 0..), kernels start at 10, 10, 20, 30; tie at 10 applies -1 before +1
+    api = [(0, 0, t, t + 1, i, API_LAUNCH) for i, t in enumerate([0, 1, 2, 10])]
+    ops = [(0, 7, s, s + 5, i, 0) for i, s in enumerate([10, 10, 20, 30])]
+    return make_trace(api, ops)
+
+
+def test_pending_depth_step_function():
+    tr = _depth_trace()
+    (s,) = stream_series(tr)
+    assert s.t.tolist() == [0, 1, 2, 10, 20, 30]
+    assert s.v.tolist() == [1, 2, 3, 2, 1, 0]
+    (q,) = queue_summary(tr, thresholds=(2, 3))
+    assert q.max_depth == 3
+    assert q.span_ns == 30
+    assert q.mean_depth == pytest.approx((1 * 1 + 2 * 1 + 3 * 8 + 2 * 10 + 1 * 10) / 30)
+    assert q.time_at_or_above_ns == {2: 1 + 8 + 10, 3: 8}
+
+
+def test_queue_window_clips_steps():
+    tr = _depth_trace()
+    (q,) = queue_summary(tr, Selection(5, 25), thresholds=(2,))
+    assert q.span_ns == 20 and q.max_depth == 3
+    assert q.mean_depth == pytest.approx((3 * 5 + 2 * 10 + 1 * 5) / 20)
+
+
+def test_bin_max_matches_brute_force():
+    rng = np.random.default_rng(1)
+    n = 3000
+    starts = np.sort(rng.integers(0, 10**6, n))
+    api = [(0, 0, int(t), int(t) + 3, i, API_LAUNCH) for i, t in enumerate(starts)]
+    kst = np.maximum.accumulate(starts + rng.integers(5, 5000, n))
+    ops = [(0, 7, int(k), int(k) + 2, i, 0) for i, k in enumerate(kst)]
+    (s,) = stream_series(make_trace(api, ops))
+    edges = np.linspace(-100, 1.2e6, 97).astype(np.int64)
+    got = bin_max(s, edges)
+    fine = np.arange(-100, int(1.2e6) + 1)
+    vals = s.value_at(fine)
+    want = [vals[(fine >= a) & (fine < b)].max() for a, b in zip(edges[:-1], edges[1:])]
+    assert got.tolist() == want
+
+
+def test_op_mask_fully_inside_window_and_devices():
+    tr = make_trace([(0, 0, 0, 1, i, API_LAUNCH) for i in range(3)],
+                    [(0, 7, 10, 20, 0, 0), (1, 7, 15, 25, 1, 0), (0, 7, 18, 40, 2, 0)])
+    assert op_mask(tr, Selection(10, 25)).tolist() == [True, True, False]
+    assert op_mask(tr, Selection(10, 25, (1,))).tolist() == [False, True, False]
