@@ -1,8 +1,6 @@
 """`launchtui info`: what a trace holds and what its gaps disable."""
 from __future__ import annotations
 
-import numpy as np
-
 from launchtui.trace.model import (API_KIND_NAMES, OP_KIND_NAMES, OVERHEAD_COMMAND_BUFFER_FULL,
                                    RANGE_PUSHPOP, Trace)
 

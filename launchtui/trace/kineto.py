@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 
@@ -26,62 +27,60 @@ from launchtui.trace.nesting import range_depths
 MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # longer durations are CUPTI overflow (HTA drops them too)
 
 
-class _Args(msgspec.Struct):
+class _OpArgs(msgspec.Struct):
     correlation: int = -1
     device: int = -1
     stream: int = -1
-    cbid: int = -1
+
+
+class _ApiArgs(msgspec.Struct):
+    correlation: int = -1
+
+
+# Lenient variants, used only for a batch whose args carry unexpected types.
+class _LooseOpArgs(msgspec.Struct):
+    correlation: int | float | str | None = -1
+    device: int | float | str | None = -1
+    stream: int | float | str | None = -1
+
+
+class _LooseApiArgs(msgspec.Struct):
+    correlation: int | float | str | None = -1
 
 
 class _Event(msgspec.Struct):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
+    # args stay raw: most events' args (shapes, call stacks) are never needed, and the few we
+    # need are decoded afterwards in one batch per role
+    ph: str | None = ""
+    cat: str | None = ""
+    name: str | int | float | None = ""
+    pid: int | str | None = 0
+    tid: int | str | None = 0
     ts: msgspec.Raw = msgspec.Raw(b"0")
     dur: msgspec.Raw = msgspec.Raw(b"0")
-    args: _Args = msgspec.field(default_factory=_Args)
+    args: msgspec.Raw = msgspec.Raw(b"{}")
 
 
 class _DeviceProp(msgspec.Struct):
-    id: int = -1
-    name: str = ""
+    id: int | str | None = -1
+    name: str | None = ""
 
 
 class _Doc(msgspec.Struct):
     traceEvents: list[_Event] | None = None
     baseTimeNanoseconds: int | None = None
     deviceProperties: list[_DeviceProp] | None = None
-    schemaVersion: int | None = None
+    schemaVersion: int | str | None = None
     distributedInfo: dict | None = None
 
 
-# Lenient variants for traces whose args carry unexpected types (decoded only on failure).
-class _LooseArgs(msgspec.Struct):
-    correlation: int | float | str | None = -1
-    device: int | float | str | None = -1
-    stream: int | float | str | None = -1
-    cbid: int | float | str | None = -1
-
-
-class _LooseEvent(_Event):
-    args: _LooseArgs = msgspec.field(default_factory=_LooseArgs)
-    name: str | int | float | None = ""
-    cat: str | None = ""
-    ph: str | None = ""
-
-
-class _LooseDoc(_Doc):
-    traceEvents: list[_LooseEvent] | None = None
-    deviceProperties: list | None = None
-
-
-# category (lower-case) -> role; legacy 2021 names are capitalised and are lowered first
-_API_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
-_OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "memcpy": OP_MEMCPY,
-            "gpu_memset": OP_MEMSET, "memset": OP_MEMSET}
-_RANGE_CATS = {"user_annotation"}
+# Roles by category. Legacy 2021 names are capitalised; other spellings are matched lower-cased.
+ROLE_NONE, ROLE_API, ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET, ROLE_RANGE, ROLE_LEGACY_OP = range(7)
+_ROLE_BY_CAT = {"cuda_runtime": ROLE_API, "runtime": ROLE_API, "cuda_driver": ROLE_API,
+                "kernel": ROLE_KERNEL, "gpu_memcpy": ROLE_MEMCPY, "memcpy": ROLE_MEMCPY,
+                "gpu_memset": ROLE_MEMSET, "memset": ROLE_MEMSET, "user_annotation": ROLE_RANGE,
+                "operator": ROLE_LEGACY_OP}
+_OP_KIND = {ROLE_KERNEL: OP_KERNEL, ROLE_MEMCPY: OP_MEMCPY, ROLE_MEMSET: OP_MEMSET}
 # 2021 traces record record_function ranges as plain operators
 _LEGACY_RANGE_RE = re.compile(r"^(ProfilerStep#|Optimizer\.|## )")
 
@@ -132,19 +131,38 @@ def _as_int_array(values) -> np.ndarray:
         return out
 
 
-def _decode(path: Path, data: bytes):
+def _decode(path: Path, data: bytes) -> _Doc:
     try:
         return msgspec.json.decode(data, type=_Doc)
-    except msgspec.ValidationError:
-        pass
-    except msgspec.DecodeError as e:
-        raise TraceError(path, f"invalid or truncated JSON ({e})") from None
-    try:
-        return msgspec.json.decode(data, type=_LooseDoc)
     except msgspec.ValidationError as e:
         raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
     except msgspec.DecodeError as e:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
+
+
+def _decode_args(raws: list, typ, loose):
+    """Decode many raw `args` objects in one C-level call (a JSON array of them)."""
+    if not raws:
+        return []
+    buf = b"[" + b",".join(map(bytes, raws)) + b"]"
+    try:
+        return msgspec.json.decode(buf, type=list[typ])
+    except msgspec.ValidationError:
+        return msgspec.json.decode(buf, type=list[loose])
+
+
+def _times(evs: list):
+    ts = parse_decimal_ns(list(map(bytes, map(attrgetter("ts"), evs))))
+    dur = parse_decimal_ns(list(map(bytes, map(attrgetter("dur"), evs))))
+    return ts, ts + dur, dur
+
+
+def _ids(values: list) -> np.ndarray:
+    """pid/tid values (ints, or 2021-style strings like '25738' / 'stream 7') -> int64."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except (ValueError, TypeError, OverflowError):
+        return np.fromiter(map(_num, values), np.int64, len(values))
 
 
 def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
@@ -174,91 +192,77 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         source.extra["rank"] = doc.distributedInfo.get("rank", 0)
 
     strings = StringTable()
-    ev = np.empty(len(events), dtype=object)
-    ev[:] = events
+    # role per event: C-level dict lookups over the category strings, then one mask per role
+    cats = list(map(attrgetter("cat"), events))
+    role_of = {c: _ROLE_BY_CAT.get(str(c).lower(), ROLE_NONE) for c in set(cats)}
+    roles = np.fromiter(map(role_of.__getitem__, cats), np.int8, len(cats))
+    del cats
+
+    def pick(mask, events=events) -> list:
+        sub = list(compress(events, mask.tolist()))
+        if sub and set(map(attrgetter("ph"), sub)) != {"X"}:
+            sub = [e for e in sub if e.ph == "X"]  # rare: non-complete events in a data category
+        return sub
+
+    api_ev = pick(roles == ROLE_API)
+    op_mask = (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET)
+    op_ev = pick(op_mask)
+    rng_ev = pick(roles == ROLE_RANGE)
+    if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
+        leg = pick(roles == ROLE_LEGACY_OP)
+        rng_ev += [e for e in leg if _LEGACY_RANGE_RE.match(str(e.name))]
     del events
-    ph = np.array(list(map(attrgetter("ph"), ev)), dtype=object)
-    cat = np.array(list(map(str.lower, map(str, map(attrgetter("cat"), ev)))), dtype=object)
-    is_x = ph == "X"
-    ucats = set(np.unique(cat[is_x]).tolist()) if is_x.any() else set()
+    doc.traceEvents = None
 
-    def select(cats):
-        m = is_x & np.isin(cat, [c for c in cats if c in ucats])
-        return ev[m], cat[m]
-
-    # --- API calls ----------------------------------------------------------------
-    api_ev, _ = select(_API_CATS)
-    # --- GPU ops ------------------------------------------------------------------
-    op_ev, op_cat = select(set(_OP_CATS))
-    # --- ranges -------------------------------------------------------------------
-    rng_ev, _ = select(_RANGE_CATS)
-    if "operator" in ucats:
-        leg, _ = select({"operator"})
-        names = np.array(list(map(str, map(attrgetter("name"), leg))), dtype="U")
-        keep = np.zeros(len(leg), bool) if not len(leg) else (
-            np.strings.startswith(names, "ProfilerStep#") | np.strings.startswith(names, "Optimizer.")
-            | np.strings.startswith(names, "## "))
-        rng_ev = np.concatenate([rng_ev, leg[keep]])
-
-    def times(evs):
-        ts = parse_decimal_ns(list(map(bytes, map(attrgetter("ts"), evs))))
-        dur = parse_decimal_ns(list(map(bytes, map(attrgetter("dur"), evs))))
-        return ts, ts + dur, dur
-
-    # Threads: (pid, tid) pairs of API calls and ranges; ids may be ints or strings in 2021 traces.
-    cpu_ev = np.concatenate([api_ev, rng_ev])
-    pid_s = np.array(list(map(str, map(attrgetter("pid"), cpu_ev))), dtype="U")
-    tid_s = np.array(list(map(str, map(attrgetter("tid"), cpu_ev))), dtype="U")
-    key_s = np.strings.add(np.strings.add(pid_s, "/"), tid_s) if len(cpu_ev) else np.zeros(0, "U1")
-    ukeys, tinv = np.unique(key_s, return_inverse=True)
-    tinv = tinv.reshape(-1).astype(np.int32)
-    upid = np.array([_num(k.split("/", 1)[0]) for k in ukeys.tolist()], np.int64)
-    utid = np.array([_num(k.split("/", 1)[1]) for k in ukeys.tolist()], np.int64)
-    threads = Threads(pid=upid, tid=utid, key=np.arange(len(ukeys), dtype=np.int64),
-                      name=np.full(len(ukeys), -1, np.int32))
-
-    # API
+    # Threads: (pid, tid) of API calls and ranges, interned densely.
+    cpu_ev = api_ev + rng_ev
     n_api = len(api_ev)
+    pid = _ids(list(map(attrgetter("pid"), cpu_ev)))
+    tid = _ids(list(map(attrgetter("tid"), cpu_ev)))
+    pairs = np.stack([pid, tid], axis=1) if len(cpu_ev) else np.zeros((0, 2), np.int64)
+    upairs, tinv = np.unique(pairs, axis=0, return_inverse=True)
+    tinv = tinv.reshape(-1).astype(np.int32)
+    threads = Threads(pid=upairs[:, 0].copy(), tid=upairs[:, 1].copy(), key=np.arange(len(upairs), dtype=np.int64),
+                      name=np.full(len(upairs), -1, np.int32))
+
+    # API calls
     if n_api:
-        a_start, a_end, _ = times(api_ev)
-        a_args = list(map(attrgetter("args"), api_ev))
+        a_start, a_end, _ = _times(api_ev)
+        a_args = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
         a_names = strings.intern_many(list(map(str, map(attrgetter("name"), api_ev))))
-        kinds_by_id = {i: nm.api_kind(strings[i]) for i in np.unique(a_names).tolist()}
         lut = np.zeros(len(strings), np.int8)
-        for i, k in kinds_by_id.items():
-            lut[i] = k
-        a_kind = lut[a_names]
-        api = ApiCalls(thread=tinv[:n_api], pid=upid[tinv[:n_api]], start=a_start, end=a_end,
+        for i in np.unique(a_names).tolist():  # once per distinct API name
+            lut[i] = nm.api_kind(strings[i])
+        api = ApiCalls(thread=tinv[:n_api], pid=pid[:n_api], start=a_start, end=a_end,
                        corr=_as_int_array(list(map(attrgetter("correlation"), a_args))),
-                       name=a_names, kind=a_kind)
+                       name=a_names, kind=lut[a_names])
     else:
         api = ApiCalls.empty()
     progress("API calls", n_api)
 
     # GPU ops
-    if len(op_ev):
-        o_start, o_end, o_dur = times(op_ev)
-        o_args = list(map(attrgetter("args"), op_ev))
+    if op_ev:
+        o_start, o_end, o_dur = _times(op_ev)
+        o_args = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
+        role = roles[op_mask]
+        if len(role) != len(op_ev):  # some were not complete events: recompute from the events
+            role = np.fromiter((_ROLE_BY_CAT.get(str(e.cat).lower(), 0) for e in op_ev), np.int8, len(op_ev))
         kind = np.zeros(len(op_ev), np.int8)
-        for c, k in _OP_CATS.items():
-            kind[op_cat == c] = k
+        for r, k in _OP_KIND.items():
+            kind[role == r] = k
         # drop `ts: 0, dur: 0` artefacts and CUPTI overflow durations
         keep = ~((o_start == 0) & (o_dur == 0)) & (o_dur >= 0) & (o_dur < MAX_DUR_NS)
-        full_names = list(map(str, map(attrgetter("name"), op_ev)))
-        full = strings.intern_many(full_names)
-        short_of = {i: strings.intern(nm.kernel_short_name(strings[i])) for i in np.unique(full).tolist()}
-        lut = np.zeros(len(strings), np.int32)
-        for i, s in short_of.items():
-            lut[i] = s
-        is_kernel = kind == OP_KERNEL
-        short = np.where(is_kernel, lut[full], full).astype(np.int32)
+        full = strings.intern_many(list(map(str, map(attrgetter("name"), op_ev))))
+        lut = np.arange(len(strings), dtype=np.int32)
+        for i in np.unique(full[kind == OP_KERNEL]).tolist():  # once per distinct kernel name
+            lut[i] = strings.intern(nm.kernel_short_name(strings[i]))
+        short = lut[full]
         dev = _as_int_array(list(map(attrgetter("device"), o_args)))
-        pid_dev = _as_int_array([_num(p) for p in map(attrgetter("pid"), op_ev)]) if (dev < 0).any() else dev
-        dev = np.where(dev >= 0, dev, pid_dev)
+        if (dev < 0).any():  # GPU events' pid is the device index
+            dev = np.where(dev >= 0, dev, _ids(list(map(attrgetter("pid"), op_ev))))
         stream = _as_int_array(list(map(attrgetter("stream"), o_args)))
-        if (stream < 0).any():
-            tid_stream = np.array([_num(t) for t in map(attrgetter("tid"), op_ev)], np.int64)
-            stream = np.where(stream >= 0, stream, tid_stream)
+        if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
+            stream = np.where(stream >= 0, stream, _ids(list(map(attrgetter("tid"), op_ev))))
         corr = _as_int_array(list(map(attrgetter("correlation"), o_args)))
         n = len(op_ev)
         ops = GpuOps(device=dev, stream=stream, start=o_start, end=o_end, corr=corr,
@@ -271,7 +275,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     # Ranges
     n_rng = len(rng_ev)
     if n_rng:
-        r_start, r_end, _ = times(rng_ev)
+        r_start, r_end, _ = _times(rng_ev)
         r_thread = tinv[n_api:]
         text = strings.intern_many(list(map(str, map(attrgetter("name"), rng_ev))))
         ranges = Ranges(thread=r_thread, start=r_start, end=r_end,
@@ -282,10 +286,9 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
 
     devices = {}
     for d in doc.deviceProperties or []:
-        did = d.id if isinstance(d, _DeviceProp) else (d.get("id", -1) if isinstance(d, dict) else -1)
-        name = d.name if isinstance(d, _DeviceProp) else (d.get("name", "") if isinstance(d, dict) else "")
-        if did is not None and int(did) >= 0:
-            devices[int(did)] = str(name)
+        did = _num(d.id) if d.id is not None else -1
+        if did >= 0:
+            devices[did] = str(d.name or "")
     used = sorted(set(np.unique(ops.device).tolist()))
     devices = {d: devices.get(d, f"GPU {d}") for d in used}
 

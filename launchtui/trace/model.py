@@ -8,6 +8,7 @@ to their launching API calls, so analyses can rely on both.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -40,11 +41,15 @@ class StringTable:
 
     def intern_many(self, strings) -> np.ndarray:
         """Ids for a sequence of strings, interning each distinct value once."""
-        if len(strings) == 0:
+        n = len(strings)
+        if n == 0:
             return np.zeros(0, np.int32)
-        uniq, inv = np.unique(np.asarray(strings, dtype=object), return_inverse=True)
-        ids = np.fromiter((self.intern(s) for s in uniq), np.int32, len(uniq))
-        return ids[inv.reshape(-1)]
+        # first-seen position per distinct string, via C-level dict.setdefault (no object sort)
+        first: dict = {}
+        pos = np.fromiter(map(first.setdefault, strings, itertools.count()), np.int64, n)
+        firsts = np.fromiter(first.values(), np.int64, len(first))  # increasing: insertion order
+        ids = np.fromiter(map(self.intern, first.keys()), np.int32, len(first))
+        return ids[np.searchsorted(firsts, pos)]
 
     def lookup(self, s: str) -> int:
         return self._index.get(s, -1)
