@@ -27,6 +27,27 @@ def _group_keys(pid_a, corr_a, pid_b, corr_b):
     return gid[:len(pid_a)], gid[len(pid_a):]
 
 
+def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
+    """The common case: (process, correlation) is unique among API rows, so the join is a lookup.
+    Returns None when keys repeat (correlation reuse) or do not fit one int64."""
+    pids, pinv = np.unique(np.concatenate([api_pid, op_pid]), return_inverse=True)
+    pinv = pinv.reshape(-1)
+    lo = min(int(api_corr.min()), int(op_corr.min()))
+    hi = max(int(api_corr.max()), int(op_corr.max()))
+    span = hi - lo + 1
+    if span <= 0 or len(pids) * span >= 2**62:
+        return None
+    key = pinv.astype(np.int64) * span + (np.concatenate([api_corr, op_corr]) - lo)
+    ka, ko = key[:len(api_pid)], key[len(api_pid):]
+    order = np.argsort(ka, kind="stable")
+    ks = ka[order]
+    if len(ks) > 1 and not (ks[1:] != ks[:-1]).all():
+        return None
+    pos = np.minimum(np.searchsorted(ks, ko), len(ks) - 1)
+    hit = ks[pos] == ko
+    return np.where(hit, order[pos], -1).astype(np.int64)
+
+
 def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     """Index of the launching API row for every GPU op, -1 when unmatched."""
     ops, api = trace.ops, trace.api
@@ -39,6 +60,9 @@ def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     else:
         api_pid = np.zeros(n_api, np.int64)
         op_pid = np.zeros(n_ops, np.int64)
+    fast = _unique_key_join(api_pid, api.corr, op_pid, ops.corr)
+    if fast is not None:
+        return fast
     g_api, g_op = _group_keys(api_pid, api.corr, op_pid, ops.corr)
     thread_key = trace.threads.key[api.thread] if len(trace.threads) else np.zeros(n_api, np.int64)
 
@@ -78,11 +102,21 @@ def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     return result
 
 
+def _sorted_by_start_end(start, end) -> bool:
+    ds = np.diff(start)
+    if (ds < 0).any():
+        return False
+    tie = ds == 0
+    return not (tie & (np.diff(end) < 0)).any()
+
+
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
     """Sort every table by start time and join ops to their launches. Readers call this last."""
     for name in ("ops", "api", "ranges", "overheads"):
         table = getattr(trace, name).coerce()
         if len(table):
+            if _sorted_by_start_end(table.start, table.end) and name != "ops":
+                continue  # Nsight tables usually arrive in time order already
             if name == "ops":
                 order = np.lexsort((table.stream, table.device, table.end, table.start))
             else:

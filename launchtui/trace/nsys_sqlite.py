@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from launchtui.errors import TraceError
 from launchtui.trace import names as nm
@@ -18,7 +20,8 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPO
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
 from launchtui.trace.nesting import range_depths
-from launchtui.trace.sqlite_columns import connect_readonly, fetch_int_columns, table_columns
+from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
+                                             table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
@@ -143,42 +146,52 @@ class _Reader:
                       corr=c["corr"], pid=c["pid"], name=short, full_name=full,
                       kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int64))
 
-    def read_nvtx(self):
+    def read_nvtx_raw(self, con: sqlite3.Connection):
+        """NVTX ranges as raw columns (no interning), so it can run on its own connection and thread."""
         if not self.has("NVTX_EVENTS"):
             return None
+        table = self.tables["NVTX_EVENTS"]
         cs = self.colset("NVTX_EVENTS")
-        text_id = "textId" if "textId" in cs else "NULL"
-        c = self.ints("NVTX_EVENTS", {
-            "start": "start", "end": "end", "type": "eventType", "gtid": "globalTid",
-            "domain": "domainId" if "domainId" in cs else "0", "text_id": text_id,
-            "has_text": "text IS NOT NULL" if "text" in cs else "0"},
-            where=f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL")
+        where = f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL"
+        # small fields share one column: type bit, inline-text bit, domain id (fewer group_concats)
+        packed = (f"(eventType - {NVTX_PUSHPOP}) + 2 * ({'text IS NOT NULL' if 'text' in cs else '0'})"
+                  f" + 4 * {'ifnull(domainId, 0)' if 'domainId' in cs else '0'}")
+        exprs = {"start": "start", "end": "end", "gtid": "globalTid", "packed": packed}
+        if "textId" in cs:
+            exprs["text_id"] = "textId"
+        c = fetch_int_columns(con, table, exprs, where)
+        c["type"] = np.where(c["packed"] & 1, NVTX_STARTEND, NVTX_PUSHPOP)
+        c["has_text"] = (c["packed"] >> 1) & 1
+        c["domain"] = c["packed"] >> 2
+        c.setdefault("text_id", np.full(len(c["start"]), -1, np.int64))
+        inline = []
+        if len(c["start"]) and "text" in cs and c["has_text"].any():
+            inline = fetch_text_column(con, table, "text", where + " AND text IS NOT NULL")
+        domains = {}
+        if "domainId" in cs:
+            q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {"textId" if "textId" in cs else "NULL"} '
+                 f'FROM "{table}" WHERE eventType = {NVTX_DOMAIN_CREATE}')
+            domains = {int(d): (txt, tid) for d, txt, tid in con.execute(q) if d is not None}
+        return c, inline, domains
+
+    def intern_nvtx(self, raw):
+        """Intern the raw NVTX columns' strings (main thread only: the string table is not shared)."""
+        c, inline, domains = raw
         n = len(c["start"])
+        self.progress("read NVTX_EVENTS", n)
         text = np.full(n, self.strings.intern(""), np.int32)
-        if n and "text" in cs:
-            # inline texts: fetch only that one column, in the same row order as the scan above
-            inline = self.con.execute(
-                f'SELECT text FROM "{self.tables["NVTX_EVENTS"]}" WHERE eventType IN '
-                f"({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL AND text IS NOT NULL").fetchall()
-            mask = c["has_text"] == 1
-            text[mask] = self.strings.intern_many([r[0] for r in inline])
+        if len(inline):
+            text[c["has_text"] == 1] = self.strings.intern_many(inline)
         by_id = (c["text_id"] >= 0) & (c["has_text"] == 0)
         if by_id.any():
             text[by_id] = self.map_string_ids(c["text_id"][by_id])
-        # domain names come from the domain-create rows (eventType 75), text inline or via textId
-        domains = {}
-        if "domainId" in cs:
-            q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {text_id} FROM '
-                 f'"{self.tables["NVTX_EVENTS"]}" WHERE eventType = {NVTX_DOMAIN_CREATE}')
-            sids = self.string_ids()
-            for dom, txt, tid in self.con.execute(q):
-                if txt is None and tid is not None and 0 <= tid < len(sids):
-                    txt = sids[tid]
-                if txt:
-                    domains[int(dom)] = self.strings.intern(str(txt))
+        sids = self.string_ids()
         dom_ids = np.full(n, -1, np.int32)
-        for d, sid in domains.items():
-            dom_ids[c["domain"] == d] = sid
+        for dom, (txt, tid) in domains.items():  # domain names: inline text or via textId
+            if txt is None and tid is not None and 0 <= tid < len(sids):
+                txt = sids[tid]
+            if txt:
+                dom_ids[c["domain"] == dom] = self.strings.intern(str(txt))
         kind = np.where(c["type"] == NVTX_STARTEND, RANGE_STARTEND, RANGE_PUSHPOP).astype(np.int8)
         return c, text, dom_ids, kind
 
@@ -221,6 +234,8 @@ def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
         return _build(r, path, source, meta)
     except sqlite3.DatabaseError as e:
         raise TraceError(path, f"cannot read Nsight export ({e})") from None
+    except ValueError as e:
+        raise TraceError(path, f"unexpected values in Nsight export ({e})") from None
     finally:
         r.con.close()
 
@@ -243,19 +258,31 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         if row and row[0] is not None:
             source.wall_offset_ns = 0 if normalized else int(row[0])
 
-    api_part = r.read_api()
-    op_parts = [r.read_gpu_table("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
-                r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
-                r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET)]
-    nvtx_part = r.read_nvtx()
-    ovh_part = r.read_overheads()
+    # NVTX (often the largest table) is scanned on a second connection in parallel: SQLite releases
+    # the GIL while it scans, so the two scans share the machine's cores.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        def nvtx_job():
+            con = connect_readonly(path)
+            try:
+                return r.read_nvtx_raw(con)
+            finally:
+                con.close()
+        nvtx_future = pool.submit(nvtx_job)
+        api_part = r.read_api()
+        op_parts = [r.read_gpu_table("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
+                    r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
+                    r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET)]
+        ovh_part = r.read_overheads()
+        raw = nvtx_future.result()
+    nvtx_part = r.intern_nvtx(raw) if raw is not None else None
+    del raw
 
     # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
     gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
                                  ovh_part) if p is not None]
     all_gtid = np.concatenate(gtids) if gtids else np.zeros(0, np.int64)
-    uniq_gtid, inv = np.unique(all_gtid, return_inverse=True)
-    inv = inv.reshape(-1)
+    inv, uniq_gtid = pd.factorize(all_gtid, sort=True)  # hash-based: few distinct threads, many rows
+    uniq_gtid = np.asarray(uniq_gtid, np.int64)
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1

@@ -43,12 +43,29 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     """
     names = list(exprs)
     where_sql = f" WHERE {where}" if where else ""
-    count = con.execute(f'SELECT count(*) FROM "{table}"{where_sql}').fetchone()[0]
-    if count == 0:
-        return {k: np.zeros(0, np.int64) for k in names}
-    sel = ", ".join(f"group_concat(ifnull(CAST(({e}) AS INTEGER), {NULL_INT}), ',')" for e in exprs.values())
-    row = con.execute(f'SELECT {sel} FROM "{table}"{where_sql}').fetchone()
-    return {k: _parse_ints(v, count) for k, v in zip(names, row)}
+    notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
+    # NOT NULL integer columns concatenate as they are; anything else needs a NULL sentinel
+    sel = ", ".join(f"group_concat({e}, ',')" if e in notnull else f"group_concat(ifnull({e}, {NULL_INT}), ',')"
+                    for e in exprs.values())
+    row = con.execute(f'SELECT count(*), {sel} FROM "{table}"{where_sql}').fetchone()
+    count = row[0]
+    return {k: _parse_ints(v, count) for k, v in zip(names, row[1:])}
+
+
+UNIT_SEP = "\x1f"
+
+
+def fetch_text_column(con: sqlite3.Connection, table: str, expr: str, where: str = "") -> list[str]:
+    """One text column as a list of str, concatenated by SQLite and split in C (no row tuples)."""
+    where_sql = f" WHERE {where}" if where else ""
+    count, text = con.execute(
+        f"SELECT count(*), group_concat(({expr}), char(31)) FROM \"{table}\"{where_sql}").fetchone()
+    if not count:
+        return []
+    out = text.split(UNIT_SEP)
+    if len(out) != count:  # a value held the separator itself: fall back to plain rows
+        out = [r[0] for r in con.execute(f'SELECT ({expr}) FROM "{table}"{where_sql}')]
+    return out
 
 
 def table_columns(con: sqlite3.Connection) -> dict[str, set[str]]:
