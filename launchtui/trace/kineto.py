@@ -81,8 +81,10 @@ _ROLE_BY_CAT = {"cuda_runtime": ROLE_API, "runtime": ROLE_API, "cuda_driver": RO
                 "gpu_memset": ROLE_MEMSET, "memset": ROLE_MEMSET, "user_annotation": ROLE_RANGE,
                 "operator": ROLE_LEGACY_OP}
 _OP_KIND = {ROLE_KERNEL: OP_KERNEL, ROLE_MEMCPY: OP_MEMCPY, ROLE_MEMSET: OP_MEMSET}
-# 2021 traces record record_function ranges as plain operators
-_LEGACY_RANGE_RE = re.compile(r"^(ProfilerStep#|Optimizer\.|## )")
+# 2021 traces record record_function ranges as plain operators: those are the names that are not
+# namespaced ops (aten::add), autograd nodes (AddmmBackward0), in-place ops (detach_) or Triton
+# launcher calls
+_LEGACY_NOT_RANGE_RE = re.compile(r"::|Backward\d*$|_$|^triton_")
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -210,7 +212,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     rng_ev = pick(roles == ROLE_RANGE)
     if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
         leg = pick(roles == ROLE_LEGACY_OP)
-        rng_ev += [e for e in leg if _LEGACY_RANGE_RE.match(str(e.name))]
+        rng_ev += [e for e in leg if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
     del events
     doc.traceEvents = None
 
