@@ -102,26 +102,49 @@ def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     return result
 
 
-def _sorted_by_start_end(start, end) -> bool:
-    ds = np.diff(start)
-    if (ds < 0).any():
+def time_order(start, end, *tie_keys) -> np.ndarray | None:
+    """Permutation sorting rows by (start, end, *tie_keys); None when already in that order.
+
+    Exported tables are runs of time-ordered rows (per thread or stream buffer), which a stable
+    merge sort on `start` alone handles in near-linear time; the full lexsort is only needed when
+    equal starts are out of order on the other keys.
+    """
+    keys = (start, end) + tie_keys
+    if _in_order(keys):
+        return None
+    order = np.argsort(start, kind="stable")
+    if _in_order(tuple(k[order] for k in keys)):
+        return order
+    return np.lexsort(tuple(reversed(keys)))
+
+
+def _in_order(keys) -> bool:
+    """Rows sorted lexicographically by keys (first key primary)?"""
+    if len(keys[0]) < 2:
+        return True
+    d0 = np.diff(keys[0])
+    if (d0 < 0).any():
         return False
-    tie = ds == 0
-    return not (tie & (np.diff(end) < 0)).any()
+    tie = d0 == 0
+    for k in keys[1:]:
+        if not tie.any():
+            return True
+        dk = np.diff(k)
+        if (tie & (dk < 0)).any():
+            return False
+        tie &= dk == 0
+    return True
 
 
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
-    """Sort every table by start time and join ops to their launches. Readers call this last."""
+    """Sort every table by time and join ops to their launches. Readers call this last."""
     for name in ("ops", "api", "ranges", "overheads"):
         table = getattr(trace, name).coerce()
         if len(table):
-            if _sorted_by_start_end(table.start, table.end) and name != "ops":
-                continue  # Nsight tables usually arrive in time order already
-            if name == "ops":
-                order = np.lexsort((table.stream, table.device, table.end, table.start))
-            else:
-                order = np.lexsort((table.end, table.start))
-            setattr(trace, name, table.take(order))
+            extra = (table.device, table.stream) if name == "ops" else ()
+            order = time_order(table.start, table.end, *extra)
+            if order is not None:
+                setattr(trace, name, table.take(order))
     trace.threads.coerce()
     trace.ops.api = join_ops_to_api(trace, match_process)
     return trace
