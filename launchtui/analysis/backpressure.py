@@ -15,6 +15,7 @@ import numpy as np
 from launchtui.analysis import nvtx
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
 
 
@@ -124,15 +125,15 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
         return []
     dur = api.end[launch] - api.start[launch]
     th = api.thread[launch]
-    # per-thread median of launch-call durations, vectorised by sorting (thread, duration)
-    o = np.lexsort((dur, th))
-    ths = th[o]
-    bounds = np.concatenate([[0], np.nonzero(ths[1:] != ths[:-1])[0] + 1, [len(ths)]])
+    # per-thread median of launch-call durations: group rows by thread (radix sort on few ids),
+    # then np.median (a partition, not a sort) per thread
+    uth, tg = dense_groups(th)
+    o = np.argsort(tg.astype(np.uint16) if len(uth) < 65536 else tg, kind="stable")
+    bounds = np.searchsorted(tg[o], np.arange(len(uth) + 1))
     med = np.zeros(int(th.max()) + 1, np.float64)
     ds = dur[o]
-    lo, hi = bounds[:-1], bounds[1:]
-    n = hi - lo
-    med[ths[lo]] = (ds[lo + (n - 1) // 2] + ds[lo + n // 2]) / 2.0
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
+        med[uth[i]] = np.median(ds[lo:hi])
     is_spike = (dur > opt.spike_us * 1e3) & (dur > opt.spike_factor * med[th])
     cand = launch[is_spike]
     if not len(cand):

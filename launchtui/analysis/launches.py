@@ -11,6 +11,7 @@ import numpy as np
 
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
 
 ROW_KEYS = ("kernel_name", "device_id", "launch_count", "total_api_ms", "avg_api_us", "max_api_us",
@@ -75,31 +76,28 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
     kern = ops.end[k] - ops.start[k]
     nid = name_ids(trace, names)[k].astype(np.int64)
     dev = ops.device[k].astype(np.int64)
-    key = dev * (len(trace.strings) + 1) + nid
-    uniq, g = np.unique(key, return_inverse=True)
-    g = g.reshape(-1)
+    width = len(trace.strings) + 1
+    uniq, g = dense_groups(dev * width + nid)
     ng = len(uniq)
     has_q = queue >= 0
 
-    def grouped_extreme(values, fn):
-        if not len(values):
-            return np.zeros(0, np.int64)
-        o = np.argsort(g, kind="stable")
-        starts = np.searchsorted(g[o], np.arange(ng))
-        return fn.reduceat(values[o], starts)
+    def extreme(values, ufunc, init):
+        out = np.full(ng, init, np.int64)
+        ufunc.at(out, g, values)
+        return out
 
+    big = np.iinfo(np.int64)
     return KernelGroups(
-        device=(uniq // (len(trace.strings) + 1)).astype(np.int64),
-        name=(uniq % (len(trace.strings) + 1)).astype(np.int64),
+        device=uniq // width, name=uniq % width,
         count=np.bincount(g, minlength=ng),
         sum_api=np.bincount(g, weights=api_t, minlength=ng),
-        max_api=grouped_extreme(api_t, np.maximum),
-        min_api=grouped_extreme(api_t, np.minimum),
+        max_api=extreme(api_t, np.maximum, big.min),
+        min_api=extreme(api_t, np.minimum, big.max),
         queue_count=np.bincount(g, weights=has_q, minlength=ng).astype(np.int64),
         sum_queue=np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng),
         sum_kernel=np.bincount(g, weights=kern, minlength=ng),
-        span_start=grouped_extreme(ops.start[k], np.minimum),
-        span_end=grouped_extreme(ops.end[k], np.maximum),
+        span_start=extreme(ops.start[k], np.minimum, big.max),
+        span_end=extreme(ops.end[k], np.maximum, big.min),
     )
 
 

@@ -6,11 +6,12 @@ before +1. Ops without a launch row are left out (the depth is a lower bound nea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from launchtui.analysis.select import WHOLE, Selection, time_window
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
 
 DEFAULT_THRESHOLDS = (1000, 1020)
@@ -26,7 +27,6 @@ class StreamSeries:
     points: int
     max_graph_as_one: int    # max depth when a whole graph replay counts as one entry
     graph_ops: int           # matched ops launched by graph launches
-    depth_before: np.ndarray = field(repr=False, default=None)  # depth just before each launch (per op)
 
     def value_at(self, times: np.ndarray) -> np.ndarray:
         """Depth in effect at each time (after all changes at that time)."""
@@ -34,18 +34,31 @@ class StreamSeries:
         return np.where(pos >= 0, self.v[np.maximum(pos, 0)], 0)
 
 
-def _step_series(key: np.ndarray, time: np.ndarray, delta: np.ndarray):
-    """Grouped cumulative depth. Returns (order, depth after each event) with events sorted by
-    (key, time, delta) so that -1 precedes +1 at equal times."""
-    order = np.lexsort((delta, time, key))
-    k = key[order]
-    d = delta[order].astype(np.int64)
-    c = np.cumsum(d)
-    starts = np.ones(len(k), bool)
-    starts[1:] = k[1:] != k[:-1]
-    base = np.maximum.accumulate(np.where(starts, np.arange(len(k)), 0))
-    depth = c - (c[base] - d[base])
-    return order, depth
+def _merge_depth(plus: np.ndarray, minus: np.ndarray):
+    """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
+    sorted. Equal times apply -1 before +1. Returns (times, depth after each event, depth after
+    each +1 event) in merged order, found with searchsorted instead of sorting the events."""
+    na, nb = len(plus), len(minus)
+    b_le_a = np.searchsorted(minus, plus, side="right")   # -1 events applied at or before each +1
+    a_lt_b = np.searchsorted(plus, minus, side="left")    # +1 events strictly before each -1
+    pos_a = np.arange(na) + b_le_a
+    pos_b = np.arange(nb) + a_lt_b
+    times = np.empty(na + nb, np.int64)
+    depth = np.empty(na + nb, np.int64)
+    times[pos_a] = plus
+    times[pos_b] = minus
+    after_plus = np.arange(1, na + 1) - b_le_a
+    depth[pos_a] = after_plus
+    depth[pos_b] = a_lt_b - np.arange(1, nb + 1)
+    return times, depth, after_plus
+
+
+def _sorted_with_order(x: np.ndarray):
+    """(sorted x, permutation or None when x was already sorted)."""
+    if len(x) < 2 or (x[1:] >= x[:-1]).all():
+        return x, None
+    o = np.argsort(x, kind="stable")
+    return x[o], o
 
 
 def stream_series(trace: Trace) -> list[StreamSeries]:
@@ -54,66 +67,46 @@ def stream_series(trace: Trace) -> list[StreamSeries]:
     if memo is not None:
         return memo
     ops, api = trace.ops, trace.api
-    m = ops.api >= 0
-    idx = np.nonzero(m)[0]
+    idx = np.nonzero(ops.api >= 0)[0]
     out: list[StreamSeries] = []
-    if len(idx):
-        skey_all = ops.device.astype(np.int64) * (1 << 40) + ops.stream  # device, stream -> one key
-        skey = skey_all[idx]
-        a = ops.api[idx]
-        n = len(idx)
-        key = np.concatenate([skey, skey])
-        time = np.concatenate([api.start[a], ops.start[idx]])
-        delta = np.concatenate([np.ones(n, np.int8), -np.ones(n, np.int8)])
-        order, depth = _step_series(key, time, delta)
-        k_sorted, t_sorted = key[order], time[order]
-        # depth just before each +1 (launch) = depth after it - 1
-        before = np.empty(2 * n, np.int64)
-        before[order] = depth - delta[order]
-        depth_before_launch = before[:n]
-
-        # graph replays as one entry: keep only the first op of each (graph launch, stream)
-        is_graph = api.kind[a] == API_GRAPH_LAUNCH
-        g_keep = np.ones(n, bool)
-        if is_graph.any():
-            gi = np.nonzero(is_graph)[0]
-            gk = a[gi] * (1 << 20) + (skey[gi] % (1 << 20))
-            o = np.lexsort((ops.start[idx][gi], gk))
-            first = np.ones(len(o), bool)
-            first[1:] = gk[o][1:] != gk[o][:-1]
-            g_keep[gi] = False
-            g_keep[gi[o[first]]] = True
-        gidx = np.nonzero(g_keep)[0]
-        gkey = np.concatenate([skey[gidx], skey[gidx]])
-        gtime = np.concatenate([api.start[a[gidx]], ops.start[idx[gidx]]])
-        gdelta = np.concatenate([np.ones(len(gidx), np.int8), -np.ones(len(gidx), np.int8)])
-        gorder, gdepth = _step_series(gkey, gtime, gdelta)
-        gk_sorted = gkey[gorder]
-
-        bounds = np.concatenate([[0], np.nonzero(k_sorted[1:] != k_sorted[:-1])[0] + 1, [len(k_sorted)]])
-        for lo, hi in zip(bounds[:-1], bounds[1:]):  # one iteration per stream
-            kk = int(k_sorted[lo])
-            t = t_sorted[lo:hi]
-            dep = depth[lo:hi]
-            last = np.ones(hi - lo, bool)
-            last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
-            glo, ghi = np.searchsorted(gk_sorted, [kk, kk + 1])
-            sel_ops = skey == kk
-            out.append(StreamSeries(
-                device=int(kk >> 40), stream=int(kk & ((1 << 40) - 1)),
-                t=t[last], v=dep[last].astype(np.int32),
-                point_mean=float(dep.mean()), points=int(hi - lo),
-                max_graph_as_one=int(gdepth[glo:ghi].max()) if ghi > glo else 0,
-                graph_ops=int((is_graph & sel_ops).sum()),
-                depth_before=depth_before_launch))
-    trace.derived["queue_series"] = out
-    # per matched op: depth on its stream just before its launch call (for spike analysis, details)
     dbl = np.full(len(ops), -1, np.int64)
     if len(idx):
-        dbl[idx] = depth_before_launch
-    trace.derived["depth_before_launch"] = dbl
-    for s in out:
-        s.depth_before = None
+        devs, di = dense_groups(ops.device[idx])
+        strs, si = dense_groups(ops.stream[idx])
+        skeys, grp = dense_groups(di * len(strs) + si)  # (device, stream) pairs present
+        by_stream = np.argsort(grp.astype(np.uint16) if len(skeys) < 65536 else grp, kind="stable")
+        bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
+            sel = idx[by_stream[lo:hi]]             # this stream's matched ops, in start order
+            a = ops.api[sel]
+            minus = ops.start[sel]
+            # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
+            plus, perm = _sorted_with_order(api.start[a])
+            t, dep, after_plus = _merge_depth(plus, minus)
+            before = after_plus - 1
+            if perm is None:
+                dbl[sel] = before
+            else:
+                dbl[sel[perm]] = before
+            is_graph = api.kind[a] == API_GRAPH_LAUNCH
+            gmax = int(dep.max())
+            if is_graph.any():  # graph replays as one entry, retired when its first op starts
+                first = np.ones(len(sel), bool)
+                gi = np.nonzero(is_graph)[0]
+                seen = np.unique(a[gi], return_index=True)[1]
+                first[gi] = False
+                first[gi[seen]] = True
+                p2, _ = _sorted_with_order(api.start[a[first]])
+                gmax = int(_merge_depth(p2, minus[first])[1].max())
+            last = np.ones(len(t), bool)
+            last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
+            d_i, s_i = divmod(int(skeys[g]), len(strs))
+            out.append(StreamSeries(
+                device=int(devs[d_i]), stream=int(strs[s_i]), t=t[last], v=dep[last].astype(np.int32),
+                point_mean=float(dep.mean()), points=len(t), max_graph_as_one=gmax,
+                graph_ops=int(is_graph.sum())))
+    trace.derived["queue_series"] = out
+    trace.derived["depth_before_launch"] = dbl  # per op: pending on its stream before its launch call
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.grouping import distinct_runs
 from launchtui.trace.model import Trace
 
 
@@ -30,8 +31,11 @@ def _group_keys(pid_a, corr_a, pid_b, corr_b):
 def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     """The common case: (process, correlation) is unique among API rows, so the join is a lookup.
     Returns None when keys repeat (correlation reuse) or do not fit one int64."""
-    pids, pinv = np.unique(np.concatenate([api_pid, op_pid]), return_inverse=True)
-    pinv = pinv.reshape(-1)
+    both = np.concatenate([api_pid, op_pid])
+    if len(both) and (both == both[0]).all():  # one process: the key is the correlation id
+        pids, pinv = both[:1], np.zeros(len(both), np.int64)
+    else:
+        pids, pinv = distinct_runs(both)
     lo = min(int(api_corr.min()), int(op_corr.min()))
     hi = max(int(api_corr.max()), int(op_corr.max()))
     span = hi - lo + 1

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from launchtui.errors import TraceError
 from launchtui.trace import names as nm
@@ -19,12 +18,14 @@ from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
+from launchtui.trace.grouping import dense_groups, distinct_runs
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
                                              table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
+PACK = 1 << 32       # two small non-negative ids in one SQL integer
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}
@@ -68,8 +69,8 @@ class _Reader:
     def colset(self, canon: str) -> set[str]:
         return self.cols[self.tables[canon]]
 
-    def ints(self, canon: str, exprs: dict[str, str], where: str = "") -> dict[str, np.ndarray]:
-        out = fetch_int_columns(self.con, self.tables[canon], exprs, where)
+    def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None) -> dict[str, np.ndarray]:
+        out = fetch_int_columns(con or self.con, self.tables[canon], exprs, where)
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
         return out
 
@@ -93,12 +94,12 @@ class _Reader:
         if len(ids) == 0:
             return np.zeros(0, np.int32)
         vals = self.string_ids()
-        uniq, inv = np.unique(ids, return_inverse=True)
+        uniq, inv = dense_groups(ids)
         mapped = np.empty(len(uniq), np.int32)
         for i, u in enumerate(uniq):  # once per distinct name
             s = vals[u] if 0 <= u < len(vals) else f"<string {u}>"
             mapped[i] = self.strings.intern(transform(s) if transform else s)
-        return mapped[inv.reshape(-1)]
+        return mapped[inv]
 
     def meta(self) -> dict[str, str]:
         for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
@@ -119,18 +120,30 @@ class _Reader:
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
 
-    def read_gpu_table(self, canon: str, op_kind: int):
+    def read_gpu_raw(self, canon: str, op_kind: int, con=None):
+        """A GPU-op table's integer columns (no interning: safe on a worker thread)."""
         if not self.has(canon):
             return None
         cs = self.colset(canon)
-        exprs = {"start": "start", "end": "end", "device": "deviceId", "stream": "streamId",
+        # small ids share a column (fewer values for SQLite to format): device/stream, name ids
+        exprs = {"start": "start", "end": "end", "devstream": f"deviceId * {PACK} + streamId",
                  "corr": "correlationId", "pid": "globalPid" if "globalPid" in cs else "NULL"}
         if op_kind == OP_KERNEL:
-            exprs["short"] = "shortName"
-            exprs["full"] = "demangledName" if "demangledName" in cs else "shortName"
+            full = "demangledName" if "demangledName" in cs else "shortName"
+            exprs["names"] = f"shortName * {PACK} + {full}"
         elif op_kind == OP_MEMCPY:
             exprs["copy"] = "copyKind" if "copyKind" in cs else "NULL"
-        c = self.ints(canon, exprs)
+        c = self.ints(canon, exprs, con=con)
+        c["device"], c["stream"] = np.divmod(c.pop("devstream"), PACK)
+        if op_kind == OP_KERNEL:
+            c["short"], c["full"] = np.divmod(c.pop("names"), PACK)
+        return op_kind, c
+
+    def gpu_ops(self, raw) -> GpuOps | None:
+        """Intern a raw GPU-op table's names (main thread)."""
+        if raw is None:
+            return None
+        op_kind, c = raw
         n = len(c["start"])
         if op_kind == OP_KERNEL:
             short = self.map_string_ids(c["short"])
@@ -146,7 +159,7 @@ class _Reader:
                       corr=c["corr"], pid=c["pid"], name=short, full_name=full,
                       kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int64))
 
-    def read_nvtx_raw(self, con: sqlite3.Connection):
+    def read_nvtx_raw(self, con: sqlite3.Connection = None):
         """NVTX ranges as raw columns (no interning), so it can run on its own connection and thread."""
         if not self.has("NVTX_EVENTS"):
             return None
@@ -258,31 +271,37 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         if row and row[0] is not None:
             source.wall_offset_ns = 0 if normalized else int(row[0])
 
-    # NVTX (often the largest table) is scanned on a second connection in parallel: SQLite releases
-    # the GIL while it scans, so the two scans share the machine's cores.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        def nvtx_job():
-            con = connect_readonly(path)
-            try:
-                return r.read_nvtx_raw(con)
-            finally:
-                con.close()
-        nvtx_future = pool.submit(nvtx_job)
+    # The big scans run on their own connections in parallel: SQLite releases the GIL while it
+    # scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
+    # integer columns; strings are interned here on the main thread.
+    def on_own_connection(fn, *args):
+        con = connect_readonly(path)
+        try:
+            return fn(*args, con=con)
+        finally:
+            con.close()
+
+    def gpu_job(con=None):
+        return [r.read_gpu_raw(t, k, con=con) for t, k in (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
+                                                          ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
+                                                          ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        gpu_future = pool.submit(on_own_connection, gpu_job)
+        nvtx_future = pool.submit(on_own_connection, r.read_nvtx_raw)
         api_part = r.read_api()
-        op_parts = [r.read_gpu_table("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
-                    r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
-                    r.read_gpu_table("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET)]
         ovh_part = r.read_overheads()
-        raw = nvtx_future.result()
-    nvtx_part = r.intern_nvtx(raw) if raw is not None else None
-    del raw
+        gpu_raw = gpu_future.result()
+        nvtx_raw = nvtx_future.result()
+    op_parts = [r.gpu_ops(raw) for raw in gpu_raw]
+    nvtx_part = r.intern_nvtx(nvtx_raw) if nvtx_raw is not None else None
+    del gpu_raw, nvtx_raw
 
     # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
     gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
                                  ovh_part) if p is not None]
     all_gtid = np.concatenate(gtids) if gtids else np.zeros(0, np.int64)
-    inv, uniq_gtid = pd.factorize(all_gtid, sort=True)  # hash-based: few distinct threads, many rows
-    uniq_gtid = np.asarray(uniq_gtid, np.int64)
+    uniq_gtid, inv = distinct_runs(all_gtid)
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1

@@ -1,0 +1,35 @@
+"""Group ids without sorting: most keys here (thread ids, string ids, device x name) have few
+distinct values in a small range, where a lookup table beats np.unique's O(n log n) sort."""
+from __future__ import annotations
+
+import numpy as np
+
+DENSE_LIMIT = 1 << 24
+
+
+def dense_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, group index per element) for non-negative or any int keys."""
+    key = np.asarray(key)
+    if len(key) == 0:
+        return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, np.int64)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo < DENSE_LIMIT:
+        k = key - lo
+        present = np.zeros(hi - lo + 1, bool)
+        present[k] = True
+        uniq = np.nonzero(present)[0]
+        lut = np.cumsum(present) - 1
+        return (uniq + lo).astype(key.dtype), lut[k].astype(np.int64)
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq, inv.reshape(-1).astype(np.int64)
+
+
+def distinct_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for values that come in long runs (a thread's or a
+    process's rows are mostly contiguous in exported tables): only the run heads are sorted."""
+    values = np.asarray(values)
+    if not len(values):
+        return values, np.zeros(0, np.int64)
+    heads = np.concatenate([[True], values[1:] != values[:-1]])
+    uniq = np.unique(values[heads])
+    return uniq, np.searchsorted(uniq, values)
