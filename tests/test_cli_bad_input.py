@@ -139,3 +139,15 @@ def test_samples_untouched_by_every_command(shared, tmp_path, capsys, monkeypatc
                 assert len(err.strip().splitlines()) == 1
     assert {p: snapshot(p) for p in samples} == before
     assert {d: sorted(os.listdir(d)) for d in listing} == listing, "nothing written beside any trace"
+
+
+def test_format_detected_by_content_not_extension(tmp_path, capsys, monkeypatch):
+    import shutil
+    kin = tmp_path / "looks_like.sqlite"
+    shutil.copy(sample("kineto/b200__eager_trace.json.gz"), kin)
+    nsy = tmp_path / "looks_like.json"
+    shutil.copy(sample("nsys/nsys-ai__mock.sqlite"), nsy)
+    rc, out, err, _ = run_cli(["info", kin], capsys, tmp_path, monkeypatch)
+    assert rc == 0 and "kineto-json" in out
+    rc, out, err, _ = run_cli(["info", nsy], capsys, tmp_path, monkeypatch)
+    assert rc == 0 and "nsys-sqlite" in out
