@@ -27,13 +27,13 @@ from launchtui.trace.nesting import range_depths
 MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # longer durations are CUPTI overflow (HTA drops them too)
 
 
-class _OpArgs(msgspec.Struct):
+class _OpArgs(msgspec.Struct, gc=False):
     correlation: int = -1
     device: int = -1
     stream: int = -1
 
 
-class _ApiArgs(msgspec.Struct):
+class _ApiArgs(msgspec.Struct, gc=False):
     correlation: int = -1
 
 
@@ -48,7 +48,7 @@ class _LooseApiArgs(msgspec.Struct):
     correlation: int | float | str | None = -1
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     # args stay raw: most events' args (shapes, call stacks) are never needed, and the few we
     # need are decoded afterwards in one batch per role
     ph: str | None = ""
