@@ -104,7 +104,7 @@ def test_nsys_rep_exported_into_cache_and_reused(tmp_path, monkeypatch, capsys):
     before = snapshot(rep)
     assert main(["info", str(rep), "--no-cache"]) == 0
     out = capsys.readouterr()
-    assert "kernel 4" in out.out and "exporting" in out.err
+    assert "kernel 4" in out.out and "report 2026.1.1.204" in out.out
     assert main(["report", str(rep), "--no-cache"]) == 0
     assert log.read_text().count("export --type sqlite") == 1, "the export is reused while the report is unchanged"
     assert sorted(os.listdir(rep.parent)) == ["report1.nsys-rep"], "nothing beside the report"
@@ -188,3 +188,15 @@ def test_nvtx_restriction_counts_only_range_kernels(capsys):
     assert 0 < n_opt < n_all
     assert [(r["kernel_name"], r["launch_count"], r["nvtx_range"], r["nvtx_share"]) for r in doc["small_kernels"]] \
         == [("multi_tensor_apply_kernel", 45, "Optimizer.step#SGD.step", 1.0)]
+
+
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="NVIDIA nsys not installed (Debian non-free nsight-systems)")
+def test_real_nsys_exports_old_report_and_refuses_new(tmp_path, capsys):
+    old = sample("nsys/MohanadOdema__DLProf__nsys_profile.nsys-rep")
+    assert main(["info", str(old), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["counts"]["gpu_ops"]["kernel"] == 46 and info["details"]["report_version"].startswith("old")
+    new = sample("nsys/0x822a5b87__test-cuda__report1.nsys-rep")
+    assert main(["info", str(new)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nsys export failed (report version 2026.1.1.204" in err[0]

@@ -67,7 +67,10 @@ def read_trace(path: str | os.PathLike, progress=None) -> Trace:
         sqlite_path = export_report(path, progress)
         from launchtui.trace.nsys_sqlite import read_nsys_sqlite
         trace = read_nsys_sqlite(sqlite_path, src, progress)
-        trace.source.extra["exported_from_report"] = True
+        from launchtui.trace.nsys_rep import report_version
+        trace.source.extra["report_version"] = report_version(path)
+        trace.source.extra["exported_by_nsys"] = trace.source.version
+        trace.source.version = f"report {report_version(path)}"
         return trace
     raise TraceError(path, "not a supported trace: expected an Nsight Systems SQLite export, an "
                            ".nsys-rep/.qdrep report, or PyTorch-profiler JSON (.json / .json.gz)")

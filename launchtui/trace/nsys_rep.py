@@ -60,7 +60,8 @@ def export_report(path: Path, progress=None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + f".tmp{os.getpid()}.sqlite")
     progress(f"running nsys export (report version {report_version(path)})", 0)
-    print(f"launchtui: exporting {path} with nsys into {out.parent} ...", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():  # progress for a person; scripts get only the result or one error line
+        print(f"launchtui: exporting {path} with nsys into {out.parent} ...", file=sys.stderr, flush=True)
     try:
         proc = subprocess.run([nsys] + export_command(path, tmp)[1:],
                               capture_output=True, text=True)
