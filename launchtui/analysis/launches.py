@@ -62,6 +62,8 @@ class KernelGroups:
     sum_kernel: np.ndarray
     span_start: np.ndarray
     span_end: np.ndarray
+    op_idx: np.ndarray        # the launched kernels aggregated (indices into trace.ops)
+    op_group: np.ndarray      # their group index
 
     def __len__(self):
         return len(self.count)
@@ -98,6 +100,7 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
         sum_kernel=np.bincount(g, weights=kern, minlength=ng),
         span_start=extreme(ops.start[k], np.minimum, big.max),
         span_end=extreme(ops.end[k], np.maximum, big.min),
+        op_idx=k, op_group=g,
     )
 
 
@@ -140,10 +143,23 @@ def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = 100, max_a
 
 
 def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = 100,
-                       max_avg_us: float = 10.0, limit: int = 20, names: str = "short") -> list[dict]:
-    """Rows with nsys-ai's 13 keys plus `is_nccl`, ranked by total API time."""
+                       max_avg_us: float = 10.0, limit: int = 20, names: str = "short",
+                       with_phase: bool = False) -> list[dict]:
+    """Rows with nsys-ai's 13 keys plus `is_nccl`, ranked by total API time. `with_phase` adds
+    each row's most common NVTX range (`nvtx_range`) and the share of its launches there."""
     gr = kernel_groups(trace, sel, names)
-    return [_row(trace, gr, int(i)) for i in ranked_groups(trace, gr, min_launches, max_avg_us, limit)]
+    ranked = ranked_groups(trace, gr, min_launches, max_avg_us, limit)
+    rows = [_row(trace, gr, int(i)) for i in ranked]
+    if with_phase:
+        from launchtui.analysis.nvtx import top_range_per_group
+        wanted = np.isin(gr.op_group, ranked)
+        top = top_range_per_group(trace, gr.op_idx[wanted], gr.op_group[wanted], len(gr)) \
+            if len(trace.ranges) else {}
+        for r, i in zip(rows, ranked.tolist()):
+            text, share = top.get(i, (None, 0.0))
+            r["nvtx_range"] = trace.strings[text] if text is not None else None
+            r["nvtx_share"] = round(share, 4)
+    return rows
 
 
 def split_nccl(rows: list[dict]) -> tuple[list[dict], list[dict]]:

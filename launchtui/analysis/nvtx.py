@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import RANGE_PUSHPOP, Trace
 from launchtui.trace.nesting import InnermostIndex
 
@@ -122,23 +123,19 @@ def occurrences(trace: Trace, text_id: int) -> np.ndarray:
     return np.nonzero(trace.ranges.text == text_id)[0]
 
 
-def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray) -> dict[int, tuple[int, float]]:
+def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
+                        n_groups: int) -> dict[int, tuple[int, float]]:
     """For groups of ops, the most common innermost range text and its share of the group's ops."""
     rng = op_ranges(trace)[op_idx]
     has = rng >= 0
-    out = {}
     if not has.any():
-        return out
-    text = trace.ranges.text[rng[has]].astype(np.int64)
-    g = group[has].astype(np.int64)
-    tot = np.bincount(group.astype(np.int64))
-    key = g * (len(trace.strings) + 1) + text
-    uk, cnt = np.unique(key, return_counts=True)
-    gk = uk // (len(trace.strings) + 1)
+        return {}
+    width = len(trace.strings) + 1
+    tot = np.bincount(group, minlength=n_groups)
+    uk, pair = dense_groups(group[has].astype(np.int64) * width + trace.ranges.text[rng[has]])
+    cnt = np.bincount(pair, minlength=len(uk))
+    gk = uk // width
     o = np.lexsort((-cnt, gk))
     firsts = np.ones(len(o), bool)
     firsts[1:] = gk[o][1:] != gk[o][:-1]
-    for j in o[firsts]:
-        gg = int(gk[j])
-        out[gg] = (int(uk[j] % (len(trace.strings) + 1)), float(cnt[j]) / float(tot[gg]))
-    return out
+    return {int(gk[j]): (int(uk[j] % width), float(cnt[j]) / float(tot[gk[j]])) for j in o[firsts]}

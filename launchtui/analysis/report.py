@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
-from launchtui.analysis import nvtx
 from launchtui.analysis.backpressure import Options, backpressure
-from launchtui.analysis.launches import (launched_kernels, name_ids, small_kernel_table, split_nccl,
-                                         unmatched_kernels)
+from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
@@ -42,32 +39,6 @@ def trace_json(trace: Trace, sel: Selection) -> dict:
     }
 
 
-def _phase(trace: Trace, sel: Selection, rows: list[dict], names: str) -> None:
-    """Add each row's most common NVTX range (the phase its launches come from)."""
-    if not rows or not len(trace.ranges):
-        for r in rows:
-            r["nvtx_range"] = None
-            r["nvtx_share"] = 0.0
-        return
-    k = launched_kernels(trace, sel)
-    nid = name_ids(trace, names)[k].astype(np.int64)
-    key = trace.ops.device[k].astype(np.int64) * (len(trace.strings) + 1) + nid
-    wanted = {(r["device_id"], trace.strings.lookup(r["kernel_name"])): i for i, r in enumerate(rows)}
-    wkeys = np.array([d * (len(trace.strings) + 1) + n for d, n in wanted], np.int64)
-    m = np.isin(key, wkeys)
-    uk, g = np.unique(key[m], return_inverse=True)
-    top = nvtx.top_range_per_group(trace, k[m], g.reshape(-1))
-    for gi, kk in enumerate(uk.tolist()):
-        d, n = divmod(kk, len(trace.strings) + 1)
-        r = rows[wanted[(d, n)]]
-        if gi in top:
-            r["nvtx_range"] = trace.strings[top[gi][0]]
-            r["nvtx_share"] = round(top[gi][1], 4)
-    for r in rows:
-        r.setdefault("nvtx_range", None)
-        r.setdefault("nvtx_share", 0.0)
-
-
 def launch_totals(trace: Trace, sel: Selection) -> dict:
     """Launch counts that frame the table: all launches, graph launches, total launch API time."""
     k = launched_kernels(trace, sel)
@@ -80,8 +51,7 @@ def launch_totals(trace: Trace, sel: Selection) -> dict:
 
 
 def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions()) -> dict:
-    rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names)
-    _phase(trace, sel, rows, opt.names)
+    rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names, with_phase=True)
     compute, nccl = split_nccl(rows)
     bp = backpressure(trace, sel, opt.backpressure)
     return {
