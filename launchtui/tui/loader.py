@@ -1,0 +1,133 @@
+"""Everything the TUI needs from the engine, computed off the UI thread (no Textual here).
+
+The app calls `load()` in a thread worker and the table/stat helpers in workers after each change of
+selection, so the UI thread only bins lanes for the visible window.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from launchtui.analysis.backpressure import Options
+from launchtui.analysis.select import WHOLE, Selection
+
+
+@dataclass
+class Loaded:
+    trace: object
+    lanes: object
+    marks: list                     # backpressure episodes and spikes, time order (whole trace)
+    selection: Selection            # from --trim / --device / --nvtx
+    device: object = None           # None = all, else int
+    nvtx_hits: object = None        # range indices from --nvtx
+    optimizer: tuple = (-1, "")     # (range index, note) for O; see optimizer_range()
+    timings: dict = field(default_factory=dict)
+
+
+class Throttle:
+    """Batches progress callbacks: forwards at most every `interval` s, or on a new stage."""
+
+    def __init__(self, emit, interval: float = 0.25):
+        self.emit = emit
+        self.interval = interval
+        self.last = 0.0
+        self.stage = None
+
+    def __call__(self, stage: str, rows: int) -> None:
+        now = time.monotonic()
+        if stage != self.stage or now - self.last >= self.interval:
+            self.stage = stage
+            self.last = now
+            self.emit(stage, int(rows))
+
+
+def load(args, progress=None, options: Options = Options(), trace=None) -> Loaded:
+    """Open the trace and precompute lanes, queue series and backpressure marks.
+
+    Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
+    from launchtui.analysis import nvtx
+    from launchtui.analysis.backpressure import timeline_marks
+    from launchtui.analysis.lanes import build_lanes, set_spike_threshold
+    from launchtui.cli import _selection
+    from launchtui.trace.load import open_trace
+
+    progress = progress or (lambda stage, rows: None)
+    t: dict = {}
+    t0 = time.perf_counter()
+    if trace is None:
+        trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
+    t["open"] = time.perf_counter() - t0
+    sel = _selection(trace, args)
+    progress("building timeline lanes", len(trace.ops))
+    t1 = time.perf_counter()
+    lanes = build_lanes(trace)
+    set_spike_threshold(lanes, options.spike_us, options.spike_factor)
+    t["lanes"] = time.perf_counter() - t1
+    progress("finding backpressure", len(trace.ops))
+    t2 = time.perf_counter()
+    marks = timeline_marks(trace, WHOLE, options)
+    nvtx.op_ranges(trace)
+    from launchtui.tui.details import prepare as prepare_details
+    prepare_details(trace)
+    opt_range = optimizer_range(trace)
+    t["marks"] = time.perf_counter() - t2
+    dev = getattr(args, "device", "all")
+    device = None if dev is None or str(dev).lower() == "all" else int(dev)
+    hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
+    return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t)
+
+
+def optimizer_range(trace) -> tuple[int, str]:
+    """The optimizer phase for `O`: the first range whose name contains 'optim' (case-insensitive)
+    that launched kernels; the first 'optim' range at all when none did; (-1, '') when absent.
+
+    PyTorch's `Optimizer.zero_grad#…` ranges come first and usually launch no kernel (set_to_none),
+    so the literal first match would show an empty table. The note says what was skipped."""
+    import numpy as np
+
+    from launchtui.analysis import nvtx
+    from launchtui.analysis.select import launched_inside
+    from launchtui.trace.model import OP_KERNEL
+    hits = nvtx.search(trace, nvtx.OPTIMIZER_PATTERN)
+    if not len(hits):
+        return -1, ""
+    first = int(hits[0])
+    if not len(trace.ops):
+        return first, ""
+    is_kernel = trace.ops.kind == OP_KERNEL
+    seen = set()
+    for r in hits[:200].tolist():           # one candidate per distinct name, in time order
+        text = int(trace.ranges.text[r])
+        if text in seen:
+            continue
+        seen.add(text)
+        if (launched_inside(trace, np.array([r], np.int64)) & is_kernel).any():
+            note = "" if r == first else f" (skipped {nvtx.range_name(trace, first)}: it launched no kernels)"
+            return int(r), note
+    return first, " (no 'optim' range launched kernels)"
+
+
+def table_rows(trace, sel: Selection, names: str = "short") -> list[dict]:
+    """Every qualifying small-and-frequent kernel row (no limit), with its main NVTX phase."""
+    from launchtui.analysis.launches import small_kernel_table
+    rows = small_kernel_table(trace, sel, limit=0, names=names, with_phase=True)
+    for r in rows:
+        r.setdefault("nvtx_range", None)
+        r.setdefault("nvtx_share", 0.0)
+    return rows
+
+
+def selection_stats(trace, sel: Selection, options: Options = Options()) -> dict:
+    """Launch totals and queue summary for the stats line."""
+    from launchtui.analysis.queue import queue_summary
+    from launchtui.analysis.report import launch_totals
+    tot = launch_totals(trace, sel)
+    qs = queue_summary(trace, sel, (options.threshold, options.full))
+    peak = max(qs, key=lambda q: q.max_depth) if qs else None
+    return {
+        "launches": tot["kernel_launches"],
+        "launch_api_ms": tot["launch_api_ms"],
+        "queue_peak": peak.max_depth if peak else 0,
+        "queue_peak_stream": (peak.device_id, peak.stream_id) if peak else None,
+        "time_above_ns": peak.time_at_or_above_ns.get(options.threshold, 0) if peak else 0,
+    }

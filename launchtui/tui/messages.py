@@ -1,0 +1,56 @@
+"""Every cross-widget signal of the TUI, as named Textual messages."""
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class LoadProgress(Message):
+    """The loading worker read `rows` rows in `stage` (batched: ≥ 0.25 s apart or a new stage)."""
+
+    def __init__(self, stage: str, rows: int) -> None:
+        super().__init__()
+        self.stage = stage
+        self.rows = rows
+
+
+class TraceLoaded(Message):
+    def __init__(self, loaded) -> None:
+        super().__init__()
+        self.loaded = loaded
+
+
+class LoadFailed(Message):
+    """Loading failed; `message` is the one-line error the CLI would print."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+
+class CursorMoved(Message):
+    """The time cursor, zoom or selected timeline row changed: refresh the details panel."""
+
+
+class KernelChosen(Message):
+    """Enter on a table row: highlight this kernel's instances on the timeline."""
+
+    def __init__(self, row: dict) -> None:
+        super().__init__()
+        self.row = row
+
+
+class TableRowMoved(Message):
+    def __init__(self, row: dict | None) -> None:
+        super().__init__()
+        self.row = row
+
+
+class TableReady(Message):
+    """A table/stats worker finished for selection generation `gen`."""
+
+    def __init__(self, gen: int, rows: list, stats: dict, selection) -> None:
+        super().__init__()
+        self.gen = gen
+        self.rows = rows
+        self.stats = stats
+        self.selection = selection

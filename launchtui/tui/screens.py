@@ -1,0 +1,215 @@
+"""Modal screens: help, NVTX range picker, export dialog, overwrite confirmation, trace info."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+# not scoped: the rules name the screen types themselves
+MODAL_CSS = """
+ModalScreen { align: center middle; }
+ModalScreen > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
+                         border: round $accent; background: $panel; padding: 0 1; }
+ModalScreen #title { text-style: bold; }
+ModalScreen #hint { color: $text-muted; }
+ModalScreen OptionList { height: auto; max-height: 20; }
+ModalScreen VerticalScroll { height: auto; max-height: 30; }
+"""
+
+
+def fuzzy_score(query: str, text: str) -> float:
+    """Case-insensitive fuzzy match: substring hits rank first (earlier is better), then in-order
+    subsequences (tighter is better); 0 means no match."""
+    if not query:
+        return 1.0
+    q, t = query.lower(), text.lower()
+    i = t.find(q)
+    if i >= 0:
+        return 1000.0 - i - 0.01 * len(t)
+    pos, first, last = 0, -1, -1
+    for ch in q:
+        j = t.find(ch, pos)
+        if j < 0:
+            return 0.0
+        if first < 0:
+            first = j
+        last = j
+        pos = j + 1
+    return 100.0 / (1 + (last - first) - len(q) + 1) - 0.001 * len(t)
+
+
+class HelpScreen(ModalScreen):
+    """Every key, grouped, as currently mapped."""
+
+    DEFAULT_CSS = MODAL_CSS
+    SCOPED_CSS = False
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close")]
+
+    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]], note: str = ""):
+        super().__init__()
+        self.sections = sections
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        from rich.text import Text
+        text = Text()
+        for title, keys in self.sections:
+            text.append(f"{title}\n", style="bold underline")
+            for k, d in keys:
+                text.append(f"  {k:<18}", style="bold")
+                text.append(f" {d}\n")
+            text.append("\n")
+        if self.note:
+            text.append(self.note)
+        with Vertical():
+            yield Label("launchtui keys (Esc closes)", id="title")
+            with VerticalScroll():
+                yield Static(text, id="help-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class NvtxPicker(ModalScreen):
+    """Fuzzy picker of NVTX range names with counts and total time."""
+
+    DEFAULT_CSS = MODAL_CSS
+    SCOPED_CSS = False
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="picker.cancel"),
+                Binding("down", "down", "Down", show=False, id="picker.down"),
+                Binding("up", "up", "Up", show=False, id="picker.up")]
+    LIMIT = 200
+
+    def __init__(self, entries: list, fmt_duration):
+        super().__init__()
+        self.entries = entries          # nvtx.RangeName
+        self.fmt = fmt_duration
+        self.shown: list = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"NVTX ranges ({len(self.entries)} names) — type to filter, Enter zooms to the first "
+                        "occurrence", id="title")
+            yield Input(placeholder="range name", id="picker-input")
+            yield OptionList(id="picker-list")
+            yield Label("[ / ] then step through the occurrences of the chosen name", id="hint")
+
+    def on_mount(self) -> None:
+        if not self.query(OptionList):   # dismissed / app closing before compose finished
+            return
+        self._fill("")
+        self.query_one(Input).focus()
+
+    def _fill(self, q: str) -> None:
+        scored = [(fuzzy_score(q, e.name), i) for i, e in enumerate(self.entries)]
+        scored = [s for s in scored if s[0] > 0]
+        if q:
+            scored.sort(key=lambda s: (-s[0], s[1]))
+        self.shown = [self.entries[i] for _, i in scored[: self.LIMIT]]
+        ol = self.query_one(OptionList)
+        ol.clear_options()
+        w = max((len(e.name) for e in self.shown), default=10)
+        w = min(w, 60)
+        ol.add_options([Option(f"{e.name[:w]:<{w}}  {e.count:>6,}×  {self.fmt(e.total_ns):>10}") for e in self.shown])
+        if self.shown:
+            ol.highlighted = 0
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._fill(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        ol = self.query_one(OptionList)
+        i = ol.highlighted if ol.highlighted is not None else 0
+        self.dismiss(self.shown[i] if self.shown else None)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.shown[event.option_index])
+
+    def action_down(self) -> None:
+        ol = self.query_one(OptionList)
+        if self.shown:
+            ol.highlighted = min(len(self.shown) - 1, (ol.highlighted or 0) + 1)
+
+    def action_up(self) -> None:
+        ol = self.query_one(OptionList)
+        if self.shown:
+            ol.highlighted = max(0, (ol.highlighted or 0) - 1)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ExportDialog(ModalScreen):
+    """Edit the export file name; Enter writes, Esc cancels."""
+
+    DEFAULT_CSS = MODAL_CSS
+    SCOPED_CSS = False
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+
+    def __init__(self, default_name: str, window_text: str, command: str):
+        super().__init__()
+        self.default_name = default_name
+        self.window_text = window_text
+        self.command = command
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Export to JSON (the same document as `launchtui export`)", id="title")
+            yield Label(self.window_text)
+            yield Input(value=self.default_name, id="export-path")
+            yield Label(f"same as: {self.command}", id="hint")
+            yield Label("Enter writes (atomically; never overwrites without asking) · Esc cancels", id="hint2")
+
+    def on_mount(self) -> None:
+        for inp in self.query(Input):
+            inp.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen):
+    DEFAULT_CSS = MODAL_CSS
+    SCOPED_CSS = False
+    BINDINGS = [Binding("y", "yes", "Yes", id="confirm.yes"),
+                Binding("n,escape", "no", "No", id="confirm.no")]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question, id="title")
+            yield Label("y: yes   n / Esc: no", id="hint")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
+        self.dismiss(False)
+
+
+class InfoScreen(ModalScreen):
+    DEFAULT_CSS = MODAL_CSS
+    SCOPED_CSS = False
+    BINDINGS = [Binding("escape,q,i", "close", "Close", id="info.close")]
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Trace info (`launchtui info`) — Esc closes", id="title")
+            with VerticalScroll():
+                yield Static(self.text, markup=False, id="info-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,312 @@
+"""The small-and-frequent kernel table: a virtualised Line-API table over numpy sort keys.
+
+Only visible lines are rendered; sorting is one argsort over the (few thousand at most) rows.
+Keys: j/k move, 1-9 or s/S sort, Enter highlights the kernel on the timeline; clicking a header sorts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.strip import Strip
+from textual.widget import Widget
+
+from launchtui.tui.messages import KernelChosen, TableRowMoved
+
+PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
+
+NCCL_MARK = "⇄ "
+
+
+@dataclass(frozen=True)
+class Col:
+    key: str
+    title: str
+    width: int
+    numeric: bool = True
+    priority: int = 1          # dropped first when narrow: higher number
+    fmt: str = "{:,.1f}"
+
+
+COLUMNS = (
+    Col("kernel_name", "Kernel", 0, numeric=False, priority=0),
+    Col("launch_count", "Launches", 9, fmt="{:,d}"),
+    Col("avg_api_us", "API avg", 8),
+    Col("avg_queue_us", "Queue avg", 10),
+    Col("avg_kernel_us", "Kernel avg", 10, fmt="{:,.3f}"),
+    Col("max_api_us", "max API", 9, priority=2),
+    Col("total_api_ms", "total API ms", 12, priority=3, fmt="{:,.3f}"),
+    Col("queue_count", "queue count", 11, priority=4, fmt="{:,d}"),
+    Col("device_id", "Dev", 3, priority=5, fmt="{:d}"),
+    Col("nvtx_range", "Phase", 16, numeric=False, priority=6),
+)
+SORT_CYCLE = (None,) + tuple(c.key for c in COLUMNS)
+MIN_NAME = 24
+
+HEADER_STYLE = Style(bold=True, color="#ffffff", bgcolor="#303030")
+HEADER_SORT_STYLE = Style(bold=True, color="#000000", bgcolor="#87d7ff")
+ROW_STYLE = Style(color="#d0d0d0")
+NCCL_STYLE = Style(color="#d787d7")
+CURSOR_STYLE = Style(color="#000000", bgcolor="#87d7ff", bold=True)
+CURSOR_BLUR_STYLE = Style(color="#ffffff", bgcolor="#444444")
+HOT_STYLE = Style(color="#ffaf00", bold=True)
+EMPTY_STYLE = Style(color="#8a8a8a", italic=True)
+
+
+class KernelTable(Widget, can_focus=True):
+    BINDINGS = [
+        Binding("j,down", "cursor_down", "Down", id="table.cursor_down", show=False),
+        Binding("k,up", "cursor_up", "Up", id="table.cursor_up", show=False),
+        Binding("pagedown", "page_down", "Page down", id="table.page_down", show=False),
+        Binding("pageup", "page_up", "Page up", id="table.page_up", show=False),
+        Binding("home", "top", "Top", id="table.top", show=False),
+        Binding("end", "bottom", "Bottom", id="table.bottom", show=False),
+        Binding("enter", "choose", "Highlight kernel", id="table.choose"),
+        Binding("s", "sort_next", "Sort column", id="table.sort_next"),
+        Binding("S", "sort_reverse", "Reverse sort", id="table.sort_reverse", show=False),
+        *[Binding(str(i + 1), f"sort_col({i})", f"Sort by {c.title}", id=f"table.sort_{c.key}", show=False)
+          for i, c in enumerate(COLUMNS[:9])],
+    ]
+
+    DEFAULT_CSS = """
+    KernelTable { height: 12; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.rows: list[dict] = []
+        self.order = np.zeros(0, np.int64)      # indices into rows, in display order
+        self.sort_key: str | None = None        # None: the engine's ranking
+        self.descending = True
+        self.filter_text = ""
+        self.hide_nccl = False
+        self.cursor = 0
+        self.top = 0
+        self.multi_device = False
+        self.empty_text = "(No small-and-frequent kernel launch data found)"
+        self._keys: dict = {}
+        self._colcache = None
+
+    # ---- data -----------------------------------------------------------------------------
+    def set_rows(self, rows: list[dict], multi_device: bool | None = None) -> None:
+        keep = self.selected_row()
+        self.rows = rows
+        if multi_device is not None:
+            self.multi_device = multi_device
+        n = len(rows)
+        self._keys = {}
+        for c in COLUMNS:
+            vals = [r.get(c.key) for r in rows]
+            if c.numeric:
+                self._keys[c.key] = np.array([v if v is not None else -1 for v in vals], np.float64)
+            else:
+                s = np.array([(v or "") for v in vals], dtype=object)
+                self._keys[c.key] = np.argsort(np.argsort(s, kind="stable"), kind="stable").astype(np.float64) \
+                    if n else np.zeros(0)
+        self._colcache = None
+        self._apply(keep)
+
+    def _apply(self, keep: dict | None = None) -> None:
+        n = len(self.rows)
+        idx = np.arange(n)
+        if self.filter_text:
+            f = self.filter_text.lower()
+            idx = np.array([i for i in idx.tolist() if f in self.rows[i]["kernel_name"].lower()], np.int64)
+        if self.hide_nccl and len(idx):
+            idx = np.array([i for i in idx.tolist() if not self.rows[i].get("is_nccl")], np.int64)
+        if self.sort_key is not None and len(idx):
+            k = self._keys[self.sort_key][idx]
+            # stable: ties keep the engine's ranking; descending flips the key, not the order of ties
+            o = np.argsort(-k if self.descending else k, kind="stable")
+            idx = idx[o]
+        self.order = idx.astype(np.int64)
+        self.cursor = 0
+        if keep is not None:
+            for pos, i in enumerate(self.order.tolist()):
+                r = self.rows[i]
+                if r["kernel_name"] == keep["kernel_name"] and r["device_id"] == keep["device_id"]:
+                    self.cursor = pos
+                    break
+        self.top = 0
+        self._ensure_visible()
+        self.refresh()
+        self.post_message(TableRowMoved(self.selected_row()))
+
+    def selected_row(self) -> dict | None:
+        if not len(self.order):
+            return None
+        return self.rows[int(self.order[min(self.cursor, len(self.order) - 1)])]
+
+    def visible_rows(self) -> list[dict]:
+        return [self.rows[i] for i in self.order.tolist()]
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        self._apply(self.selected_row())
+
+    def toggle_nccl(self) -> None:
+        self.hide_nccl = not self.hide_nccl
+        self._apply(self.selected_row())
+
+    def sort_by(self, key: str | None, descending: bool | None = None) -> None:
+        if key is not None and key not in self._keys and self.rows:
+            raise ValueError(key)
+        col = next((c for c in COLUMNS if c.key == key), None)
+        if descending is None:
+            if key == self.sort_key and key is not None:
+                descending = not self.descending
+            else:
+                descending = bool(col.numeric) if col else True
+        self.sort_key = key
+        self.descending = descending
+        self._apply(self.selected_row())
+
+    # ---- layout ----------------------------------------------------------------------------
+    def columns(self, width: int) -> list[tuple[Col, int]]:
+        ck = (width, self.multi_device, bool(self.rows and any(r.get("nvtx_range") for r in self.rows)))
+        if self._colcache and self._colcache[0] == ck:
+            return self._colcache[1]
+        cols = [c for c in COLUMNS if (c.key != "device_id" or self.multi_device)
+                and (c.key != "nvtx_range" or ck[2])]
+        while True:
+            fixed = sum(c.width + 1 for c in cols if c.width)
+            if width - fixed >= MIN_NAME or len(cols) <= 5:
+                break
+            drop = max(cols, key=lambda c: c.priority)
+            cols.remove(drop)
+        fixed = sum(c.width + 1 for c in cols if c.width)
+        out = [(c, c.width if c.width else max(8, width - fixed)) for c in cols]
+        self._colcache = (ck, out)
+        return out
+
+    @property
+    def body_height(self) -> int:
+        return max(1, self.size.height - 1)
+
+    def _ensure_visible(self) -> None:
+        h = self.body_height
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + h:
+            self.top = self.cursor - h + 1
+
+    # ---- Line API ----------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        cols = self.columns(width)
+        if y == 0:
+            segs = []
+            for c, w in cols:
+                title = c.title
+                style = HEADER_STYLE
+                if c.key == self.sort_key:
+                    title = title + ("▼" if self.descending else "▲")
+                    style = HEADER_SORT_STYLE
+                txt = title[:w].ljust(w) if not c.numeric else title[:w].rjust(w)
+                segs.append(Segment(txt, style))
+                segs.append(Segment(" ", HEADER_STYLE))
+            return Strip(segs).adjust_cell_length(width, HEADER_STYLE)
+        i = self.top + y - 1
+        if not len(self.order):
+            if y == 1:
+                msg = self.empty_text if not (self.filter_text or self.hide_nccl) else \
+                    f"(no row matches the filter {self.filter_text!r}{' with NCCL hidden' if self.hide_nccl else ''})"
+                return Strip([Segment(msg[:width], EMPTY_STYLE)]).adjust_cell_length(width, PLAIN)
+            return Strip.blank(width, PLAIN)
+        if i >= len(self.order):
+            return Strip.blank(width, PLAIN)
+        r = self.rows[int(self.order[i])]
+        base = NCCL_STYLE if r.get("is_nccl") else ROW_STYLE
+        if i == self.cursor:
+            base = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
+        segs = []
+        for c, w in cols:
+            v = r.get(c.key)
+            if c.key == "kernel_name":
+                txt = (NCCL_MARK if r.get("is_nccl") else "") + str(v)
+                txt = txt if len(txt) <= w else txt[: w - 1] + "…"
+                txt = txt.ljust(w)
+            elif not c.numeric:
+                txt = str(v or "")
+                txt = (txt if len(txt) <= w else txt[: w - 1] + "…").ljust(w)
+            else:
+                txt = c.fmt.format(v) if v is not None else "-"
+                txt = txt[-w:].rjust(w)
+            style = base
+            if c.key == "avg_kernel_us" and i != self.cursor and v is not None and v < r.get("avg_api_us", 0):
+                style = HOT_STYLE   # kernel shorter than its launch call: a fusion candidate
+            segs.append(Segment(txt, style))
+            segs.append(Segment(" ", base))
+        return Strip(segs).adjust_cell_length(width, base)
+
+    # ---- actions -------------------------------------------------------------------------------
+    def _move(self, to: int) -> None:
+        n = len(self.order)
+        if not n:
+            return
+        to = max(0, min(n - 1, to))
+        if to == self.cursor:
+            return
+        self.cursor = to
+        self._ensure_visible()
+        self.refresh()
+        self.post_message(TableRowMoved(self.selected_row()))
+
+    def action_cursor_down(self) -> None:
+        self._move(self.cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self._move(self.cursor - 1)
+
+    def action_page_down(self) -> None:
+        self._move(self.cursor + self.body_height)
+
+    def action_page_up(self) -> None:
+        self._move(self.cursor - self.body_height)
+
+    def action_top(self) -> None:
+        self._move(0)
+
+    def action_bottom(self) -> None:
+        self._move(len(self.order) - 1)
+
+    def action_choose(self) -> None:
+        r = self.selected_row()
+        if r is not None:
+            self.post_message(KernelChosen(r))
+
+    def action_sort_next(self) -> None:
+        i = SORT_CYCLE.index(self.sort_key) if self.sort_key in SORT_CYCLE else 0
+        self.sort_by(SORT_CYCLE[(i + 1) % len(SORT_CYCLE)])
+
+    def action_sort_reverse(self) -> None:
+        if self.sort_key is not None:
+            self.sort_by(self.sort_key, not self.descending)
+
+    def action_sort_col(self, i: int) -> None:
+        self.sort_by(COLUMNS[int(i)].key)
+
+    def on_click(self, event) -> None:
+        y = event.y
+        if y == 0:
+            x = 0
+            for c, w in self.columns(self.size.width):
+                if x <= event.x < x + w + 1:
+                    self.sort_by(c.key)
+                    return
+                x += w + 1
+        elif len(self.order):
+            self._move(self.top + y - 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._colcache = None
+        self._ensure_visible()

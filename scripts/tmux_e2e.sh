@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# End-to-end check of the TUI in a real terminal (tmux, 120x40, 256 colours):
+# opens real samples from ../shared/samples, presses keys, and checks the captured screen for the
+# CUDA API row, the CUDA HW row, the queue sparkline and the small-kernel table; then checks that a
+# loading error prints the CLI's one-line message and exits with status 2.
+#
+#   scripts/tmux_e2e.sh [SAMPLES_DIR]        (default: ../shared/samples next to the repository)
+# Exit status 0 when every check passes; 77 when tmux or the samples are missing (skip).
+set -u
+here="$(cd "$(dirname "$0")/.." && pwd)"
+samples="${1:-$here/../shared/samples}"
+py="${PYTHON:-python}"
+sess="launchtui-e2e-$$"
+fail=0
+command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
+[ -d "$samples" ] || { echo "SKIP: samples not found at $samples"; exit 77; }
+export XDG_CACHE_HOME="$(mktemp -d)"
+trap 'tmux kill-session -t "$sess" 2>/dev/null; rm -rf "$XDG_CACHE_HOME"' EXIT
+
+cap() { tmux capture-pane -p -t "$sess"; }
+wait_for() {  # wait_for REGEX [seconds]
+  local end=$((SECONDS + ${2:-30}))
+  while [ $SECONDS -lt $end ]; do cap | grep -qE "$1" && return 0; sleep 0.2; done
+  echo "TIMEOUT waiting for /$1/"; cap; return 1
+}
+check() {  # check NAME REGEX [seconds]: polls, so a slow machine only makes it slower
+  local end=$((SECONDS + ${3:-10}))
+  while :; do
+    if cap | grep -qE "$2"; then echo "ok   $1"; return 0; fi
+    [ $SECONDS -ge $end ] && break
+    sleep 0.2
+  done
+  echo "FAIL $1  (no /$2/ on screen)"; cap | sed 's/^/     | /'; fail=1
+}
+open_trace() {
+  tmux kill-session -t "$sess" 2>/dev/null
+  tmux new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+    "cd '$here' && $py -m launchtui '$1'; echo \"EXIT=\$?\"; sleep 60"
+  wait_for 'q Quit' 60 && wait_for 'Launches' 60
+}
+keys() { for k in "$@"; do tmux send-keys -t "$sess" "$k"; sleep 0.15; done; sleep 0.5; }
+
+echo "== V100 Kineto (stream 7 saturates at 1022 pending)"
+if open_trace "$samples/kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"; then
+  check "API row"               '^▶?API +1102 '
+  check "HW row"                '^▶?HW +s7 '
+  check "queue sparkline"       '^▶?q s7 +1022! +.*[▁▂▃▄▅▆▇]+.*█'
+  check "table"                 'Kernel +Launches +API avg +Queue avg +Kernel avg'
+  check "table row"             'computeOffsetsKernel +235'
+  check "footer"                'q Quit +\? Help'
+  keys g b b b b b
+  check "b: episode/spike"      '(episode|mark) [0-9]+/[0-9]+'
+  keys g
+  for i in $(seq 1 40); do keys b; cap | grep -q 'queue saturated on GPU 0 stream 7' && break; done
+  sleep 0.5
+  check "b: saturated episode"  'queue saturated on GPU 0 stream 7'
+  check "queue row selected"    '^▶q s7'
+  cap > "${E2E_CAPTURE:-/dev/null}"
+  keys + + Tab 2
+  check "sorted by Launches"    'Launches▼'
+  keys "?"
+  check "help screen"           'launchtui keys'
+  keys Escape q
+  wait_for 'EXIT=0' 10 && echo "ok   q quits (status 0)" || fail=1
+else fail=1; fi
+
+echo "== H100 Nsight (2 GPUs)"
+if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite"; then
+  check "GPU 0 group"           'GPU 0 · GPU 0'
+  check "GPU 1 group"           'GPU 1 · GPU 1'
+  check "API row"               '^▶?API +111 '
+  check "HW row"                '^▶?HW +s7 '
+  check "queue sparkline"       '^▶?q s7 +753 +.*[▁▂▃▄▅▆▇]'
+  check "table"                 'vectorized_elementwise_kernel +437 +282\.2'
+  keys d
+  check "d: one device"         'device shown: 0'
+  keys O
+  check "O without optimizer"   'no optimizer range'
+  keys q
+  wait_for 'EXIT=0' 10 && echo "ok   q quits (status 0)" || fail=1
+else fail=1; fi
+
+echo "== loading error"
+tmux kill-session -t "$sess" 2>/dev/null
+tmux new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+  "cd '$here' && $py -m launchtui /nonexistent/trace.sqlite; echo \"EXIT=\$?\"; sleep 60"
+if wait_for 'EXIT=' 30; then
+  check "one-line error"        '^launchtui: /nonexistent/trace.sqlite: no such file$'
+  check "exit status 2"         'EXIT=2'
+else fail=1; fi
+
+[ $fail -eq 0 ] && echo "ALL OK" || echo "FAILED"
+exit $fail

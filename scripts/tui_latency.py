@@ -1,0 +1,163 @@
+#!/usr/bin/env python
+"""Measure the TUI's responsiveness on a trace: time to first frame, time to interactive, and
+key-to-repaint latency (median / p95) over a scripted pan/zoom/sort/jump sequence. Prints JSON.
+
+    python scripts/tui_latency.py TRACE [--size 120x40] [--repeat 3] [--no-cache]
+
+The app runs headless (Textual's Pilot driver) but every frame is still encoded to terminal bytes
+(CompositorUpdate.render_segments), as a real terminal would receive it. A key press is timed from
+the moment its event is posted to the app until
+
+- `first_ms`: the first frame written after the key (what the user sees change), and
+- `settled_ms`: the last frame before the screen has been quiet for 60 ms (details panel,
+  footer, and for selection changes the table recomputed in its worker thread).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+T_START = time.perf_counter()
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# a pan / zoom / row / jump / sort / selection sequence; keys as Textual names
+SEQUENCE = (
+    ["l"] * 8 + ["h"] * 4 + ["plus"] * 4 + ["L", "H"] + ["minus"] * 2 + ["j", "j", "k"]
+    + ["b", "b", "B", "0", "g", "G", "0"]
+    + ["tab", "5", "2", "5", "s", "1", "tab"]
+    + ["O", "right_square_bracket", "left_square_bracket", "escape"]
+    + ["t", "d", "d", "0"]
+)
+JUMP_KEYS = {"b", "B", "g", "G", "0", "O", "right_square_bracket", "left_square_bracket", "n", "N"}
+SELECTION_KEYS = {"O", "right_square_bracket", "left_square_bracket", "escape", "d"}
+
+
+def pct(values, q):
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(round(q / 100 * (len(s) - 1)))))
+    return round(s[k], 2)
+
+
+def summary(values):
+    return {"n": len(values), "median_ms": round(statistics.median(values), 2) if values else None,
+            "p95_ms": pct(values, 95), "max_ms": round(max(values), 2) if values else None}
+
+
+async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool) -> dict:
+    from textual import events
+    from textual.app import App
+
+    from launchtui.tui.app import LaunchApp
+
+    frames: list[float] = []
+    orig_display = App._display
+
+    def display(self, screen, renderable):
+        if renderable is not None and not self._batch_count:
+            if hasattr(renderable, "render_segments"):
+                renderable.render_segments(self.console)   # the bytes a terminal would get
+            frames.append(time.perf_counter())
+        return orig_display(self, screen, renderable)
+
+    App._display = display
+    args = SimpleNamespace(trace=path, trim=None, device="all", nvtx=None, no_cache=no_cache)
+    app = LaunchApp(args)
+    out: dict = {"trace": path, "size": f"{size[0]}x{size[1]}"}
+    t_app = time.perf_counter()
+    async with app.run_test(size=size) as pilot:
+        while not frames:
+            await asyncio.sleep(0.001)
+        out["first_frame_s"] = round(frames[0] - T_START, 3)
+        out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
+        while app.loaded is None or app.table_busy or getattr(app, "table", None) is None:
+            if app.error_message:
+                raise SystemExit(f"launchtui: {app.error_message}")
+            await asyncio.sleep(0.005)
+        n0 = len(frames)
+        while len(frames) == n0:
+            await asyncio.sleep(0.001)
+        out["interactive_s"] = round(frames[-1] - T_START, 3)
+        out["interactive_after_app_start_s"] = round(frames[-1] - t_app, 3)
+        tr = app.loaded.trace
+        out["gpu_ops"] = len(tr.ops)
+        out["api_calls"] = len(tr.api)
+        out["kernels"] = int((tr.ops.kind == 0).sum())
+        out["load_timings_s"] = {k: round(v, 3) for k, v in app.loaded.timings.items()}
+        await pilot.pause(0.2)
+
+        per_key: dict[str, list] = {}
+        first_all, settled_all, nav_first, nav_settled, tl_cpu = [], [], [], [], []
+        for _ in range(repeat):
+            for key in SEQUENCE:
+                await pilot.pause(0.03)
+                char = key if len(key) == 1 else None
+                n0 = len(frames)
+                t0 = time.perf_counter()
+                app._driver.send_message(events.Key(key, char))
+                # wait for the first frame, then for 60 ms of quiet (and idle workers)
+                deadline = t0 + 10
+                while len(frames) == n0 and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.0005)
+                if len(frames) == n0:
+                    continue            # the key changed nothing on screen (e.g. no more marks)
+                first = (frames[n0] - t0) * 1e3
+                while True:
+                    last = len(frames)
+                    await asyncio.sleep(0.06)
+                    busy = app.table_busy or any(not w.is_finished for w in app.workers)
+                    if len(frames) == last and not busy:
+                        break
+                settled = (frames[-1] - t0) * 1e3
+                per_key.setdefault(key, []).append((first, settled))
+                first_all.append(first)
+                settled_all.append(settled)
+                if key not in SELECTION_KEYS:
+                    nav_first.append(first)
+                    nav_settled.append(settled)
+        # timeline CPU cost of one full uncached repaint (the per-frame binning + strips)
+        tl = app.timeline
+        for _ in range(20):
+            tl._cache.clear()
+            t = time.perf_counter()
+            for y in range(tl.size.height):
+                tl.render_line(y)
+            tl_cpu.append((time.perf_counter() - t) * 1e3)
+        out["key_to_first_repaint"] = summary(first_all)
+        out["key_to_settled"] = summary(settled_all)
+        out["navigation_keys_first_repaint"] = summary(nav_first)
+        out["navigation_keys_settled"] = summary(nav_settled)
+        out["timeline_full_render_cpu"] = summary(tl_cpu)
+        out["timeline_rows"] = len(tl.rows)
+        out["per_key_median_ms"] = {k: {"first": round(statistics.median(a for a, _ in v), 1),
+                                        "settled": round(statistics.median(b for _, b in v), 1)}
+                                    for k, v in per_key.items()}
+        await pilot.press("q")
+    App._display = orig_display
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("trace")
+    p.add_argument("--size", default="120x40")
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--no-cache", action="store_true")
+    a = p.parse_args(argv)
+    w, h = (int(x) for x in a.size.lower().split("x"))
+    out = asyncio.run(measure(a.trace, (w, h), a.repeat, a.no_cache))
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""Timeline binning (launchtui.analysis.lanes): exact against brute force, flat in N, no Textual."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from launchtui.analysis import lanes as ln
+
+
+def _brute_cover(starts, ends, edges):
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        cov = np.zeros(b - a, bool)
+        for s, e in zip(starts, np.maximum(ends, starts + 1)):
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                cov[lo - a:hi - a] = True
+        out.append(int(cov.sum()))
+    return np.array(out)
+
+
+def test_intervals_busy_and_any_match_brute_force():
+    rng = np.random.default_rng(1)
+    s = np.sort(rng.integers(0, 5000, 150))
+    e = s + rng.integers(0, 200, 150)           # overlapping and zero-length intervals included
+    iv = ln.Intervals(s, e)
+    edges = np.arange(-50, 5300, 37)
+    ref = _brute_cover(s, e, edges)
+    assert (iv.busy(edges) == ref).all()
+    assert (iv.any(edges) == (ref > 0)).all()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 31, 32, 33, 64, 65, 1000, 4099])
+def test_range_max_matches_brute_force(n):
+    rng = np.random.default_rng(n)
+    v = rng.integers(0, 10_000, n)
+    rm = ln.RangeMax(v, block=8)
+    lo = rng.integers(0, n + 1, 400)
+    hi = rng.integers(0, n + 1, 400)
+    ref = np.array([v[a:b].max() if b > a else 0 for a, b in zip(lo, hi)])
+    assert (rm.query(lo, hi) == ref).all()
+
+
+def test_queue_bin_max_equals_engine_bin_max():
+    from launchtui.analysis.queue import StreamSeries, bin_max
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.integers(1, 50, 3000)).astype(np.int64)
+    v = rng.integers(0, 1100, 3000).astype(np.int32)
+    ser = StreamSeries(0, 7, t, v, 0.0, 0, 0, 0)
+    lane = ln.QueueLane(0, 7, t, v.astype(np.int64), ln.RangeMax(v.astype(np.int64)), int(v.max()), 0)
+    for width in (1, 13, 120, 997):
+        edges = ln.bin_edges(float(t[0] - 100), (t[-1] - t[0] + 300) / width, width)
+        assert (lane.bin_max(edges) == bin_max(ser, edges)).all()
+
+
+def test_frame_cost_is_flat_in_event_count():
+    """Per-frame binning cost must not grow with the number of events (O(width · log N))."""
+    def lane_of(n):
+        rng = np.random.default_rng(0)
+        s = np.cumsum(rng.integers(1, 2000, n)).astype(np.int64)
+        e = s + rng.integers(1, 1500, n)
+        cats = [ln.Intervals(s[i::4], e[i::4], presorted=True) for i in range(4)]
+        return ln.HwLane(0, 7, np.arange(n), s, e, cats, ln.Intervals(s, e, presorted=True))
+
+    def cost(lane):
+        edges = ln.bin_edges(float(lane.start[0]), (lane.end[-1] - lane.start[0]) / 200, 200)
+        best = 1e9
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(20):
+                ln.hw_cells(lane, edges)
+            best = min(best, (time.perf_counter() - t) / 20)
+        return best
+
+    small, big = cost(lane_of(1_000)), cost(lane_of(1_000_000))
+    assert big < small * 4 + 2e-4, (small, big)
+
+
+def test_ticks_and_formats():
+    tk, step = ln.ticks(1_000, 1_000_000_000, 10)
+    assert step == 100_000_000 and tk[0] == 100_000_000 and len(tk) == 10
+    assert ln.nice_step(7_300, 5) == 2_000
+    assert ln.fmt_tick(1_500_000_000, 500_000_000, None) == "1.5"
+    assert ln.fmt_tick(1_200_000, 200_000, 1_000_000) == "+200µs"
+    assert ln.fmt_tick(3_000_000, 1_000_000, 1_000_000) == "+2ms"
+    assert ln.fmt_tick(1_500_000_000, 500_000_000, 0) == "+1.5s"
+    assert ln.fmt_duration(4_600) == "4.60 µs"
+    assert ln.fmt_duration(30_000_000) == "30.0 ms"
+
+
+def test_lanes_module_does_not_import_textual():
+    code = ("import sys; import launchtui.analysis.lanes, launchtui.tui.state, launchtui.tui.loader; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

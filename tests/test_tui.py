@@ -1,0 +1,497 @@
+"""Pilot tests of the Textual app on the synthetic fixture: state and rendered content, not just 'no crash'."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tui_helpers import make_app, run, screen_text, settle, wait_ready
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import ground_truth, simulate, write_kineto_json, write_nsys_sqlite
+    from launchtui.trace.load import open_trace
+    d = tmp_path_factory.mktemp("synth")
+    w = simulate()
+    nsys = write_nsys_sqlite(w, d / "synth.sqlite", variant="modern")
+    kin = write_kineto_json(w, d / "synth.json.gz", variant="modern")
+    return {"dir": d, "nsys": nsys, "kineto": kin, "w": w,
+            "gt": ground_truth(w, "nsys", "modern"),
+            "trace": open_trace(nsys, use_cache=False)}
+
+
+def _app(synth, **kw):
+    return make_app(synth["nsys"], trace=synth["trace"], **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+def test_every_binding_has_an_id_and_an_existing_action():
+    from launchtui.tui import screens
+    from launchtui.tui.app import LaunchApp
+    from launchtui.tui.widgets.kernel_table import KernelTable
+    from launchtui.tui.widgets.timeline import Timeline
+    owners = [LaunchApp, Timeline, KernelTable, screens.HelpScreen, screens.NvtxPicker, screens.ExportDialog,
+              screens.ConfirmScreen, screens.InfoScreen]
+    ids = []
+    for cls in owners:
+        for b in cls.BINDINGS:
+            assert b.id, f"{cls.__name__}: binding {b.key} has no id"
+            ids.append(b.id)
+            action = b.action.split("(")[0]
+            assert hasattr(cls, f"action_{action}"), f"{cls.__name__}: {b.key} -> missing action_{action}"
+    assert len(ids) == len(set(ids)), "binding ids must be unique"
+    keys = {k for b in LaunchApp.BINDINGS for k in b.key.split(",")}
+    for k in ("q", "question_mark", "h", "l", "H", "L", "plus", "minus", "0", "g", "G", "o", "O",
+              "left_square_bracket", "right_square_bracket", "b", "B", "v", "escape", "e", "d", "t", "D",
+              "slash", "n", "N", "left", "right", "pageup", "pagedown"):
+        assert k in keys, k
+
+
+def test_first_frame_shows_rows_table_and_footer(synth):
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            txt = screen_text(app)
+            tl = app.timeline
+            kinds = [r.kind for r in tl.rows]
+            # NVTX rows first, then per device an API row directly above the stream's HW and queue rows
+            assert kinds[0] == "nvtx"
+            i = kinds.index("api")
+            assert kinds[i + 1] == "hw" and kinds[i + 2] == "queue"
+            assert "API  4242" in txt and "HW   s7" in txt and "q s7" in txt and "1022!" in txt
+            assert "Kernel" in txt and "Launches" in txt and "vectorized_elementwise_kernel" in txt
+            assert "q Quit" in txt and "? Help" in txt
+            assert "Nsight Systems" in txt and "capture window 1.500061" in txt
+            # the saturated queue is drawn with the full glyph, the episode on the axis
+            qrow = [ln for ln in txt.splitlines() if ln.startswith("q s7")][0]
+            assert "█" in qrow
+            axis = txt.splitlines()[3]
+            assert "━" in axis and "▼" in axis
+    run(go())
+
+
+def test_sorting_changes_the_row_order(synth):
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await pilot.press("tab")
+            assert app.focused is app.table
+            before = [(r["kernel_name"], r["device_id"]) for r in app.table.visible_rows()]
+            engine = [(r["kernel_name"], r["device_id"]) for r in app.table.rows]
+            assert before == engine                               # the engine's ranking first
+            await pilot.press("5")                                # Kernel avg, descending
+            rows = app.table.visible_rows()
+            vals = [r["avg_kernel_us"] for r in rows]
+            assert vals == sorted(vals, reverse=True)
+            assert [(r["kernel_name"], r["device_id"]) for r in rows] != before
+            await pilot.press("5")                                # again: ascending
+            vals = [r["avg_kernel_us"] for r in app.table.visible_rows()]
+            assert vals == sorted(vals)
+            await pilot.press("1")                                # Kernel name, ascending
+            names = [r["kernel_name"] for r in app.table.visible_rows()]
+            assert names == sorted(names)
+            await pilot.pause()
+            assert "Kernel▲" in screen_text(app)
+            # clicking a header sorts by that column
+            x = sum(w + 1 for c, w in app.table.columns(app.table.size.width)[:2]) + 2   # API avg
+            await pilot.click("#table", offset=(x, 0))
+            assert app.table.sort_key == "avg_api_us"
+            vals = [r["avg_api_us"] for r in app.table.visible_rows()]
+            assert vals == sorted(vals, reverse=True)
+    run(go())
+
+
+def test_O_puts_the_cursor_in_the_optimizer_range_and_restricts_the_table(synth):
+    from launchtui.analysis import nvtx
+    from launchtui.analysis.launches import launched_kernels, small_kernel_table
+    from launchtui.analysis.select import range_selection
+    tr = synth["trace"]
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            whole = app.stats["launches"]
+            await pilot.press("O")
+            await settle(app, pilot)
+            sel = app.selection
+            assert sel.ranges is not None and len(sel.ranges) == 1
+            r = sel.ranges[0]
+            name = nvtx.range_name(tr, r)
+            assert "optim" in name.lower()
+            cur = app.timeline.view.cursor
+            assert tr.ranges.start[r] <= cur < tr.ranges.end[r]
+            # the table and stats count only the kernels launched inside that range
+            rsel = range_selection(tr, [r], "x")
+            n_in = len(launched_kernels(tr, rsel))
+            assert 0 < n_in < whole
+            assert app.stats["launches"] == n_in
+            expect = small_kernel_table(tr, rsel, limit=0)
+            got = app.table.rows
+            assert [(x["kernel_name"], x["device_id"], x["launch_count"]) for x in got] == \
+                [(x["kernel_name"], x["device_id"], x["launch_count"]) for x in expect]
+            assert name in screen_text(app)
+            # a: pool every occurrence of the name; ] steps the view to the next one
+            await pilot.press("a")
+            await settle(app, pilot)
+            occ = nvtx.occurrences(tr, int(tr.ranges.text[r]))
+            assert len(app.selection.ranges) == len(occ) > 1
+            expect = small_kernel_table(tr, range_selection(tr, occ, "x"), limit=0)
+            assert [(x["kernel_name"], x["launch_count"]) for x in app.table.rows] == \
+                [(x["kernel_name"], x["launch_count"]) for x in expect] and expect
+            await pilot.press("right_square_bracket")
+            await settle(app, pilot)
+            r2 = int(occ[1])
+            assert tr.ranges.start[r2] <= app.timeline.view.cursor < tr.ranges.end[r2]
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert app.stats["launches"] == whole
+    run(go())
+
+
+def test_b_lands_on_the_synthetic_backpressure_episode(synth):
+    gt = synth["gt"]["backpressure"]
+    (iv,) = [x for x in gt["intervals_ge_1000"] if x["device_id"] == 0 and x["stream_id"] == 7]
+    g0, g1 = iv["intervals"][0]
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await pilot.press("g")
+            seen = []
+            for _ in range(60):
+                await pilot.press("b")
+                m = app.current_mark
+                seen.append(m)
+                if m.kind == "queue":
+                    break
+            assert m.kind == "queue" and m.level == "saturated"
+            assert (m.device, m.stream) == (0, 7)
+            assert int(app.timeline.view.cursor) == m.start
+            assert abs(m.start - g0) <= 1000 and m.max_depth == gt["queue_limit"]
+            assert g0 - 1000 <= m.start <= g1
+            row = app.timeline.current_row
+            assert row.kind == "queue" and (row.lane.device, row.lane.stream) == (0, 7)
+            assert int(row.lane.value_at(np.array([m.start + 1]))[0]) >= 1000
+            txt = screen_text(app)
+            assert "queue saturated on GPU 0 stream 7" in txt and "max depth 1022" in txt
+            # spikes passed on the way are real launch spikes from the ground truth
+            truth = {(s["start_ns"], s["end_ns"]) for s in gt["spikes"]}
+            for s in seen[:-1]:
+                assert s.kind == "spike" and (s.start, s.end) in truth
+            # B goes back to the previous mark
+            await pilot.press("B")
+            if len(seen) > 1:
+                assert app.current_mark.start == seen[-2].start
+    run(go())
+
+
+def _cli_export(path, a_s, b_s, out, *extra):
+    from launchtui.cli import main
+    rc = main(["export", str(path), "--trim", repr(a_s), repr(b_s), "-o", str(out), *extra])
+    assert rc == 0
+    return out.read_bytes()
+
+
+def test_e_writes_the_same_file_as_launchtui_export(synth, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await pilot.press("b", "b", "b")          # somewhere busy
+            await pilot.press("minus", "minus")
+            await pilot.press("v", *["l"] * 8, "v")
+            await settle(app, pilot)
+            t0, t1 = app.timeline.sel_range
+            assert t1 > t0 and app.selection.t0 == t0
+            await pilot.press("e")
+            await pilot.pause()
+            from launchtui.tui.screens import ConfirmScreen, ExportDialog
+            dlg = app.screen
+            assert isinstance(dlg, ExportDialog)
+            default = dlg.default_name
+            assert default.startswith("synth.") and default.endswith(".launchtui.json")
+            inp = dlg.query_one("#export-path")
+            inp.value = str(tmp_path / "tui.json")
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert (tmp_path / "tui.json").exists()
+            a_s, b_s = t0 / 1e9, t1 / 1e9
+            cli = _cli_export(synth["nsys"], a_s, b_s, tmp_path / "cli.json")
+            assert (tmp_path / "tui.json").read_bytes() == cli
+            doc = json.loads(cli)
+            assert doc["window"]["t0_ns"] == round(a_s * 1e9) and doc["counts"]["gpu_ops"] > 0
+            # notification names the path
+            assert any("tui.json" in str(n.message) for n in app._notifications)
+            # again onto the same name: asks, and 'n' leaves the file alone
+            before = (tmp_path / "tui.json").read_bytes()
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path").value = str(tmp_path / "tui.json")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert (tmp_path / "tui.json").read_bytes() == before
+            # no range: the visible window, with the device filter, into the default name
+            await pilot.press("escape", "d")
+            await settle(app, pilot)
+            assert app.device == 0
+            v0, v1 = int(app.timeline.view.start), int(app.timeline.view.end)
+            await pilot.press("e")
+            await pilot.pause()
+            name = app.screen.default_name
+            await pilot.press("enter")
+            await settle(app, pilot)
+            cli = _cli_export(synth["nsys"], v0 / 1e9, v1 / 1e9, tmp_path / "cli2.json", "--device", "0")
+            assert (tmp_path / name).read_bytes() == cli
+    run(go())
+
+
+def test_enter_highlights_a_kernel_and_n_steps_through_instances(synth):
+    from launchtui.analysis.launches import name_ids
+    tr = synth["trace"]
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await pilot.press("tab", "j", "enter")
+            await settle(app, pilot)
+            row = app.table.selected_row()
+            inst = app.timeline.highlight
+            nid = tr.strings.lookup(row["kernel_name"])
+            expect = np.nonzero((name_ids(tr, "short") == nid) & (tr.ops.device == row["device_id"]))[0]
+            assert (inst.ops == expect).all() and len(inst) >= row["launch_count"]
+            k0, k1 = int(inst.ops[0]), int(inst.ops[1])
+            assert int(app.timeline.view.cursor) == tr.ops.start[k0]
+            assert app.timeline.current_row.kind == "hw"
+            assert "◆" in screen_text(app)
+            assert row["kernel_name"] in screen_text(app)      # details: the kernel under the cursor
+            await pilot.press("n")
+            assert int(app.timeline.view.cursor) == tr.ops.start[k1]
+            await pilot.press("N")
+            assert int(app.timeline.view.cursor) == tr.ops.start[k0]
+            await pilot.press("escape")                  # clears the highlight
+            assert app.timeline.highlight is None
+    run(go())
+
+
+def test_navigation_keys_change_the_view(synth):
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            v = app.timeline.view
+            c0, npc0 = v.cursor, v.ns_per_col
+            await pilot.press("plus")
+            assert v.ns_per_col == pytest.approx(npc0 / 2) and v.cursor == c0
+            await pilot.press("minus", "minus")
+            assert v.ns_per_col == pytest.approx(npc0 * 2)
+            await pilot.press("0")
+            assert v.ns_per_col == pytest.approx(npc0)
+            await pilot.press("l")
+            assert v.cursor == pytest.approx(c0 + 4 * npc0, abs=1)
+            await pilot.press("h", "L")
+            assert v.cursor == pytest.approx(c0 + 0.75 * v.width * npc0, abs=1)
+            await pilot.press("g")
+            assert v.cursor == app.timeline.extent[0]
+            await pilot.press("G")
+            assert v.cursor == app.timeline.extent[1]
+            sel0 = app.timeline.selected
+            await pilot.press("j")
+            assert app.timeline.selected == sel0 + 1
+            await pilot.press("k")
+            assert app.timeline.selected == sel0
+            await pilot.press("t")
+            await pilot.pause()
+            assert "time (rel)" in screen_text(app) and re.search(r"\+\d", screen_text(app).splitlines()[2])
+            await pilot.press("d")
+            await settle(app, pilot)
+            assert app.device == 0
+            assert {r.device for r in app.timeline.rows if r.kind in ("api", "hw")} == {0}
+            assert {r["device_id"] for r in app.table.rows} == {0}
+            await pilot.press("D")
+            await settle(app, pilot)
+            assert app.names == "full"
+            assert any("<" in r["kernel_name"] for r in app.table.rows)
+    run(go())
+
+
+def test_filter_nvtx_picker_help_and_palette(synth):
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await pilot.press("slash", *"triton")
+            await pilot.pause()
+            names = [r["kernel_name"] for r in app.table.visible_rows()]
+            assert names and all("triton" in n for n in names)
+            await pilot.press("enter")
+            assert app.table.filter_text == "triton"
+            await pilot.press("escape")
+            # o: fuzzy picker; Enter jumps to the first occurrence of the best match
+            await pilot.press("o")
+            await pilot.pause()
+            await pilot.press(*"optstep", "enter")
+            await settle(app, pilot)
+            assert "Optimizer.step" in app.selection.label
+            # ? lists every key
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_text = str(app.screen.query_one("#help-text").render())
+            for b in app.BINDINGS:
+                assert b.description in help_text
+            await pilot.press("escape")
+            # palette: sort the table by a column
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"Sort table by Launches")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert app.table.sort_key == "launch_count"
+            # info screen
+            await pilot.press("i")
+            await pilot.pause()
+            assert "A100" in str(app.screen.query_one("#info-text").render())
+    run(go())
+
+
+def test_trace_without_nvtx_opens_and_says_so(synth, tmp_path):
+    """Kineto JSON with the user annotations removed: the engine reports the gap, the app shows it."""
+    from launchtui.trace.load import open_trace
+    with gzip.open(synth["kineto"], "rt") as f:
+        doc = json.load(f)
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if e.get("cat") not in ("user_annotation", "gpu_user_annotation")]
+    p = tmp_path / "no_nvtx.json"
+    p.write_text(json.dumps(doc))
+    tr = open_trace(p, use_cache=False)
+    assert not len(tr.ranges) and tr.missing
+
+    async def go():
+        app = make_app(p, trace=tr)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            txt = screen_text(app)
+            assert "missing: " + tr.missing[0][:40] in txt and "NVTX: none in this trace" in txt
+            assert not any(r.kind == "nvtx" for r in app.timeline.rows)
+            assert any(r.kind == "hw" for r in app.timeline.rows) and app.table.rows
+            await pilot.press("O")
+            await pilot.pause()
+            assert "no optimizer range" in screen_text(app)
+            assert any("No optimizer phase" in str(n.message) for n in app._notifications)
+    run(go())
+
+
+def test_trace_without_kernels_opens_and_says_so(synth, tmp_path):
+    from fixtures.synth import write_nsys_sqlite
+    p = write_nsys_sqlite(synth["w"], tmp_path / "no_kernels.sqlite", variant="no_kernels")
+
+    async def go():
+        app = make_app(p)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            txt = screen_text(app)
+            assert "missing: no CUDA kernel table" in txt
+            assert "No small-and-frequent kernel launch data found" in txt
+            kinds = {r.kind for r in app.timeline.rows}
+            assert "hw" not in kinds and "api" in kinds     # launch calls still drawn
+            assert "no GPU ops" in txt
+            await pilot.press("plus", "b", "v", "v")            # keys still work
+            await pilot.pause()
+    run(go())
+
+
+def test_loading_error_exits_with_status_2_and_the_cli_message(tmp_path):
+    bad = tmp_path / "nope.sqlite"
+
+    async def go():
+        app = make_app(bad)
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(200):
+                if app.error_message:
+                    break
+                await pilot.pause(0.02)
+        return app
+
+    app = run(go())
+    assert app.return_code == 2
+    from launchtui.errors import TraceError
+    from launchtui.trace.load import open_trace
+    with pytest.raises(TraceError) as e:
+        open_trace(bad)
+    assert app.error_message == str(e.value)
+
+
+def test_bad_device_argument_is_a_usage_error(synth):
+    async def go():
+        app = _app(synth, device="7")
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(200):
+                if app.error_message:
+                    break
+                await pilot.pause(0.02)
+        return app
+    app = run(go())
+    assert app.return_code == 2 and "--device 7: no such device" in app.error_message
+
+
+def test_trim_argument_selects_and_frames_the_window(synth):
+    async def go():
+        app = _app(synth, trim=[1.505, 1.52])
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            assert app.timeline.sel_range == (1_505_000_000, 1_520_000_000)
+            assert app.selection.label == "1.505–1.52 s"
+            v = app.timeline.view
+            assert v.start <= 1_505_000_000 and v.end >= 1_520_000_000
+            assert v.end - v.start < 30_000_000
+    run(go())
+
+
+def test_no_color_renders_and_meaning_survives_without_colour(synth, monkeypatch):
+    """NO_COLOR: Textual's monochrome filter runs over every segment; symbols still carry meaning."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            assert any(type(f).__name__ == "Monochrome" for f in app._filters)
+            await pilot.press("b", "b", "plus")
+            await settle(app, pilot)
+            txt = screen_text(app)
+            svg = app.export_screenshot()
+            assert "q s7" in txt and "!" in txt and "█" in txt     # ≥ threshold and spikes: glyphs
+            assert "#ff3030" not in svg                              # the red of saturated cells is gone
+    run(go())
+
+
+def test_keys_can_be_remapped_by_binding_id(synth, monkeypatch):
+    monkeypatch.setenv("LAUNCHTUI_KEYS", "pan_left=a;zoom_in=z")
+
+    async def go():
+        app = _app(synth)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            v = app.timeline.view
+            c0, npc = v.cursor, v.ns_per_col
+            await pilot.press("a")
+            assert v.cursor < c0
+            await pilot.press("z")
+            assert v.ns_per_col == pytest.approx(npc / 2)
+    run(go())
