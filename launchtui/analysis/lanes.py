@@ -449,8 +449,9 @@ def nvtx_cells(lane: NvtxLane, edges: np.ndarray) -> NvtxCells:
 # --------------------------------------------------------------------------------------------
 # lookups at the cursor (O(log N))
 
-def op_at(lane: HwLane, t0: int, t1: int) -> int:
-    """The GPU op on this lane covering t0, else the first one starting in [t0, t1), else -1."""
+def interval_at(lane, t0: int, t1: int) -> int:
+    """The event on this lane (HW or API) covering t0, else the first one starting in [t0, t1),
+    else -1."""
     if not len(lane.start):
         return -1
     i = int(np.searchsorted(lane.start, t0, side="right")) - 1
@@ -462,16 +463,7 @@ def op_at(lane: HwLane, t0: int, t1: int) -> int:
     return -1
 
 
-def api_at(lane: ApiLane, t0: int, t1: int) -> int:
-    if not len(lane.start):
-        return -1
-    i = int(np.searchsorted(lane.start, t0, side="right")) - 1
-    if i >= 0 and lane.end[i] > t0:
-        return int(lane.idx[i])
-    j = i + 1
-    if j < len(lane.start) and lane.start[j] < t1:
-        return int(lane.idx[j])
-    return -1
+op_at = api_at = interval_at
 
 
 def range_at(lane: NvtxLane, t0: int, t1: int) -> int:
