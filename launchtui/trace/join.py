@@ -43,6 +43,15 @@ def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
         return None
     key = pinv.astype(np.int64) * span + (np.concatenate([api_corr, op_corr]) - lo)
     ka, ko = key[:len(api_pid)], key[len(api_pid):]
+    size = len(pids) * span
+    if size <= 4 * len(key) + 1024:
+        # correlation ids are dense counters per process: a direct-address table, no sort at all
+        counts = np.bincount(ka, minlength=size)
+        if counts.max(initial=0) > 1:
+            return None
+        lut = np.full(size, -1, np.int64)
+        lut[ka] = np.arange(len(ka))
+        return lut[ko]
     order = np.argsort(ka, kind="stable")
     ks = ka[order]
     if len(ks) > 1 and not (ks[1:] != ks[:-1]).all():
