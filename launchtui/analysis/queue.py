@@ -37,20 +37,15 @@ class StreamSeries:
 def _merge_depth(plus: np.ndarray, minus: np.ndarray):
     """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
     sorted. Equal times apply -1 before +1. Returns (times, depth after each event, depth after
-    each +1 event) in merged order, found with searchsorted instead of sorting the events."""
-    na, nb = len(plus), len(minus)
-    b_le_a = np.searchsorted(minus, plus, side="right")   # -1 events applied at or before each +1
-    a_lt_b = np.searchsorted(plus, minus, side="left")    # +1 events strictly before each -1
-    pos_a = np.arange(na) + b_le_a
-    pos_b = np.arange(nb) + a_lt_b
-    times = np.empty(na + nb, np.int64)
-    depth = np.empty(na + nb, np.int64)
-    times[pos_a] = plus
-    times[pos_b] = minus
-    after_plus = np.arange(1, na + 1) - b_le_a
-    depth[pos_a] = after_plus
-    depth[pos_b] = a_lt_b - np.arange(1, nb + 1)
-    return times, depth, after_plus
+    each +1 event) in merged order. The stable sort of two sorted runs is a linear merge."""
+    nb = len(minus)
+    t = np.concatenate([minus, plus])
+    d = np.concatenate([np.full(nb, -1, np.int64), np.ones(len(plus), np.int64)])
+    order = np.argsort(t, kind="stable")     # ties keep the -1 run (first) before the +1 run
+    depth = np.cumsum(d[order])
+    where = np.empty(len(t), np.int64)
+    where[order] = np.arange(len(t))
+    return t[order], depth, depth[where[nb:]]
 
 
 def _sorted_with_order(x: np.ndarray):
@@ -89,20 +84,22 @@ def stream_series(trace: Trace) -> list[StreamSeries]:
             else:
                 dbl[sel[perm]] = before
             is_graph = api.kind[a] == API_GRAPH_LAUNCH
-            gmax = int(dep.max())
-            if is_graph.any():  # graph replays as one entry, retired when its first op starts
-                first = np.ones(len(sel), bool)
-                gi = np.nonzero(is_graph)[0]
-                seen = np.unique(a[gi], return_index=True)[1]
-                first[gi] = False
-                first[gi[seen]] = True
-                p2, _ = _sorted_with_order(api.start[a[first]])
-                gmax = int(_merge_depth(p2, minus[first])[1].max())
             last = np.ones(len(t), bool)
             last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
+            t_last, v_last = t[last], dep[last]
+            gmax = int(v_last.max())
+            if is_graph.any():
+                # Counting each replay as one entry (retired when its first op starts) removes the
+                # replay's other ops: each was +1 from the launch call until its own start.
+                gi = np.nonzero(is_graph)[0]
+                first = np.unique(a[gi], return_index=True)[1]
+                rest = np.delete(gi, first)
+                on = np.searchsorted(np.sort(api.start[a[rest]]), t_last, side="right")
+                off = np.searchsorted(np.sort(minus[rest]), t_last, side="right")
+                gmax = int((v_last - (on - off)).max())
             d_i, s_i = divmod(int(skeys[g]), len(strs))
             out.append(StreamSeries(
-                device=int(devs[d_i]), stream=int(strs[s_i]), t=t[last], v=dep[last].astype(np.int32),
+                device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last.astype(np.int32),
                 point_mean=float(dep.mean()), points=len(t), max_graph_as_one=gmax,
                 graph_ops=int(is_graph.sum())))
     trace.derived["queue_series"] = out
