@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 from pathlib import Path
 
@@ -133,9 +133,9 @@ def _as_int_array(values) -> np.ndarray:
         return out
 
 
-def _decode(path: Path, data: bytes) -> _Doc:
+def _decode(path: Path, data: bytes):
     try:
-        return msgspec.json.decode(data, type=_Doc)
+        return msgspec.json.decode(data, type=_RawDoc)
     except msgspec.ValidationError as e:
         raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
     except msgspec.DecodeError as e:
@@ -167,6 +167,77 @@ def _ids(values: list) -> np.ndarray:
         return np.fromiter(map(_num, values), np.int64, len(values))
 
 
+class _RawDoc(_Doc):
+    # first pass: every event stays an undecoded slice of the input (one small object each)
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+CHUNK_EVENTS = 200_000  # events decoded into structs at a time: bounds peak memory
+
+
+def _pick(events: list, mask: np.ndarray) -> list:
+    sub = list(compress(events, mask.tolist()))
+    if sub and set(map(attrgetter("ph"), sub)) != {"X"}:
+        sub = [e for e in sub if e.ph == "X"]  # rare: non-complete events in a data category
+    return sub
+
+
+def _names(evs: list) -> list[str]:
+    return list(map(str, map(attrgetter("name"), evs)))
+
+
+def _extract(events: list) -> dict:
+    """The columns launchtui needs from one chunk of decoded events, per role."""
+    cats = list(map(attrgetter("cat"), events))
+    role_of = {c: _ROLE_BY_CAT.get(str(c).lower(), ROLE_NONE) for c in set(cats)}
+    roles = np.fromiter(map(role_of.__getitem__, cats), np.int8, len(cats))
+    del cats
+    out = {}
+    api_ev = _pick(events, roles == ROLE_API)
+    if api_ev:
+        start, end, _ = _times(api_ev)
+        args = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
+        out["api"] = {"start": start, "end": end, "name": _names(api_ev),
+                      "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
+                      "pid": _ids(list(map(attrgetter("pid"), api_ev))),
+                      "tid": _ids(list(map(attrgetter("tid"), api_ev)))}
+    op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET))
+    if op_ev:
+        start, end, dur = _times(op_ev)
+        args = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
+        role = np.fromiter(map(role_of.__getitem__, map(attrgetter("cat"), op_ev)), np.int8, len(op_ev))
+        kind = np.zeros(len(op_ev), np.int8)
+        for r, k in _OP_KIND.items():
+            kind[role == r] = k
+        dev = _as_int_array(list(map(attrgetter("device"), args)))
+        if (dev < 0).any():  # GPU events' pid is the device index
+            dev = np.where(dev >= 0, dev, _ids(list(map(attrgetter("pid"), op_ev))))
+        stream = _as_int_array(list(map(attrgetter("stream"), args)))
+        if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
+            stream = np.where(stream >= 0, stream, _ids(list(map(attrgetter("tid"), op_ev))))
+        out["ops"] = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
+                      "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
+                      "name": _names(op_ev)}
+    rng_ev = _pick(events, roles == ROLE_RANGE)
+    if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
+        rng_ev += [e for e in _pick(events, roles == ROLE_LEGACY_OP)
+                   if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
+    if rng_ev:
+        start, end, _ = _times(rng_ev)
+        out["ranges"] = {"start": start, "end": end, "name": _names(rng_ev),
+                         "pid": _ids(list(map(attrgetter("pid"), rng_ev))),
+                         "tid": _ids(list(map(attrgetter("tid"), rng_ev)))}
+    return out
+
+
+def _concat(parts: list[dict], role: str) -> dict | None:
+    chunks = [p[role] for p in parts if role in p]
+    if not chunks:
+        return None
+    return {k: (list(chain.from_iterable(c[k] for c in chunks)) if isinstance(chunks[0][k], list)
+                else np.concatenate([c[k] for c in chunks])) for k in chunks[0]}
+
+
 def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     progress = progress or (lambda stage, rows: None)
     data = _read_bytes(path)
@@ -174,12 +245,26 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     stripped = data.lstrip()
     if stripped[:1] == b"[":  # bare event array (old Chrome trace form)
         data = b'{"traceEvents":' + stripped + b"}"
+    del stripped
     doc = _decode(path, data)
-    del data, stripped
     if doc.traceEvents is None:
         raise TraceError(path, "JSON is not a Chrome/Kineto trace (no traceEvents array)")
-    events = doc.traceEvents
-    progress("decoded events", len(events))
+    raw_events = doc.traceEvents
+    doc.traceEvents = None
+    total = len(raw_events)
+
+    parts = []
+    for i in range(0, total, CHUNK_EVENTS):  # one iteration per chunk of 200k events
+        buf = b"[" + b",".join(raw_events[i:i + CHUNK_EVENTS]) + b"]"
+        try:
+            events = msgspec.json.decode(buf, type=list[_Event])
+        except (msgspec.ValidationError, msgspec.DecodeError) as e:
+            raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
+        del buf
+        parts.append(_extract(events))
+        del events
+        progress("decoded events", min(i + CHUNK_EVENTS, total))
+    del raw_events, data
 
     source.format = "kineto-json"
     source.producer = "PyTorch profiler (Kineto)"
@@ -194,95 +279,51 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         source.extra["rank"] = doc.distributedInfo.get("rank", 0)
 
     strings = StringTable()
-    # role per event: C-level dict lookups over the category strings, then one mask per role
-    cats = list(map(attrgetter("cat"), events))
-    role_of = {c: _ROLE_BY_CAT.get(str(c).lower(), ROLE_NONE) for c in set(cats)}
-    roles = np.fromiter(map(role_of.__getitem__, cats), np.int8, len(cats))
-    del cats
-
-    def pick(mask, events=events) -> list:
-        sub = list(compress(events, mask.tolist()))
-        if sub and set(map(attrgetter("ph"), sub)) != {"X"}:
-            sub = [e for e in sub if e.ph == "X"]  # rare: non-complete events in a data category
-        return sub
-
-    api_ev = pick(roles == ROLE_API)
-    op_mask = (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET)
-    op_ev = pick(op_mask)
-    rng_ev = pick(roles == ROLE_RANGE)
-    if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
-        leg = pick(roles == ROLE_LEGACY_OP)
-        rng_ev += [e for e in leg if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
-    del events
-    doc.traceEvents = None
+    a, o, r = _concat(parts, "api"), _concat(parts, "ops"), _concat(parts, "ranges")
+    del parts
 
     # Threads: (pid, tid) of API calls and ranges, interned densely.
-    cpu_ev = api_ev + rng_ev
-    n_api = len(api_ev)
-    pid = _ids(list(map(attrgetter("pid"), cpu_ev)))
-    tid = _ids(list(map(attrgetter("tid"), cpu_ev)))
-    pairs = np.stack([pid, tid], axis=1) if len(cpu_ev) else np.zeros((0, 2), np.int64)
-    upairs, tinv = np.unique(pairs, axis=0, return_inverse=True)
+    n_api = len(a["start"]) if a else 0
+    n_rng = len(r["start"]) if r else 0
+    pid = np.concatenate([x["pid"] for x in (a, r) if x] or [np.zeros(0, np.int64)])
+    tid = np.concatenate([x["tid"] for x in (a, r) if x] or [np.zeros(0, np.int64)])
+    upairs, tinv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
     tinv = tinv.reshape(-1).astype(np.int32)
-    threads = Threads(pid=upairs[:, 0].copy(), tid=upairs[:, 1].copy(), key=np.arange(len(upairs), dtype=np.int64),
-                      name=np.full(len(upairs), -1, np.int32))
+    threads = Threads(pid=upairs[:, 0].copy(), tid=upairs[:, 1].copy(),
+                      key=np.arange(len(upairs), dtype=np.int64), name=np.full(len(upairs), -1, np.int32))
 
-    # API calls
     if n_api:
-        a_start, a_end, _ = _times(api_ev)
-        a_args = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
-        a_names = strings.intern_many(list(map(str, map(attrgetter("name"), api_ev))))
+        names = strings.intern_many(a["name"])
         lut = np.zeros(len(strings), np.int8)
-        for i in np.unique(a_names).tolist():  # once per distinct API name
+        for i in np.unique(names).tolist():  # once per distinct API name
             lut[i] = nm.api_kind(strings[i])
-        api = ApiCalls(thread=tinv[:n_api], pid=pid[:n_api], start=a_start, end=a_end,
-                       corr=_as_int_array(list(map(attrgetter("correlation"), a_args))),
-                       name=a_names, kind=lut[a_names])
+        api = ApiCalls(thread=tinv[:n_api], pid=a["pid"], start=a["start"], end=a["end"], corr=a["corr"],
+                       name=names, kind=lut[names])
     else:
         api = ApiCalls.empty()
     progress("API calls", n_api)
 
-    # GPU ops
-    if op_ev:
-        o_start, o_end, o_dur = _times(op_ev)
-        o_args = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
-        role = roles[op_mask]
-        if len(role) != len(op_ev):  # some were not complete events: recompute from the events
-            role = np.fromiter((_ROLE_BY_CAT.get(str(e.cat).lower(), 0) for e in op_ev), np.int8, len(op_ev))
-        kind = np.zeros(len(op_ev), np.int8)
-        for r, k in _OP_KIND.items():
-            kind[role == r] = k
+    if o:
+        n = len(o["start"])
         # drop `ts: 0, dur: 0` artefacts and CUPTI overflow durations
-        keep = ~((o_start == 0) & (o_dur == 0)) & (o_dur >= 0) & (o_dur < MAX_DUR_NS)
-        full = strings.intern_many(list(map(str, map(attrgetter("name"), op_ev))))
+        keep = ~((o["start"] == 0) & (o["dur"] == 0)) & (o["dur"] >= 0) & (o["dur"] < MAX_DUR_NS)
+        full = strings.intern_many(o["name"])
         lut = np.arange(len(strings), dtype=np.int32)
-        for i in np.unique(full[kind == OP_KERNEL]).tolist():  # once per distinct kernel name
+        for i in np.unique(full[o["kind"] == OP_KERNEL]).tolist():  # once per distinct kernel name
             lut[i] = strings.intern(nm.kernel_short_name(strings[i]))
-        short = lut[full]
-        dev = _as_int_array(list(map(attrgetter("device"), o_args)))
-        if (dev < 0).any():  # GPU events' pid is the device index
-            dev = np.where(dev >= 0, dev, _ids(list(map(attrgetter("pid"), op_ev))))
-        stream = _as_int_array(list(map(attrgetter("stream"), o_args)))
-        if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
-            stream = np.where(stream >= 0, stream, _ids(list(map(attrgetter("tid"), op_ev))))
-        corr = _as_int_array(list(map(attrgetter("correlation"), o_args)))
-        n = len(op_ev)
-        ops = GpuOps(device=dev, stream=stream, start=o_start, end=o_end, corr=corr,
-                     pid=np.full(n, -1, np.int64), name=short, full_name=full, kind=kind,
+        ops = GpuOps(device=o["device"], stream=o["stream"], start=o["start"], end=o["end"], corr=o["corr"],
+                     pid=np.full(n, -1, np.int64), name=lut[full], full_name=full, kind=o["kind"],
                      api=np.full(n, -1, np.int64)).take(np.nonzero(keep)[0])
     else:
         ops = GpuOps.empty()
     progress("GPU ops", len(ops))
 
-    # Ranges
-    n_rng = len(rng_ev)
     if n_rng:
-        r_start, r_end, _ = _times(rng_ev)
         r_thread = tinv[n_api:]
-        text = strings.intern_many(list(map(str, map(attrgetter("name"), rng_ev))))
-        ranges = Ranges(thread=r_thread, start=r_start, end=r_end,
-                        depth=range_depths(r_thread.astype(np.int64), r_start, r_end), text=text,
-                        domain=np.full(n_rng, -1, np.int32), kind=np.full(n_rng, RANGE_PUSHPOP, np.int8))
+        ranges = Ranges(thread=r_thread, start=r["start"], end=r["end"],
+                        depth=range_depths(r_thread.astype(np.int64), r["start"], r["end"]),
+                        text=strings.intern_many(r["name"]), domain=np.full(n_rng, -1, np.int32),
+                        kind=np.full(n_rng, RANGE_PUSHPOP, np.int8))
     else:
         ranges = Ranges.empty()
 
