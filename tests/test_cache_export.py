@@ -200,3 +200,17 @@ def test_real_nsys_exports_old_report_and_refuses_new(tmp_path, capsys):
     assert main(["info", str(new)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nsys export failed (report version 2026.1.1.204" in err[0]
+
+
+def test_cache_keeps_derived_analyses_and_warm_report_is_identical(tmp_path, capsys):
+    src = tmp_path / "t.sqlite"
+    shutil.copy(sample(H100), src)
+    assert main(["report", str(src), "--json"]) == 0  # cold: reads, reports, then caches with analyses
+    cold = capsys.readouterr().out
+    (entry,) = cache.models_dir().glob("*.npz")
+    with np.load(entry) as z:
+        assert {"derived.qs.meta", "derived.depth_before_launch", "derived.op_ranges"} <= set(z.files)
+    warm_trace = open_trace(src)
+    assert "queue_series" in warm_trace.derived
+    assert main(["report", str(src), "--json"]) == 0
+    assert capsys.readouterr().out == cold

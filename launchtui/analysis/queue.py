@@ -110,6 +110,9 @@ def stream_series(trace: Trace) -> list[StreamSeries]:
 def depth_before_launch(trace: Trace) -> np.ndarray:
     """Per GPU op: pending ops on its stream just before its launch call started (-1 unmatched)."""
     stream_series(trace)
+    if "depth_before_launch" not in trace.derived:  # series came from elsewhere: rebuild both
+        trace.derived.pop("queue_series", None)
+        stream_series(trace)
     return trace.derived["depth_before_launch"]
 
 

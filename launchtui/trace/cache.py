@@ -21,7 +21,7 @@ from launchtui.paths import cache_dir
 from launchtui.trace.model import (ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads,
                                    Trace)
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 DEFAULT_MAX_MB = 2048
 _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads}
 
@@ -61,6 +61,7 @@ def save(trace: Trace, dest: Path) -> None:
         table = getattr(trace, tname)
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
+    arrays.update(_derived_arrays(trace))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -74,6 +75,7 @@ def save(trace: Trace, dest: Path) -> None:
 def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     with np.load(entry, allow_pickle=False) as z:
         header = json.loads(bytes(z["header"]).decode())
+        derived = {k: z[k] for k in z.files if k.startswith("derived.")}
         if header.get("format_version") != FORMAT_VERSION:
             raise ValueError("format version mismatch")
         tables = {}
@@ -101,7 +103,47 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     source.path = str(src)
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
+    _restore_derived(trace, derived)
     return trace
+
+
+# Analyses that cost most on a warm report are stored with the model once a command computed them
+# (they depend on the model alone): per-stream depth series, depth before each launch, NVTX range
+# per op.
+def _derived_arrays(trace: Trace) -> dict:
+    d = trace.derived
+    out = {}
+    for key in ("depth_before_launch", "op_ranges"):
+        if key in d and len(d[key]) == len(trace.ops):
+            out[f"derived.{key}"] = d[key]
+    series = d.get("queue_series")
+    if series is not None:
+        out["derived.qs.t"] = np.concatenate([x.t for x in series]) if series else np.zeros(0, np.int64)
+        out["derived.qs.v"] = np.concatenate([x.v for x in series]) if series else np.zeros(0, np.int32)
+        out["derived.qs.meta"] = np.array([[x.device, x.stream, len(x.t), x.points, x.max_graph_as_one,
+                                            x.graph_ops] for x in series], np.int64).reshape(-1, 6)
+        out["derived.qs.point_mean"] = np.array([x.point_mean for x in series], np.float64)
+    return out
+
+
+def _restore_derived(trace: Trace, z: dict) -> None:
+    for key in ("depth_before_launch", "op_ranges"):
+        arr = z.get(f"derived.{key}")
+        if arr is not None:
+            if len(arr) != len(trace.ops):
+                raise ValueError("derived array length mismatch")
+            trace.derived[key] = arr
+    if "derived.qs.meta" in z:
+        from launchtui.analysis.queue import StreamSeries
+        t, v, meta, pm = z["derived.qs.t"], z["derived.qs.v"], z["derived.qs.meta"], z["derived.qs.point_mean"]
+        ends = np.cumsum(meta[:, 2]) if len(meta) else np.zeros(0, np.int64)
+        if len(meta) and (ends[-1] != len(t) or len(v) != len(t)):
+            raise ValueError("derived series length mismatch")
+        starts = ends - meta[:, 2] if len(meta) else ends
+        trace.derived["queue_series"] = [
+            StreamSeries(device=int(m[0]), stream=int(m[1]), t=t[a:b], v=v[a:b], point_mean=float(p),
+                         points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
+            for m, a, b, p in zip(meta, starts, ends, pm)]
 
 
 def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trace:
