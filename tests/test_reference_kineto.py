@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 
 import numpy as np
-import pytest
 
 from conftest import sample
 from launchtui.analysis import nvtx

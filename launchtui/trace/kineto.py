@@ -1,9 +1,10 @@
 """Reader for PyTorch-profiler (Kineto) Chrome-trace JSON, 2021 to 2026 (docs: kineto.md).
 
-msgspec decodes only the fields we use into typed structs (unknown keys are skipped in C), with
-`ts`/`dur` kept as raw number tokens so the µs decimals convert to int ns exactly (float64 loses
-the ns part of 16-digit epoch timestamps). Column extraction uses C-level map/attrgetter and
-numpy, never a Python loop per event.
+msgspec first splits the event array into raw slices, then decodes them a chunk at a time into
+typed structs holding only the fields we use (unknown keys are skipped in C), with `ts`/`dur`
+kept as raw number tokens so the µs decimals convert to int ns exactly (float64 loses the ns part
+of 16-digit epoch timestamps). Each chunk is reduced to columns and freed, which bounds memory.
+Column extraction uses C-level map/attrgetter and numpy, never a Python loop per event.
 """
 from __future__ import annotations
 
@@ -67,7 +68,9 @@ class _DeviceProp(msgspec.Struct):
 
 
 class _Doc(msgspec.Struct):
-    traceEvents: list[_Event] | None = None
+    # first pass: every event stays an undecoded slice of the input (one small object each); the
+    # slices are decoded into _Event structs a chunk at a time
+    traceEvents: list[msgspec.Raw] | None = None
     baseTimeNanoseconds: int | None = None
     deviceProperties: list[_DeviceProp] | None = None
     schemaVersion: int | str | None = None
@@ -133,9 +136,9 @@ def _as_int_array(values) -> np.ndarray:
         return out
 
 
-def _decode(path: Path, data: bytes):
+def _decode(path: Path, data: bytes) -> _Doc:
     try:
-        return msgspec.json.decode(data, type=_RawDoc)
+        return msgspec.json.decode(data, type=_Doc)
     except msgspec.ValidationError as e:
         raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
     except msgspec.DecodeError as e:
@@ -165,11 +168,6 @@ def _ids(values: list) -> np.ndarray:
         return np.asarray(values, dtype=np.int64)
     except (ValueError, TypeError, OverflowError):
         return np.fromiter(map(_num, values), np.int64, len(values))
-
-
-class _RawDoc(_Doc):
-    # first pass: every event stays an undecoded slice of the input (one small object each)
-    traceEvents: list[msgspec.Raw] | None = None
 
 
 CHUNK_EVENTS = 200_000  # events decoded into structs at a time: bounds peak memory
