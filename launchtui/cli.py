@@ -7,7 +7,7 @@ import sys
 from launchtui import __version__
 from launchtui.errors import TraceError
 
-SUBCOMMANDS = ("info", "report", "export", "cache", "tui")
+SUBCOMMANDS = ("info", "report", "export", "diff", "cache", "tui")
 
 
 def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> None:
@@ -59,6 +59,21 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     _selection_args(p, trim_required=False)
     _table_args(p)
     parsers["export"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui diff", description="Before/after comparison of two traces (any "
+                                "formats): per-iteration launches, overhead and time, streams, kernels, verdict.")
+    p.add_argument("before")
+    p.add_argument("after")
+    p.add_argument("--iter", metavar="NAME", help="iterations are the NVTX ranges whose name contains NAME "
+                                                  "(default: ProfilerStep#N, else the whole window)")
+    p.add_argument("--json", action="store_true", help='one JSON document ("schema": "launchtui-diff/1")')
+    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--fail-if", action="append", metavar="EXPR", default=[],
+                   help="exit 1 when a gate trips: launches_per_iter>+5%% (relative change), "
+                        "exposed_overhead_ms>+0.5 (signed change), share>0.10 (after value); repeatable")
+    p.add_argument("--no-cache", action="store_true", help="read the traces afresh; do not use or fill the cache")
+    parsers["diff"] = p
 
     p = argparse.ArgumentParser(prog="launchtui cache", description="The per-user cache of loaded traces.")
     p.add_argument("action", choices=("clear", "info"))
@@ -155,6 +170,27 @@ def cmd_export(a) -> int:
     return 0
 
 
+def cmd_diff(a) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from launchtui.analysis.diff_inputs import diff_document
+    from launchtui.analysis.diff_markdown import render_markdown
+    from launchtui.analysis.gates import evaluate, parse_gates, tripped_line
+    from launchtui.output import dumps
+    gates = parse_gates(a.fail_if)  # bad gate syntax fails before any trace is read
+    with ThreadPoolExecutor(2) as pool:
+        traces = list(pool.map(lambda p: _load(argparse.Namespace(trace=p, no_cache=a.no_cache), need_cuda=True),
+                               (a.before, a.after)))
+    doc = diff_document(*traces, iter_name=a.iter)
+    tripped = evaluate(gates, doc)
+    _emit(dumps(doc) if a.json else render_markdown(doc), a)
+    for t in traces:
+        _commit(t)
+    for g, x in tripped:
+        print(f"launchtui: {tripped_line(g, x, doc)}", file=sys.stderr)
+    return 1 if tripped else 0
+
+
 def cmd_cache(a) -> int:
     from launchtui.trace import cache
     if a.action == "clear":
@@ -179,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cmd, rest = "tui", argv
     a = parsers[cmd].parse_args(rest)
-    handler = {"info": cmd_info, "report": cmd_report, "export": cmd_export, "cache": cmd_cache,
+    handler = {"info": cmd_info, "report": cmd_report, "export": cmd_export, "diff": cmd_diff, "cache": cmd_cache,
                "tui": cmd_tui}[cmd]
     try:
         return handler(a)

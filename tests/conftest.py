@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(os.environ.get("LAUNCHTUI_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 SKIP_SHARED = "../shared not found: real-sample tests need the shared reference folder"
 
 if str(ROOT) not in sys.path:

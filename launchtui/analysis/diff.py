@@ -1,0 +1,273 @@
+"""Before/after comparison of two traces' case records (definitions.md §diff), pure and JSON-ready.
+
+Input per side: the case record (`launchtui-record/1`), the per-iteration tables of
+`iteration_tables.iteration_tables` and the trace's source facts. Nothing here reads a trace, so
+an Nsight export compares against a Kineto trace as readily as two files of one format.
+
+* Per iteration: before, after, delta and relative change of each record figure.
+* Streams pair by device (the n-th device id of each run) and order of first use within it: ids
+  differ between runs and vendors, so each pair says how it was matched.
+* Kernels match on the distinguishing name; phases on the emit_nvtx-normalised range name.
+* The verdict compares the iteration-time change against the runs' own iteration spread.
+"""
+from __future__ import annotations
+
+import math
+
+SCHEMA = "launchtui-diff/1"
+LAUNCH_BOUND_SHARE = 0.10   # the seed rule: launch overhead above 10 % of the iteration
+
+# gate name -> (label, unit, where in the record)
+METRICS = {
+    "launches_per_iter": ("launches", "", ("per_iteration", "launches")),
+    "launch_api_ms": ("launch-API time", "ms", ("per_iteration", "launch_api_ms")),
+    "exposed_overhead_ms": ("exposed launch overhead", "ms", ("per_iteration", "exposed_overhead_ms")),
+    "share": ("exposed share of the iteration", "share", ("overhead_share",)),
+    "amdahl_bound": ("Amdahl bound", "x", ("amdahl_bound",)),
+    "iteration_ms": ("iteration time", "ms", ("per_iteration", "iteration_ms")),
+    "gpu_busy_ms": ("GPU busy", "ms", ("per_iteration", "gpu_busy_ms")),
+    "gpu_idle_ms": ("GPU idle", "ms", ("per_iteration", "gpu_idle_ms")),
+    "graph_launches_per_iter": ("graph launches", "", None),   # from the iteration tables
+}
+KERNEL_FIELDS = ("launches_per_iteration", "graph_ops_per_iteration", "avg_api_us", "avg_queue_us", "avg_kernel_us")
+
+
+def _num(v):
+    """A record figure: a number, or the median of a {median, min, max} summary; None if absent."""
+    if isinstance(v, dict):
+        v = v.get("median")
+    if v is None or isinstance(v, bool):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _get(rec: dict, path):
+    v = rec
+    for k in path:
+        if not isinstance(v, dict):
+            return None
+        v = v.get(k)
+    return _num(v)
+
+
+def _r(x, nd=6):
+    return None if x is None else round(float(x), nd) + 0.0   # + 0.0: no "-0.0" in the output
+
+
+def change(before, after) -> dict:
+    """before, after, delta = after - before, rel = delta / before (None: undefined)."""
+    if before is None or after is None:
+        return {"before": _r(before), "after": _r(after), "delta": None, "rel": None}
+    d = after - before
+    rel = d / before if before else (0.0 if d == 0 else None)
+    return {"before": _r(before), "after": _r(after), "delta": _r(d), "rel": _r(rel)}
+
+
+def per_iteration(side_b: dict, side_a: dict) -> dict:
+    out = {}
+    for key, (_, _, path) in METRICS.items():
+        if path is None:
+            b = side_b["tables"].get("graph_launches_per_iteration")
+            a = side_a["tables"].get("graph_launches_per_iteration")
+        else:
+            b, a = _get(side_b["record"], path), _get(side_a["record"], path)
+        if b is None and a is None and key in ("gpu_busy_ms", "gpu_idle_ms"):
+            continue
+        out[key] = change(b, a)
+    return out
+
+
+def _stream_facts(rec: dict, st: dict) -> dict:
+    for r in rec.get("streams") or []:
+        if r.get("device_id") == st["device_id"] and r.get("stream_id") == st["stream_id"]:
+            return r
+    return {}
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def match_streams(side_b: dict, side_a: dict) -> list[dict]:
+    """Stream pairs by (device rank, first-use rank), with the record's class, depth and limit."""
+    sb = {(s["device_rank"], s["stream_rank"]): s for s in side_b["tables"]["streams"]}
+    sa = {(s["device_rank"], s["stream_rank"]): s for s in side_a["tables"]["streams"]}
+    out = []
+    for key in sorted(set(sb) | set(sa)):
+        b, a = sb.get(key), sa.get(key)
+        row = {"device_rank": key[0], "stream_rank": key[1]}
+        if b and a:
+            same = b["device_id"] == a["device_id"] and b["stream_id"] == a["stream_id"]
+            row["matched_by"] = (f"{_ordinal(key[0] + 1)} device"
+                                 + ("" if b["device_id"] == a["device_id"] else
+                                    f" (id {b['device_id']} → {a['device_id']})")
+                                 + f", {_ordinal(key[1] + 1)} stream by first use"
+                                 + (" (same ids)" if same else ""))
+        else:
+            row["matched_by"] = f"unmatched: only {'before' if b else 'after'} has a {_ordinal(key[1] + 1)} stream " \
+                                f"on its {_ordinal(key[0] + 1)} device"
+        for name, s, side in (("before", b, side_b), ("after", a, side_a)):
+            if s is None:
+                row[name] = None
+                continue
+            f = _stream_facts(side["record"], s)
+            row[name] = {"device_id": s["device_id"], "stream_id": s["stream_id"],
+                         "queue_class": f.get("queue_class"), "max_depth": f.get("max_depth"),
+                         "observed_limit": f.get("observed_limit"), "blocked_launches": f.get("blocked_launches")}
+        out.append(row)
+    return out
+
+
+def match_kernels(side_b: dict, side_a: dict) -> dict:
+    """Kernels gone, new and changed, matched on the distinguishing name."""
+    kb = {r["kernel_name"]: r for r in side_b["tables"]["kernels"]}
+    ka = {r["kernel_name"]: r for r in side_a["tables"]["kernels"]}
+
+    def row(r):
+        return {"kernel_name": r["kernel_name"], **{f: _r(r.get(f), 3) for f in KERNEL_FIELDS}}
+
+    gone = [row(kb[n]) for n in kb if n not in ka]
+    new = [row(ka[n]) for n in ka if n not in kb]
+    changed, same = [], 0
+    for n in sorted(set(kb) & set(ka)):
+        diffs = {f: change(kb[n].get(f), ka[n].get(f)) for f in KERNEL_FIELDS}
+        if all(d["before"] == d["after"] for d in diffs.values()):
+            same += 1
+            continue
+        changed.append({"kernel_name": n, **diffs})
+
+    def total(r):
+        return (r["launches_per_iteration"] or 0) + (r["graph_ops_per_iteration"] or 0)
+
+    gone.sort(key=lambda r: (-total(r), r["kernel_name"]))
+    new.sort(key=lambda r: (-total(r), r["kernel_name"]))
+    changed.sort(key=lambda r: (-abs(r["launches_per_iteration"]["delta"] or 0),
+                                -abs(r["graph_ops_per_iteration"]["delta"] or 0), r["kernel_name"]))
+    return {"gone": gone, "new": new, "changed": changed, "unchanged": same}
+
+
+def match_phases(side_b: dict, side_a: dict) -> list[dict]:
+    pb = {r["phase"]: r["launches_per_iteration"] for r in side_b["tables"]["phases"]}
+    pa = {r["phase"]: r["launches_per_iteration"] for r in side_a["tables"]["phases"]}
+    rows = [{"phase": p, "launches_per_iteration": change(pb.get(p, 0.0), pa.get(p, 0.0))} for p in set(pb) | set(pa)]
+    rows.sort(key=lambda r: (-abs(r["launches_per_iteration"]["delta"]),
+                             -r["launches_per_iteration"]["before"], r["phase"] or ""))
+    return rows
+
+
+def launch_class(rec: dict) -> str:
+    """'launch-bound', 'not launch-bound' or 'unknown' for one side's record."""
+    lb = rec.get("launch_bound")
+    if isinstance(lb, bool):
+        return "launch-bound" if lb else "not launch-bound"
+    share = _num(rec.get("overhead_share"))
+    if share is None:
+        return "unknown"
+    return "launch-bound" if share >= LAUNCH_BOUND_SHARE else "not launch-bound"
+
+
+def _pct(rel) -> str:
+    return "n/a" if rel is None else f"{'+' if rel > 0 else '−' if rel < 0 else '±'}{abs(rel) * 100:.1f} %"
+
+
+def _count(x) -> str:
+    return f"{x:,.0f}" if abs(x - round(x)) < 0.05 else f"{x:,.1f}"
+
+
+def _noise_ns(side: dict) -> tuple[float, int]:
+    it = side["record"].get("iterations") or {}
+    lo, hi, n = it.get("min_ns"), it.get("max_ns"), it.get("count") or 0
+    return (float(hi - lo) / 2 if lo is not None and hi is not None else 0.0), n
+
+
+def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, streams: list) -> dict:
+    cb, ca = launch_class(side_b["record"]), launch_class(side_a["record"])
+    classes = f"{cb} → {ca}" if cb != ca else cb if cb != "unknown" else ""
+    nb, cnt_b = _noise_ns(side_b)
+    na, cnt_a = _noise_ns(side_a)
+    noise_ms = max(nb, na) / 1e6
+    identical = (all(c["delta"] in (0.0, None) for c in per.values()) and not kernels["gone"]
+                 and not kernels["new"] and not kernels["changed"]
+                 and all(p["launches_per_iteration"]["delta"] == 0 for p in phases))
+    it, ln, ex = per["iteration_ms"], per["launches_per_iter"], per["exposed_overhead_ms"]
+    out = {"before_class": cb, "after_class": ca, "iteration_noise_ms": _r(noise_ms)}
+    if identical:
+        out.update(status="no_change", line="no change: every per-iteration figure, kernel and phase is identical")
+        return out
+    what = _what_changed(ln, ex)
+    d_it = it["delta"]
+    one = min(cnt_b, cnt_a) <= 1
+    if d_it is None:
+        out.update(status="unknown", line=f"{classes + ': ' if classes else ''}the fix {what}; iteration time "
+                                          "not available")
+        return out
+    if d_it < 0 and -d_it > noise_ms:
+        status, tail = "improved", f"iteration {_pct(it['rel'])}"
+    elif d_it > 0 and d_it > noise_ms:
+        status, tail = "regressed", f"iteration {_pct(it['rel'])}"
+    else:
+        status, tail = "no_improvement", None
+    if tail:
+        line = f"{classes + ': ' if classes else ''}the fix {what}; {tail}" if status == "improved" else \
+            f"regression{' (' + classes + ')' if classes else ''}: the change {what}; {tail}"
+        if one:
+            line += " (one iteration per run: no spread to judge noise by)"
+    else:
+        why = _no_improvement_reason(side_b, ln, streams)
+        line = (f"no improvement: the fix {what}, but iteration time moved {_pct(it['rel'])}, within the runs' "
+                f"iteration spread (±{noise_ms:.3f} ms){'; ' + why if why else ''}")
+    out.update(status=status, line=line)
+    return out
+
+
+def _what_changed(ln: dict, ex: dict) -> str:
+    """'removed N launches/iter (−x %) and y ms of exposed overhead', in the directions found."""
+    parts = []
+    if ln["delta"]:
+        parts.append((ln["delta"] < 0, f"{_count(abs(ln['delta']))} launches/iter ({_pct(ln['rel'])})"))
+    if ex["delta"]:
+        parts.append((ex["delta"] < 0, f"{abs(ex['delta']):.3f} ms of exposed overhead"))
+    if not parts:
+        return "left launches per iteration unchanged"
+    verb = {True: "removed", False: "added"}
+    text = f"{verb[parts[0][0]]} {parts[0][1]}"
+    if len(parts) == 2:
+        text += f" and {parts[1][1]}" if parts[1][0] == parts[0][0] else f" but {verb[parts[1][0]]} {parts[1][1]}"
+    return text
+
+
+def _no_improvement_reason(side_b: dict, ln: dict, streams: list) -> str:
+    if not ln["delta"] or ln["delta"] > 0:
+        return ""
+    sat = [s["before"] for s in streams if s["before"] and s["before"].get("queue_class") == "saturated"]
+    if sat:
+        s = sat[0]
+        return (f"the queue was already saturated before (device {s['device_id']} stream {s['stream_id']}), "
+                "so the GPU never waited for launches")
+    share = _num(side_b["record"].get("overhead_share"))
+    if share is not None and share < LAUNCH_BOUND_SHARE:
+        return f"exposed launch overhead was only {share * 100:.1f} % of the iteration before, so the GPU was the bottleneck"
+    return ""
+
+
+def side(record: dict, tables: dict, source: dict | None = None) -> dict:
+    """One side of a diff: the case record, its iteration tables and source facts (path, format)."""
+    return {"record": record, "tables": tables, "source": source or {}}
+
+
+def build_diff(before: dict, after: dict) -> dict:
+    """The `launchtui-diff/1` document for two sides made by `side()`."""
+    per = per_iteration(before, after)
+    streams = match_streams(before, after)
+    kernels = match_kernels(before, after)
+    phases = match_phases(before, after)
+
+    def head(s):
+        rec = s["record"]
+        return {"source": s["source"], "iterations": rec.get("iterations"),
+                "launch_class": launch_class(rec), "provisional_record": bool(rec.get("provisional"))}
+
+    return {"schema": SCHEMA, "before": head(before), "after": head(after), "per_iteration": per,
+            "streams": streams, "phases": phases, "kernels": kernels,
+            "verdict": verdict(before, after, per, kernels, phases, streams)}

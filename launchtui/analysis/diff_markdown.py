@@ -1,0 +1,110 @@
+"""Markdown page of a `launchtui-diff/1` document: readable in a terminal, pasteable into a PR."""
+from __future__ import annotations
+
+from launchtui.analysis.diff import METRICS, _count, _pct
+
+MAX_ROWS = 15
+
+
+def _val(x, unit: str) -> str:
+    if x is None:
+        return "n/a"
+    if unit == "share":
+        return f"{x * 100:.1f} %"
+    if unit == "x":
+        return f"{x:.2f}×"
+    if unit == "ms":
+        return f"{x:,.3f}"
+    return _count(x)
+
+
+def _delta(c: dict, unit: str) -> str:
+    d = c["delta"]
+    if d is None:
+        return "n/a"
+    if unit == "share":
+        return f"{d * 100:+.1f} pt"
+    sign = "+" if d > 0 else "−" if d < 0 else "±"
+    return sign + _val(abs(d), unit)
+
+
+def _us(x) -> str:
+    return "–" if x is None else f"{x:,.1f}"
+
+
+def _arrow(c: dict, fmt) -> str:
+    return f"{fmt(c['before'])} → {fmt(c['after'])}" if c["before"] != c["after"] else fmt(c["before"])
+
+
+def _side_line(label: str, h: dict) -> str:
+    src, it = h["source"], h["iterations"] or {}
+    med = it.get("median_ns")
+    spread = (f", {it['min_ns'] / 1e6:.3f}–{it['max_ns'] / 1e6:.3f} ms"
+              if it.get("count", 0) > 1 and it.get("min_ns") is not None else "")
+    return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {it.get('count', 0)} iteration(s) "
+            f"from {it.get('source', '?')}, median {med / 1e6:.3f} ms{spread}" if med is not None else
+            f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); no iterations")
+
+
+def _more(n: int) -> list[str]:
+    return [f"\n… and {n - MAX_ROWS} more (all in `--json`)"] if n > MAX_ROWS else []
+
+
+def render_markdown(doc: dict) -> str:
+    v = doc["verdict"]
+    out = ["# launchtui diff", "", _side_line("before", doc["before"]), _side_line("after", doc["after"]), "",
+           f"**Verdict:** {v['line']}", ""]
+    if doc["before"]["provisional_record"] or doc["after"]["provisional_record"]:
+        out += ["_Exposed overhead, share, Amdahl bound and queue class need the case record "
+                "(`launchtui record`), which this build lacks: shown as n/a._", ""]
+    out += ["## Per iteration (median)", "", "| metric | before | after | Δ | Δ % |", "|---|---:|---:|---:|---:|"]
+    for key, c in doc["per_iteration"].items():
+        label, unit, _ = METRICS[key]
+        out.append(f"| {label}{' (ms)' if unit == 'ms' else ''} | {_val(c['before'], unit)} | {_val(c['after'], unit)} "
+                   f"| {_delta(c, unit)} | {_pct(c['rel'])} |")
+    out += ["", "## Streams", "", "| before (device/stream) | after (device/stream) | matched by | queue class "
+            "| max depth | observed limit |", "|---|---|---|---|---:|---:|"]
+    for s in doc["streams"]:
+        b, a = s["before"] or {}, s["after"] or {}
+
+        def pair(k):
+            x, y = b.get(k), a.get(k)
+            fx = "–" if x is None else str(x)
+            fy = "–" if y is None else str(y)
+            return fx if fx == fy else f"{fx} → {fy}"
+        ids = [f"{x['device_id']}/{x['stream_id']}" if x else "–" for x in (s["before"], s["after"])]
+        out.append(f"| {ids[0]} | {ids[1]} | {s['matched_by']} | {pair('queue_class')} | {pair('max_depth')} "
+                   f"| {pair('observed_limit')} |")
+    ph = [p for p in doc["phases"] if p["launches_per_iteration"]["delta"]]
+    out += ["", "## Phases (launches per iteration)", ""]
+    if ph:
+        out += ["| phase | before | after | Δ | Δ % |", "|---|---:|---:|---:|---:|"]
+        for p in ph[:MAX_ROWS]:
+            c = p["launches_per_iteration"]
+            out.append(f"| {p['phase'] or '(outside any range)'} | {_count(c['before'])} | {_count(c['after'])} "
+                       f"| {_delta(c, '')} | {_pct(c['rel'])} |")
+        out += _more(len(ph))
+    else:
+        out.append("No phase changed its launches per iteration.")
+    k = doc["kernels"]
+    out += ["", f"## Kernels: {len(k['gone'])} gone, {len(k['new'])} new, {len(k['changed'])} changed, "
+            f"{k['unchanged']} unchanged", ""]
+    for title, rows in (("Gone (in before only)", k["gone"]), ("New (in after only)", k["new"])):
+        if not rows:
+            continue
+        out += [f"### {title}", "", "| kernel | launches/iter | graph ops/iter | avg API µs | avg queue µs "
+                "| avg kernel µs |", "|---|---:|---:|---:|---:|---:|"]
+        for r in rows[:MAX_ROWS]:
+            out.append(f"| `{r['kernel_name']}` | {_count(r['launches_per_iteration'])} "
+                       f"| {_count(r['graph_ops_per_iteration'])} | {_us(r['avg_api_us'])} | {_us(r['avg_queue_us'])} "
+                       f"| {_us(r['avg_kernel_us'])} |")
+        out += _more(len(rows)) + [""]
+    if k["changed"]:
+        out += ["### Changed (before → after)", "", "| kernel | launches/iter | graph ops/iter | avg API µs "
+                "| avg queue µs | avg kernel µs |", "|---|---:|---:|---:|---:|---:|"]
+        for r in k["changed"][:MAX_ROWS]:
+            out.append(f"| `{r['kernel_name']}` | {_arrow(r['launches_per_iteration'], _count)} "
+                       f"| {_arrow(r['graph_ops_per_iteration'], _count)} | {_arrow(r['avg_api_us'], _us)} "
+                       f"| {_arrow(r['avg_queue_us'], _us)} | {_arrow(r['avg_kernel_us'], _us)} |")
+        out += _more(len(k["changed"]))
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,171 @@
+"""Per-iteration kernel, phase and stream tables of one trace: the side of a diff that the case
+record does not carry (definitions.md §diff).
+
+Iterations are given as spans [start, end) on the trace clock. A GPU op counts for the iteration
+whose span holds the start of its launch call. Kernels group by their distinguishing name
+(`launches.name_ids(trace, "full")`) over all devices, so that `elementwise_kernel<AddcmulFunctor>`
+and `<SqrtFunctor>` stay apart while device ids, which differ between runs, do not split a row.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from launchtui.analysis.launches import name_ids
+from launchtui.trace.grouping import dense_groups
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
+from launchtui.trace.nesting import InnermostIndex
+
+# emit_nvtx appends per-call details that make every range name unique; they are not the phase
+_EMIT_NVTX_TAIL = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$", re.S)
+
+
+def phase_name(text: str) -> str:
+    """A range name without emit_nvtx's `, seq = N, op_id = M, sizes = [...]` tail."""
+    return _EMIT_NVTX_TAIL.sub("", text)
+
+
+def merge_spans(spans) -> np.ndarray:
+    """Sorted, non-overlapping (n, 2) int64 spans."""
+    s = np.asarray(spans, np.int64).reshape(-1, 2)
+    if len(s) < 2:
+        return s
+    s = s[np.argsort(s[:, 0], kind="stable")]
+    ends = np.maximum.accumulate(s[:, 1])
+    head = np.concatenate([[True], s[1:, 0] >= ends[:-1]])
+    starts = s[head, 0]
+    last = np.concatenate([np.nonzero(head)[0][1:] - 1, [len(s) - 1]])
+    return np.stack([starts, ends[last]], axis=1)
+
+
+def in_spans(t: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """Mask of times inside any of the merged spans [start, end)."""
+    if not len(spans):
+        return np.zeros(len(t), bool)
+    pos = np.searchsorted(spans[:, 0], t, side="right") - 1
+    return (pos >= 0) & (t < spans[np.maximum(pos, 0), 1])
+
+
+def op_phases(trace: Trace, spans: np.ndarray, exclude=()) -> np.ndarray:
+    """Per GPU op: the outermost push/pop range inside an iteration span that encloses its launch
+    call on the same thread (index into trace.ranges; -1: none). `exclude` are the iteration
+    ranges themselves."""
+    ops, api, rg = trace.ops, trace.api, trace.ranges
+    out = np.full(len(ops), -1, np.int64)
+    spans = merge_spans(spans)
+    if not len(rg) or not len(spans):
+        return out
+    cand = rg.kind == RANGE_PUSHPOP
+    cand[np.asarray(exclude, np.int64)] = False
+    pos = np.searchsorted(spans[:, 0], rg.start, side="right") - 1
+    cand &= (pos >= 0) & (rg.end <= spans[np.maximum(pos, 0), 1])
+    c = np.nonzero(cand)[0]
+    if not len(c):
+        return out
+    # outermost candidates: not enclosed by an earlier-starting candidate on the same thread
+    o = c[np.lexsort((-rg.end[c], rg.start[c], rg.thread[c]))]
+    _, grp = dense_groups(rg.thread[o])
+    end_rank = np.argsort(np.argsort(rg.end[o], kind="stable"), kind="stable")
+    key = grp * (len(o) + 1) + end_rank
+    prev = np.concatenate([[-1], np.maximum.accumulate(key)[:-1]])
+    top = o[prev < key]
+    m = ops.api >= 0
+    a = ops.api[m]
+    idx = InnermostIndex(rg.thread[top], rg.start[top], rg.end[top]).lookup(api.thread[a], api.start[a])
+    out[m] = np.where(idx >= 0, top[np.maximum(idx, 0)], -1)
+    return out
+
+
+def _kernel_rows(trace: Trace, k: np.ndarray, graph: np.ndarray, n_iter: int) -> list[dict]:
+    ops, api = trace.ops, trace.api
+    nid = name_ids(trace, "full")[k]
+    uniq, g = dense_groups(nid)
+    ng = len(uniq)
+    a = ops.api[k]
+    direct = ~graph
+    api_t = np.where(direct, api.end[a] - api.start[a], 0)
+    queue = ops.start[k] - api.end[a]
+    has_q = direct & (queue >= 0)            # NVIDIA's rule: negative queue times are not counted
+    launches = np.bincount(g, weights=direct, minlength=ng)
+    graphed = np.bincount(g, weights=graph, minlength=ng)
+    qn = np.bincount(g, weights=has_q, minlength=ng)
+    sum_api = np.bincount(g, weights=api_t, minlength=ng)
+    sum_q = np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng)
+    sum_k = np.bincount(g, weights=ops.end[k] - ops.start[k], minlength=ng)
+    count = np.bincount(g, minlength=ng)
+    rows = []
+    for i in range(ng):  # once per distinct kernel name
+        rows.append({
+            "kernel_name": trace.strings[int(uniq[i])],
+            "launches_per_iteration": float(launches[i]) / n_iter,
+            "graph_ops_per_iteration": float(graphed[i]) / n_iter,
+            "avg_api_us": float(sum_api[i]) / launches[i] / 1e3 if launches[i] else None,
+            "avg_queue_us": float(sum_q[i]) / qn[i] / 1e3 if qn[i] else None,
+            "avg_kernel_us": float(sum_k[i]) / count[i] / 1e3,
+        })
+    rows.sort(key=lambda r: (-r["launches_per_iteration"] - r["graph_ops_per_iteration"], r["kernel_name"]))
+    return rows
+
+
+def _phase_rows(trace: Trace, k: np.ndarray, graph: np.ndarray, ph: np.ndarray, n_iter: int) -> list[dict]:
+    sel = ~graph
+    rg_idx = ph[k[sel]]
+    texts = np.full(len(rg_idx), -1, np.int64)
+    texts[rg_idx >= 0] = trace.ranges.text[rg_idx[rg_idx >= 0]]
+    uniq, g = dense_groups(texts)
+    cnt = np.bincount(g, minlength=len(uniq))
+    acc: dict[str | None, float] = {}
+    for t, c in zip(uniq.tolist(), cnt.tolist()):  # once per distinct range text
+        name = phase_name(trace.strings[t]) if t >= 0 else None
+        acc[name] = acc.get(name, 0.0) + c / n_iter
+    rows = [{"phase": p, "launches_per_iteration": v} for p, v in acc.items()]
+    rows.sort(key=lambda r: (-r["launches_per_iteration"], r["phase"] or ""))
+    return rows
+
+
+def stream_order(trace: Trace, spans: np.ndarray | None = None) -> list[dict]:
+    """Streams that run GPU ops inside the spans (all streams when none does), with their first
+    use (first op start), ranked by device id and, within a device, by first use: the keys that
+    pair streams across runs whose ids differ."""
+    ops = trace.ops
+    sel = in_spans(ops.start, spans) if spans is not None and len(spans) else np.ones(len(ops), bool)
+    if not sel.any():
+        sel[:] = True
+    if not len(ops):
+        return []
+    key = ops.device[sel].astype(np.int64) * (1 << 40) + ops.stream[sel]
+    uniq, g = dense_groups(key)
+    first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, g, ops.start[sel])
+    dev, st = uniq >> 40, uniq & ((1 << 40) - 1)
+    devs = sorted(set(dev.tolist()))
+    rows = []
+    for d in devs:
+        m = np.nonzero(dev == d)[0]
+        m = m[np.argsort(first[m], kind="stable")]
+        for r, i in enumerate(m.tolist()):
+            rows.append({"device_id": int(d), "stream_id": int(st[i]), "first_use_ns": int(first[i]),
+                         "device_rank": devs.index(d), "stream_rank": r})
+    return rows
+
+
+def iteration_tables(trace: Trace, spans, exclude_ranges=()) -> dict:
+    """Kernels and phases per iteration, graph launches per iteration, and the stream order."""
+    spans = np.asarray(spans, np.int64).reshape(-1, 2)
+    n_iter = max(len(spans), 1)
+    merged = merge_spans(spans)
+    ops, api = trace.ops, trace.api
+    m = (ops.kind == OP_KERNEL) & (ops.api >= 0)
+    k = np.nonzero(m)[0]
+    kinds = api.kind[ops.api[k]]
+    k = k[((kinds == API_LAUNCH) | (kinds == API_GRAPH_LAUNCH)) & in_spans(api.start[ops.api[k]], merged)]
+    graph = api.kind[ops.api[k]] == API_GRAPH_LAUNCH
+    ph = op_phases(trace, merged, exclude_ranges)
+    gl = (api.kind == API_GRAPH_LAUNCH) & in_spans(api.start, merged)
+    return {
+        "kernels": _kernel_rows(trace, k, graph, n_iter),
+        "phases": _phase_rows(trace, k, graph, ph, n_iter),
+        "graph_launches_per_iteration": float(gl.sum()) / n_iter,
+        "streams": stream_order(trace, merged),
+    }

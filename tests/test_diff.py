@@ -1,0 +1,239 @@
+"""`launchtui diff`: synthetic before/after pairs with known truth, cross-format and real pairs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import sample
+from fixtures import pairs
+from launchtui.analysis.diff_inputs import diff_document
+from launchtui.cli import main
+from launchtui.trace.load import read_trace
+
+OPTIM_KERNELS = {"vectorized_elementwise_kernel<CUDAFunctor_add>", "elementwise_kernel<AddcmulFunctor>",
+                 "elementwise_kernel<SqrtFunctor>", "elementwise_kernel<AddcdivFunctor>"}
+
+
+@pytest.fixture(scope="module")
+def pair_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pairs")
+    out = {p: pairs.write_pair(d, p) for p in pairs.PAIRS}
+    out["fused_nsys"] = pairs.write_pair(d / "nsys", "fused", "nsys")
+    out["fused_cross"] = (out["fused_nsys"][0], out["fused"][1])
+    return out
+
+
+@pytest.fixture(scope="module")
+def docs(pair_files):
+    return {k: diff_document(read_trace(b), read_trace(a)) for k, (b, a) in pair_files.items()}
+
+
+def truth(pair, fmt="kineto"):
+    b, a = pairs.PAIRS[pair]
+    return pairs.side_truth(pairs.simulate_fix(b), fmt), pairs.side_truth(pairs.simulate_fix(a), fmt)
+
+
+def launches(t):
+    return t["launch_calls_per_iter"] + t["graph_launches_per_iter"]
+
+
+def kernels_of(doc, which):
+    return {r["kernel_name"]: r for r in doc["kernels"][which]}
+
+
+def test_fused_optimizer_pair(docs):
+    doc, (tb, ta) = docs["fused"], truth("fused")
+    per = doc["per_iteration"]
+    assert per["launches_per_iter"]["before"] == launches(tb) == 964
+    assert per["launches_per_iter"]["after"] == launches(ta) == 204
+    assert per["launches_per_iter"]["delta"] == -760
+    assert per["launches_per_iter"]["rel"] == pytest.approx(-760 / 964, abs=1e-6)
+    gone = kernels_of(doc, "gone")
+    assert set(gone) == OPTIM_KERNELS == set(tb["kernels_per_iter"]) - set(ta["kernels_per_iter"])
+    assert all(gone[n]["launches_per_iteration"] == tb["kernels_per_iter"][n] == 192 for n in OPTIM_KERNELS)
+    new = kernels_of(doc, "new")
+    assert set(new) == {"multi_tensor_apply_kernel<FusedAdamMathFunctor>"}
+    assert new["multi_tensor_apply_kernel<FusedAdamMathFunctor>"]["launches_per_iteration"] == 8
+    phases = {p["phase"]: p["launches_per_iteration"] for p in doc["phases"]}
+    opt = phases["Optimizer.step#AdamW.step"]
+    assert (opt["before"], opt["after"]) == (tb["phases_per_iter"]["Optimizer.step#AdamW.step"],
+                                             ta["phases_per_iter"]["Optimizer.step#AdamW.step"]) == (768, 8)
+    assert phases["forward"]["delta"] == 0 and phases["backward"]["before"] == tb["phases_per_iter"]["backward"]
+    v = doc["verdict"]
+    assert v["status"] == "improved"
+    assert "removed 760 launches/iter (−78.8 %)" in v["line"]
+    assert per["iteration_ms"]["delta"] < 0 and f"iteration {-per['iteration_ms']['rel'] * 100:.1f}" \
+        .replace("iteration ", "iteration −") in v["line"]
+
+
+def test_graphs_pair_one_graph_launch_per_step(docs):
+    doc, (tb, ta) = docs["graphs"], truth("graphs")
+    per = doc["per_iteration"]
+    assert per["graph_launches_per_iter"]["before"] == 0
+    # one cudaGraphLaunch per step on each of the two devices
+    assert per["graph_launches_per_iter"]["after"] == ta["graph_launches_per_iter"] == 2
+    assert per["launches_per_iter"]["after"] == launches(ta) == 4
+    ch = kernels_of(doc, "changed")
+    for name, n in ta["graph_ops_per_iter"].items():
+        assert ch[name]["graph_ops_per_iteration"]["after"] == n
+        assert ch[name]["launches_per_iteration"]["after"] == ta["kernels_per_iter"].get(name, 0)
+    assert not doc["kernels"]["gone"] and not doc["kernels"]["new"]
+    phases = {p["phase"]: p["launches_per_iteration"] for p in doc["phases"]}
+    assert phases["Optimizer.step#AdamW.step"]["after"] == 0
+    assert doc["verdict"]["status"] == "improved"
+
+
+def test_sync_removed_pair(docs):
+    doc, (tb, ta) = docs["nosync"], truth("nosync")
+    per = doc["per_iteration"]
+    assert per["launches_per_iter"]["delta"] == 0 and launches(tb) == launches(ta)
+    assert per["iteration_ms"]["delta"] < 0
+    assert doc["verdict"]["status"] == "improved"
+    assert "launches per iteration unchanged" in doc["verdict"]["line"]
+
+
+def test_no_change_pair(docs):
+    doc = docs["same"]
+    assert all(c["delta"] in (0, None) for c in doc["per_iteration"].values())
+    assert doc["per_iteration"]["launches_per_iter"]["delta"] == 0
+    assert doc["kernels"]["gone"] == doc["kernels"]["new"] == doc["kernels"]["changed"] == []
+    assert doc["kernels"]["unchanged"] == 12
+    assert all(p["launches_per_iteration"]["delta"] == 0 for p in doc["phases"])
+    assert doc["verdict"]["status"] == "no_change"
+    assert doc["verdict"]["line"].startswith("no change")
+
+
+@pytest.mark.parametrize("key", ["fused_nsys", "fused_cross"])
+def test_nsight_and_cross_format_pairs_agree_with_kineto(docs, key):
+    k, other = docs["fused"], docs[key]
+    tb, ta = truth("fused", "nsys")
+    assert other["per_iteration"]["launches_per_iter"]["before"] == launches(tb) == 964
+    for m in ("launches_per_iter", "launch_api_ms", "iteration_ms", "graph_launches_per_iter"):
+        assert other["per_iteration"][m] == k["per_iteration"][m], m
+    assert other["kernels"]["gone"] == k["kernels"]["gone"]
+    assert other["kernels"]["new"] == k["kernels"]["new"]
+    assert other["phases"] == k["phases"]
+    # the eval process's stream runs outside the steps: it is not paired
+    assert [(s["before"]["device_id"], s["before"]["stream_id"]) for s in other["streams"]] == \
+        [(0, 7), (0, 20), (1, 15), (1, 28)]
+    assert other["verdict"]["line"] == k["verdict"]["line"]
+
+
+# --- CLI and gates -----------------------------------------------------------------------------
+
+def run(capsys, *argv):
+    rc = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_markdown_and_json(pair_files, capsys):
+    b, a = pair_files["fused"]
+    rc, out, err = run(capsys, "diff", b, a)
+    assert rc == 0 and out.startswith("# launchtui diff")
+    assert "| launches | 964 | 204 | −760 | −78.8 % |" in out
+    assert "| Optimizer.step#AdamW.step | 768 | 8 | −760 | −99.0 % |" in out
+    rc, out, err = run(capsys, "diff", b, a, "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["schema"] == "launchtui-diff/1"
+    assert doc["per_iteration"]["launches_per_iter"]["after"] == 204
+
+
+def test_cli_output_file_atomic_and_force(pair_files, capsys, tmp_path):
+    b, a = pair_files["same"]
+    o = tmp_path / "d.md"
+    assert run(capsys, "diff", b, a, "-o", o)[0] == 0
+    first = o.read_text()
+    assert "no change" in first
+    rc, out, err = run(capsys, "diff", b, a, "--json", "-o", o)
+    assert rc == 2 and "exists; use --force" in err and o.read_text() == first
+    assert run(capsys, "diff", b, a, "--json", "-o", o, "--force")[0] == 0
+    assert json.loads(o.read_text())["schema"] == "launchtui-diff/1"
+
+
+@pytest.mark.parametrize("gates,rc", [
+    (["launches_per_iter>+5%"], 0),              # fell by 78.8 %
+    (["launches_per_iter<-50%"], 1),             # ... which is below -50 %
+    (["launch_api_ms>+0.5"], 0),
+    (["launch_api_ms<-4.5"], 1),                 # −4.712 ms
+    (["iteration_ms>3"], 0),                     # after = 2.576 ms
+    (["iteration_ms>2.5"], 1),
+    (["launches_per_iter>+5%", "iteration_ms>2.5"], 1),
+    (["launches_per_iter>+5%,launch_api_ms>0"], 1),
+    (["graph_launches_per_iter>0"], 0),
+])
+def test_cli_gates(pair_files, capsys, gates, rc):
+    b, a = pair_files["fused"]
+    argv = ["diff", b, a]
+    for g in gates:
+        argv += ["--fail-if", g]
+    got, out, err = run(capsys, *argv)
+    assert got == rc
+    assert out.startswith("# launchtui diff")      # the page is written either way
+    if rc == 1:
+        assert "launchtui: gate tripped: " in err
+    else:
+        assert "gate tripped" not in err
+
+
+@pytest.mark.parametrize("gate,msg", [
+    ("launches_per_iter>>5%", "expected METRIC OP VALUE"),
+    ("launches=5", "expected METRIC OP VALUE"),
+    ("nonsense>1", "unknown metric 'nonsense'"),
+    ("", "expected METRIC OP VALUE"),
+])
+def test_cli_bad_gate_exit_2_before_reading(capsys, tmp_path, gate, msg):
+    rc, out, err = run(capsys, "diff", tmp_path / "missing1", tmp_path / "missing2", "--fail-if", gate)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("launchtui: --fail-if") and msg in err
+
+
+def test_cli_gate_on_unavailable_figure_is_an_error(pair_files, capsys, tmp_path):
+    b, a = pair_files["same"]
+    o = tmp_path / "x.md"
+    rc, out, err = run(capsys, "diff", b, a, "--fail-if", "amdahl_bound>+0.5", "-o", o)
+    if rc == 0:   # the case record provides the Amdahl bound: the gate is judged
+        return
+    assert rc == 2 and "not available" in err and not o.exists()
+
+
+def test_cli_bad_trace_one_line(capsys, pair_files, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("not a trace")
+    rc, out, err = run(capsys, "diff", pair_files["same"][0], bad)
+    assert rc == 2 and err.count("\n") == 1 and str(bad) in err and "Traceback" not in err
+
+
+# --- real pairs --------------------------------------------------------------------------------
+
+def real(a, b):
+    return diff_document(read_trace(sample(f"kineto/{a}")), read_trace(sample(f"kineto/{b}")))
+
+
+def test_real_xdit_flux1_pair():
+    doc = real("xdit_flux1__baseline__rank0.json.gz", "xdit_flux1__aiter_sage__rank0.json.gz")
+    per = doc["per_iteration"]
+    assert per["graph_launches_per_iter"]["before"] == per["graph_launches_per_iter"]["after"] == 1
+    assert per["launches_per_iter"]["before"] < per["launches_per_iter"]["after"]
+    assert [(s["before"]["stream_id"], s["after"]["stream_id"]) for s in doc["streams"]] == [(0, 0), (1, 1)] or \
+        len(doc["streams"]) == 2
+    assert doc["kernels"]["new"] or doc["kernels"]["gone"]
+    assert doc["verdict"]["status"] in ("regressed", "no_improvement", "improved")
+
+
+def test_real_cross_vendor_stream_matching():
+    doc = real("h100__timesformer-k400.json.gz", "mi300__timesformer-k400.json.gz")
+    (s,) = doc["streams"]
+    assert (s["before"]["device_id"], s["before"]["stream_id"]) == (0, 7)
+    assert (s["after"]["device_id"], s["after"]["stream_id"]) == (2, 0)
+    assert s["matched_by"] == "1st device (id 0 → 2), 1st stream by first use"
+    assert doc["before"]["iterations"]["source"] == doc["after"]["iterations"]["source"] == "ProfilerStep#N"
+
+
+def test_real_docs_before_after_fix_tiny():
+    doc = real("docs__traces__before_fix_trace.json", "docs__traces__after_fix_trace.json")
+    per = doc["per_iteration"]
+    assert per["launches_per_iter"]["before"] == per["launches_per_iter"]["after"] == 1
+    assert doc["before"]["iterations"]["count"] == 1
+    assert doc["verdict"]["line"]
