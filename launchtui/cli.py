@@ -49,6 +49,12 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     _selection_args(p)
     _table_args(p)
+    p.add_argument("--by", choices=("kernel", "source"), default="kernel",
+                   help="kernel (default): the launch-overhead report; source: call sites of the launches "
+                        "(file:line function) from the trace's call stacks")
+    p.add_argument("--source-filter", metavar="SPEC", help="which frames count as user code with --by source: "
+                   "'-TEXT' marks files containing TEXT as library, '+TEXT' as user, 'none' drops the default "
+                   "rule (site-packages, standard library, torch/triton internals); comma-separated")
     parsers["report"] = p
 
     p = argparse.ArgumentParser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
@@ -153,9 +159,26 @@ def cmd_info(a) -> int:
 def cmd_report(a) -> int:
     from launchtui.analysis.report import build_report, render_text
     from launchtui.output import dumps
+    if a.by == "source":
+        return _report_sources(a)
     trace = _load(a, need_cuda=True)
     doc = build_report(trace, _selection(trace, a), _report_options(a))
     _emit(dumps(doc) if a.json else render_text(doc), a)
+    _commit(trace)
+    return 0
+
+
+def _report_sources(a) -> int:
+    from launchtui.analysis.sources import SourceFilter, build_source_report, render_source_report
+    from launchtui.errors import UsageError
+    from launchtui.output import dumps
+    try:
+        flt = SourceFilter.parse(a.source_filter)
+    except ValueError as e:
+        raise UsageError(str(e), a.trace) from None
+    trace = _load(a, need_cuda=True)
+    doc = build_source_report(trace, _selection(trace, a), flt, a.limit, a.names)
+    _emit(dumps(doc) if a.json else render_source_report(doc), a)
     _commit(trace)
     return 0
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.paths import cache_dir
-from launchtui.trace.model import (ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads,
-                                   Trace)
+from launchtui.trace.model import (ApiCalls, ApiStacks, GpuOps, Overheads, Ranges, SourceInfo, StackFrames,
+                                   StringTable, Threads, Trace)
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 DEFAULT_MAX_MB = 2048
-_TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads}
+_TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads,
+           "stacks": StackFrames, "api_stacks": ApiStacks}
 
 
 def cache_root() -> Path:
@@ -94,9 +95,9 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
         strings.intern(v)
     if len(strings) != len(header["strings"]):
         raise ValueError("duplicate strings")
-    for tname in ("ops", "api", "ranges"):
+    for tname in ("ops", "api", "ranges", "stacks"):
         t = tables[tname]
-        for col in ("name", "full_name", "text"):
+        for col in ("name", "full_name", "text", "frame"):
             if hasattr(t, col) and len(getattr(t, col)) and int(getattr(t, col).max()) >= len(strings):
                 raise ValueError("string id out of range")
     source = SourceInfo(**s)

@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 
 from launchtui.errors import TraceError
+from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, ApiCalls, GpuOps,
@@ -225,6 +226,7 @@ def _extract(events: list) -> dict:
         out["ranges"] = {"start": start, "end": end, "name": _names(rng_ev),
                          "pid": _ids(list(map(attrgetter("pid"), rng_ev))),
                          "tid": _ids(list(map(attrgetter("tid"), rng_ev)))}
+    out.update(kineto_stacks.extract(events))  # python frames, call stacks, backward links
     return out
 
 
@@ -278,6 +280,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
 
     strings = StringTable()
     a, o, r = _concat(parts, "api"), _concat(parts, "ops"), _concat(parts, "ranges")
+    stack_py, stack_op = _concat(parts, "py"), _concat(parts, "op")
     del parts
 
     # Threads: (pid, tid) of API calls and ranges, interned densely.
@@ -347,6 +350,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         trace.missing.append("no user annotations (record_function ranges): phase attribution unavailable")
     finalize(trace, match_process=False)
     progress("joined", len(ops))
+    kineto_stacks.build(trace, stack_py, stack_op)
     return trace
 
 

@@ -161,6 +161,25 @@ OVERHEAD_COMMAND_BUFFER_FULL = 8
 
 
 @dataclass
+class StackFrames(_Columns):
+    """Distinct call stacks, interned as a trie (docs/definitions.md §S1): node i is frame `frame[i]`
+    called from node `parent[i]` (-1: outermost). One stack = one node, so many launches share one."""
+    parent: np.ndarray = col(np.int32)
+    frame: np.ndarray = col(np.int32)     # string id, e.g. "model.py(42): forward"
+
+
+# how an API call got its stack
+STACK_NONE, STACK_DIRECT, STACK_BACKWARD = 0, 1, 2
+
+
+@dataclass
+class ApiStacks(_Columns):
+    """Per ApiCalls row (same order; empty when the trace has no stacks): its innermost stack node."""
+    node: np.ndarray = col(np.int32)      # index into StackFrames, -1 when none
+    via: np.ndarray = col(np.int8)        # STACK_DIRECT, or STACK_BACKWARD (through the forward op)
+
+
+@dataclass
 class SourceInfo:
     path: str
     size: int
@@ -188,6 +207,8 @@ class Trace:
     devices: dict[int, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)   # human lines: what is absent and what it disables
     has_cuda_tables: bool = True
+    stacks: StackFrames = field(default_factory=StackFrames.empty)
+    api_stacks: ApiStacks = field(default_factory=ApiStacks.empty)
     derived: dict = field(default_factory=dict, repr=False)  # memo of derived arrays (names, lanes)
 
     # --- derived lookups -------------------------------------------------

@@ -1,0 +1,170 @@
+"""Kineto call stacks (docs/kineto.md §3-§4; definitions.md §S1).
+
+Three sources, tried in this order for each API call:
+- `python_function` events (`with_stack=True`): one event per Python frame call; their nesting on
+  the thread is the stack. The innermost frame enclosing the call's start is its stack.
+- legacy (2021-2022) operators with a `Call stack` string: "file(line): fn;..." innermost first.
+- backward: a call on the autograd thread inside an operator with `Sequence number` and a non-zero
+  `Fwd thread id` takes the stack of the forward operator with the same sequence number (the
+  first one, on another thread), found through the two sources above at that operator's start.
+  2021 traces record backward nodes as zero-length markers before their work, so a call that no
+  backward operator encloses takes the latest one that started before it on its thread.
+"""
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from launchtui.trace.stacks import Carriers, StackTrie, attach, forest_parents, innermost_at
+from launchtui.trace.model import Trace
+
+_PY, _OP = 1, 2
+_KIND = {"python_function": _PY, "cpu_op": _OP, "operator": _OP}
+
+
+class _OpArgs(msgspec.Struct, gc=False):
+    seq: int = msgspec.field(default=-1, name="Sequence number")
+    fwd: int = msgspec.field(default=0, name="Fwd thread id")
+    stack: str = msgspec.field(default="", name="Call stack")
+
+
+class _LooseOpArgs(msgspec.Struct):  # only for a chunk whose operator args carry unexpected types
+    seq: Any = msgspec.field(default=-1, name="Sequence number")
+    fwd: Any = msgspec.field(default=0, name="Fwd thread id")
+    stack: Any = msgspec.field(default="", name="Call stack")
+
+
+def _int_or(v, default: int = -1) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def extract(events: list) -> dict:
+    """The stack-related columns of one decoded chunk (python frames; operators with a sequence
+    number or a call stack). Cheap when absent: one category lookup per event."""
+    from launchtui.trace.kineto import _ids, _times
+    cats = list(map(attrgetter("cat"), events))
+    kind_of = {c: _KIND.get(str(c).lower(), 0) for c in set(cats)}
+    if not any(kind_of.values()):
+        return {}
+    kind = np.fromiter(map(kind_of.__getitem__, cats), np.int8, len(cats))
+    out = {}
+    py = [e for e in _select(events, kind == _PY) if e.ph == "X"]
+    if py:
+        s, e, _ = _times(py)
+        out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
+                     "pid": _ids(list(map(attrgetter("pid"), py))), "tid": _ids(list(map(attrgetter("tid"), py)))}
+    ops = [e for e in _select(events, kind == _OP) if e.ph == "X"]
+    if ops:
+        buf = b"[" + b",".join(map(bytes, map(attrgetter("args"), ops))) + b"]"
+        try:
+            args = msgspec.json.decode(buf, type=list[_OpArgs])
+            seq = np.fromiter(map(attrgetter("seq"), args), np.int64, len(args))
+            fwd = np.fromiter(map(attrgetter("fwd"), args), np.int64, len(args))
+            stack = list(map(attrgetter("stack"), args))
+        except msgspec.ValidationError:
+            args = msgspec.json.decode(buf, type=list[_LooseOpArgs])
+            seq = np.fromiter((_int_or(a.seq) for a in args), np.int64, len(args))
+            fwd = np.fromiter((_int_or(a.fwd, 0) for a in args), np.int64, len(args))
+            stack = [a.stack if isinstance(a.stack, str) else "" for a in args]
+        keep = np.nonzero((seq >= 0) | np.fromiter(map(bool, stack), bool, len(stack)))[0]
+        if len(keep):
+            ops = [ops[i] for i in keep.tolist()]
+            s, e, _ = _times(ops)
+            out["op"] = {"start": s, "end": e, "seq": seq[keep], "fwd": fwd[keep],
+                         "stack": [stack[i] for i in keep.tolist()],
+                         "pid": _ids(list(map(attrgetter("pid"), ops))),
+                         "tid": _ids(list(map(attrgetter("tid"), ops)))}
+    return out
+
+
+def _select(events: list, mask: np.ndarray) -> list:
+    from itertools import compress
+    return list(compress(events, mask.tolist()))
+
+
+def build(trace: Trace, py: dict | None, op: dict | None) -> None:
+    """Intern the stacks and give every API call its own (after `finalize`: API rows are sorted)."""
+    if not py and not op:
+        return
+    th = trace.threads
+    api_pairs = np.stack([th.pid[trace.api.thread], th.tid[trace.api.thread]], axis=1).astype(np.int64)
+    parts = [api_pairs] + [np.stack([x["pid"], x["tid"]], axis=1) for x in (py, op) if x]
+    _, inv = np.unique(np.concatenate(parts), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    api_thread = inv[:len(api_pairs)]
+    off = len(api_pairs)
+    trie = StackTrie(trace.strings)
+    carriers, kinds = [], []
+    if py:
+        n = len(py["start"])
+        pt = inv[off:off + n]
+        off += n
+        node = trie.add_tree(forest_parents(pt, py["start"], py["end"]), trace.strings.intern_many(py["name"]))
+        carriers.append(Carriers(pt, py["start"], py["end"], node))
+        kinds.append("python_function")
+    backward = None
+    if op:
+        ot = inv[off:off + len(op["start"])]
+        has = np.fromiter(map(bool, op["stack"]), bool, len(op["stack"]))
+        if has.any():
+            sid = trace.strings.intern_many([s for s, h in zip(op["stack"], has.tolist()) if h])
+            lut = {}
+            for i in np.unique(sid).tolist():  # once per distinct call-stack string
+                frames = [f.strip() for f in trace.strings[i].split(";") if f.strip()]
+                lut[i] = trie.add_chain(reversed(frames))
+            node = np.fromiter(map(lut.__getitem__, sid.tolist()), np.int64, len(sid))
+            carriers.append(Carriers(ot[has], op["start"][has], op["end"][has], node))
+            kinds.append("Call stack")
+        backward = _backward_linker(trace, api_thread, ot, op, carriers)
+    attach(trace, trie, api_thread, carriers, backward)
+    if len(trace.stacks):
+        if (trace.api_stacks.via == 2).any():
+            kinds.append("backward via Sequence number")
+        trace.source.extra["stacks"] = ", ".join(kinds)
+
+
+def _backward_linker(trace: Trace, api_thread, ot, op, carriers):
+    seq, fwd = op["seq"], op["fwd"]
+    bw = np.nonzero((seq >= 0) & (fwd != 0))[0]
+    fw = np.nonzero((seq >= 0) & (fwd == 0))[0]
+    if not len(bw) or not len(fw):
+        return None
+    fw = fw[np.lexsort((op["start"][fw], seq[fw]))]  # by sequence number, then start
+    bw_carrier = Carriers(ot[bw], op["start"][bw], op["end"][bw], bw)
+
+    def link(miss: np.ndarray) -> np.ndarray:
+        out = np.full(len(miss), -1, np.int64)
+        j = innermost_at([bw_carrier], api_thread[miss], trace.api.start[miss])  # backward op index
+        j = np.where(j >= 0, j, _latest_before(ot[bw], op["start"][bw], bw, api_thread[miss],
+                                               trace.api.start[miss]))
+        ok = np.nonzero(j >= 0)[0]
+        if not len(ok):
+            return out
+        want = seq[j[ok]]
+        k = np.searchsorted(seq[fw], want)  # the first forward op with this sequence number
+        k = np.minimum(k, len(fw) - 1)
+        f = fw[k]
+        good = (seq[f] == want) & (ot[f] != ot[j[ok]])
+        out[ok[good]] = innermost_at(carriers, ot[f[good]], op["start"][f[good]])
+        return out
+    return link
+
+
+def _latest_before(thread, start, value, q_thread, q_t) -> np.ndarray:
+    """Per query: `value` of the latest interval on the same thread starting at or before q_t."""
+    out = np.full(len(q_t), -1, np.int64)
+    for t in np.unique(q_thread).tolist():  # one iteration per thread
+        m = np.nonzero(thread == t)[0]
+        if not len(m):
+            continue
+        m = m[np.argsort(start[m], kind="stable")]
+        q = np.nonzero(q_thread == t)[0]
+        pos = np.searchsorted(start[m], q_t[q], side="right") - 1
+        out[q] = np.where(pos >= 0, value[m[np.maximum(pos, 0)]], -1)
+    return out
