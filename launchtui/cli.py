@@ -94,25 +94,6 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     return parsers
 
 
-def _selection(trace, a):
-    from launchtui.analysis import nvtx
-    from launchtui.analysis.select import WHOLE, device_selection, range_selection, trim_selection
-    from launchtui.errors import UsageError
-    sel = device_selection(trace, a.device, WHOLE)
-    if getattr(a, "nvtx", None):
-        hits = nvtx.search(trace, a.nvtx)
-        if not len(hits):
-            raise UsageError(f"--nvtx {a.nvtx}: no NVTX range name contains it"
-                             + ("" if len(trace.ranges) else " (the trace has no NVTX ranges)"), trace.source.path)
-        sel = range_selection(trace, hits, a.nvtx, sel)
-    if a.trim:
-        sel = trim_selection(trace, a.trim[0], a.trim[1], sel)
-        if getattr(a, "nvtx", None):
-            from launchtui.analysis.select import Selection
-            sel = Selection(sel.t0, sel.t1, sel.devices, tuple(hits.tolist()), f"{a.nvtx} in {sel.label}")
-    return sel
-
-
 def _report_options(a):
     from launchtui.analysis.backpressure import Options
     from launchtui.analysis.report import ReportOptions
@@ -161,14 +142,17 @@ def cmd_report(a) -> int:
     from launchtui.output import dumps
     if a.by == "source":
         return _report_sources(a)
+    from launchtui.analysis.select import selection_from_args
     trace = _load(a, need_cuda=True)
-    doc = build_report(trace, _selection(trace, a), _report_options(a))
+    sel = selection_from_args(trace, a)
+    doc = build_report(trace, sel, _report_options(a))
     _emit(dumps(doc) if a.json else render_text(doc), a)
     _commit(trace)
     return 0
 
 
 def _report_sources(a) -> int:
+    from launchtui.analysis.select import selection_from_args
     from launchtui.analysis.sources import SourceFilter, build_source_report, render_source_report
     from launchtui.errors import UsageError
     from launchtui.output import dumps
@@ -177,7 +161,7 @@ def _report_sources(a) -> int:
     except ValueError as e:
         raise UsageError(str(e), a.trace) from None
     trace = _load(a, need_cuda=True)
-    doc = build_source_report(trace, _selection(trace, a), flt, a.limit, a.names)
+    doc = build_source_report(trace, selection_from_args(trace, a), flt, a.limit, a.names)
     _emit(dumps(doc) if a.json else render_source_report(doc), a)
     _commit(trace)
     return 0
@@ -185,9 +169,11 @@ def _report_sources(a) -> int:
 
 def cmd_export(a) -> int:
     from launchtui.analysis.export import export_document
+    from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
     trace = _load(a, need_cuda=True)
-    doc = export_document(trace, _selection(trace, a), _report_options(a))
+    sel = selection_from_args(trace, a)
+    doc = export_document(trace, sel, _report_options(a))
     _emit(dumps(doc), a)
     _commit(trace)
     return 0

@@ -2,10 +2,34 @@
 
 A GPU op is selected when it lies fully inside the window (definitions.md §8), runs on a selected
 device and, with ranges, was launched from inside one of those ranges on the same thread.
+
+One way in, used by the CLI, `export` and the TUI:
+
+    spec = SelectionSpec.from_args(args)          # --device/--trim/--nvtx of any subcommand
+    spec = SelectionSpec(device=1, window_ns=(t0, t1), label="range 1.2 ms")   # a TUI range
+    spec = SelectionSpec(device=None, ranges=(4, 9), label="optimizer")        # NVTX occurrences
+    spec = SelectionSpec(device=d, trim_s=(a_s, b_s))                         # = `export --trim a_s b_s`
+    sel = build_selection(trace, spec)            # -> Selection (what the analyses take)
+    sel = selection_from_args(trace, args)        # the same, in one call
+
+`SelectionSpec` is frozen and hashable, so it can be compared (`spec != old`) and changed with
+`dataclasses.replace(spec, device=...)`. Fields (all optional; None = not restricted):
+
+- `device`: device number; unknown devices raise `UsageError` listing the available ones.
+- `trim_s`: (A, B) seconds on the trace's own clock, validated as `--trim` (must select a GPU op).
+- `window_ns`: (t0, t1) ns, taken as is (no validation): a range drawn in the TUI. Ignored when
+  `trim_s` is given.
+- `nvtx`: case-insensitive substring of NVTX range names (`--nvtx`); no match raises `UsageError`.
+- `ranges`: explicit indices into `trace.ranges` (used instead of `nvtx` when both are given).
+- `label`: what the selection is called in reports and the TUI header; defaults to what the CLI
+  says ("whole trace", "A–B s", the NVTX name, "NAME in A–B s").
+
+With ranges and no window the window spans the ranges and the GPU work they launched; with ranges
+and a window, the window is the given one and the ranges still filter the ops.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +56,71 @@ class Selection:
 
 
 WHOLE = Selection()
+
+
+@dataclass(frozen=True)
+class SelectionSpec:
+    """What the user asked to look at; `build_selection` turns it into a `Selection`."""
+    device: int | None = None
+    trim_s: tuple[float, float] | None = None
+    window_ns: tuple[int, int] | None = None
+    nvtx: str | None = None
+    ranges: tuple[int, ...] | None = None
+    label: str | None = None
+
+    @classmethod
+    def from_args(cls, args, path=None) -> SelectionSpec:
+        """From the `--device`, `--trim` and `--nvtx` options (absent ones mean no restriction)."""
+        dev = getattr(args, "device", None)
+        trim = getattr(args, "trim", None)
+        return cls(device=parse_device(dev, path), trim_s=None if not trim else (trim[0], trim[1]),
+                   nvtx=getattr(args, "nvtx", None) or None)
+
+
+def selection_from_args(trace: Trace, args) -> Selection:
+    """`build_selection` of the `--device/--trim/--nvtx` options: what every subcommand selects."""
+    return build_selection(trace, SelectionSpec.from_args(args, trace.source.path))
+
+
+def parse_device(device, path=None) -> int | None:
+    """`--device N|all` -> N or None (all)."""
+    if device is None or str(device).lower() == "all":
+        return None
+    try:
+        return int(device)
+    except ValueError:
+        raise UsageError(f"--device {device}: expected a device number or 'all'", path) from None
+
+
+def build_selection(trace: Trace, spec: SelectionSpec) -> Selection:
+    """The one builder of selections (see the module docstring for the rules)."""
+    sel = device_selection(trace, spec.device, WHOLE)
+    hits = None
+    if spec.ranges is not None:
+        hits = np.asarray(spec.ranges, np.int64)
+        label = spec.label or "selected ranges"
+        if len(hits):
+            sel = range_selection(trace, hits, label, sel)
+        else:
+            sel = Selection(None, None, sel.devices, (), label)
+    elif spec.nvtx:
+        from launchtui.analysis import nvtx
+        hits = nvtx.search(trace, spec.nvtx)
+        if not len(hits):
+            raise UsageError(f"--nvtx {spec.nvtx}: no NVTX range name contains it"
+                             + ("" if len(trace.ranges) else " (the trace has no NVTX ranges)"), trace.source.path)
+        sel = range_selection(trace, hits, spec.label or spec.nvtx, sel)
+    if spec.trim_s is not None:
+        sel = trim_selection(trace, spec.trim_s[0], spec.trim_s[1], sel)
+        if hits is not None:
+            what = spec.nvtx if spec.ranges is None else (spec.label or "selected ranges")
+            sel = Selection(sel.t0, sel.t1, sel.devices, tuple(hits.tolist()), f"{what} in {sel.label}")
+        elif spec.label:
+            sel = replace(sel, label=spec.label)
+    elif spec.window_ns is not None:
+        t0, t1 = int(spec.window_ns[0]), int(spec.window_ns[1])
+        sel = Selection(t0, t1, sel.devices, sel.ranges, spec.label or f"{fmt_s(t0)}–{fmt_s(t1)} s")
+    return sel
 
 
 def seconds_to_ns(s: float) -> int:
@@ -61,12 +150,9 @@ def trim_selection(trace: Trace, a_s: float, b_s: float, base: Selection = WHOLE
 
 def device_selection(trace: Trace, device, base: Selection = WHOLE) -> Selection:
     """`--device N|all`; an unknown device is an error listing the available ones."""
-    if device is None or str(device).lower() == "all":
+    d = parse_device(device, trace.source.path)
+    if d is None:
         return base.with_devices(None)
-    try:
-        d = int(device)
-    except ValueError:
-        raise UsageError(f"--device {device}: expected a device number or 'all'", trace.source.path) from None
     counts = np.bincount(trace.ops.device[trace.ops.device >= 0]) if len(trace.ops) else np.zeros(0)
     avail = {i: int(c) for i, c in enumerate(counts) if c}
     if d not in avail:

@@ -48,7 +48,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     from launchtui.analysis import nvtx
     from launchtui.analysis.backpressure import timeline_marks
     from launchtui.analysis.lanes import build_lanes, set_spike_threshold
-    from launchtui.cli import _selection
+    from launchtui.analysis.select import selection_from_args
     from launchtui.trace.load import open_trace
 
     progress = progress or (lambda stage, rows: None)
@@ -57,7 +57,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     if trace is None:
         trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
     t["open"] = time.perf_counter() - t0
-    sel = _selection(trace, args)
+    sel = selection_from_args(trace, args)
     progress("building timeline lanes", len(trace.ops))
     t1 = time.perf_counter()
     lanes = build_lanes(trace)
