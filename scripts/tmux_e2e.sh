@@ -11,13 +11,15 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 samples="${1:-$here/../shared/samples}"
 py="${PYTHON:-python}"
 sess="launchtui-e2e-$$"
+sock="launchtui-e2e-$$"          # a private tmux server: other sessions on the machine cannot disturb it
 fail=0
 command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
 [ -d "$samples" ] || { echo "SKIP: samples not found at $samples"; exit 77; }
 export XDG_CACHE_HOME="$(mktemp -d)"
-trap 'tmux kill-session -t "$sess" 2>/dev/null; rm -rf "$XDG_CACHE_HOME"' EXIT
+tm() { tmux -L "$sock" "$@"; }
+trap 'tm kill-server 2>/dev/null; rm -rf "$XDG_CACHE_HOME"' EXIT
 
-cap() { tmux capture-pane -p -t "$sess"; }
+cap() { tm capture-pane -p -t "$sess"; }
 wait_for() {  # wait_for REGEX [seconds]
   local end=$((SECONDS + ${2:-30}))
   while [ $SECONDS -lt $end ]; do cap | grep -qE "$1" && return 0; sleep 0.2; done
@@ -33,19 +35,19 @@ check() {  # check NAME REGEX [seconds]: polls, so a slow machine only makes it 
   echo "FAIL $1  (no /$2/ on screen)"; cap | sed 's/^/     | /'; fail=1
 }
 open_trace() {
-  tmux kill-session -t "$sess" 2>/dev/null
-  tmux new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+  tm kill-session -t "$sess" 2>/dev/null
+  tm new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
     "cd '$here' && $py -m launchtui '$1'; echo \"EXIT=\$?\"; sleep 60"
   wait_for 'q Quit' 60 && wait_for 'Launches' 60
 }
-keys() { for k in "$@"; do tmux send-keys -t "$sess" "$k"; sleep 0.15; done; sleep 0.5; }
+keys() { for k in "$@"; do tm send-keys -t "$sess" "$k"; sleep 0.15; done; sleep 0.5; }
 
 echo "== V100 Kineto (stream 7 saturates at 1022 pending)"
 if open_trace "$samples/kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"; then
   check "API row"               '^▶?API +1102 '
   check "HW row"                '^▶?HW +s7 '
   check "queue sparkline"       '^▶?q s7 +1022! +.*[▁▂▃▄▅▆▇]+.*█'
-  check "table"                 'Kernel +Launches +API avg +Queue avg +Kernel avg'
+  check "table"                 'Kernel +Launches +API avg +Kernel avg +total API ms'
   check "table row"             'computeOffsetsKernel +235'
   check "footer"                'q Quit +\? Help'
   keys g b b b b b
@@ -66,8 +68,8 @@ else fail=1; fi
 
 echo "== H100 Nsight (2 GPUs)"
 if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite"; then
-  check "GPU 0 group"           'GPU 0 · GPU 0'
-  check "GPU 1 group"           'GPU 1 · GPU 1'
+  check "GPU 0 group"           '━ GPU 0 ━'
+  check "GPU 1 group"           '━ GPU 1 ━'
   check "API row"               '^▶?API +111 '
   check "HW row"                '^▶?HW +s7 '
   check "queue sparkline"       '^▶?q s7 +753 +.*[▁▂▃▄▅▆▇]'
@@ -81,8 +83,8 @@ if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite"; then
 else fail=1; fi
 
 echo "== loading error"
-tmux kill-session -t "$sess" 2>/dev/null
-tmux new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+tm kill-session -t "$sess" 2>/dev/null
+tm new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
   "cd '$here' && $py -m launchtui /nonexistent/trace.sqlite; echo \"EXIT=\$?\"; sleep 60"
 if wait_for 'EXIT=' 30; then
   check "one-line error"        '^launchtui: /nonexistent/trace.sqlite: no such file$'

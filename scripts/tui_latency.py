@@ -79,7 +79,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             await asyncio.sleep(0.001)
         out["first_frame_s"] = round(frames[0] - T_START, 3)
         out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
-        while app.loaded is None or app.table_busy or getattr(app, "table", None) is None:
+        while app.busy:
             if app.error_message:
                 raise SystemExit(f"launchtui: {app.error_message}")
             await asyncio.sleep(0.005)
@@ -114,7 +114,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
                 while True:
                     last = len(frames)
                     await asyncio.sleep(0.06)
-                    busy = app.table_busy or any(not w.is_finished for w in app.workers)
+                    busy = app.busy or any(not w.is_finished for w in app.workers)
                     if len(frames) == last and not busy:
                         break
                 settled = (frames[-1] - t0) * 1e3
@@ -125,7 +125,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
                     nav_first.append(first)
                     nav_settled.append(settled)
         # timeline CPU cost of one full uncached repaint (the per-frame binning + strips)
-        tl = app.timeline
+        tl = app.main.timeline
         for _ in range(20):
             tl._cache.clear()
             t = time.perf_counter()

@@ -42,7 +42,7 @@ async def shoot(path: Path, keys: list[str], out: Path, title: str) -> str:
             if k == "until_queue_mark":
                 for _ in range(60):
                     await pilot.press("b")
-                    if getattr(app, "current_mark", None) is not None and app.current_mark.kind == "queue":
+                    if app.main.current_mark is not None and app.main.current_mark.kind == "queue":
                         break
             else:
                 await pilot.press(k)

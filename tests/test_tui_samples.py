@@ -24,11 +24,11 @@ def test_v100_kineto_saturated_stream_7():
             await pilot.press("g")
             for _ in range(40):
                 await pilot.press("b")
-                if app.current_mark.kind == "queue":
+                if app.main.current_mark.kind == "queue":
                     break
-            m = app.current_mark
+            m = app.main.current_mark
             assert m.kind == "queue" and (m.device, m.stream) == (0, 7) and m.max_depth == 1022
-            row = app.timeline.current_row
+            row = app.main.timeline.current_row
             assert row.kind == "queue" and row.lane.stream == 7
             assert int(row.lane.value_at(np.array([m.start]))[0]) >= 1000
             await pilot.press("plus", "plus", "plus")
@@ -45,18 +45,18 @@ def test_h100_nsys_two_devices_and_no_optimizer():
         app = make_app(path)
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_ready(app, pilot)
-            devs = {r.device for r in app.timeline.rows if r.kind == "hw"}
+            devs = {r.device for r in app.main.timeline.rows if r.kind == "hw"}
             assert devs == {0, 1}
             await pilot.press("d")
             await settle(app, pilot)
-            assert app.device == 0
-            rows = {r["kernel_name"]: r for r in app.table.rows}
+            assert app.main.device == 0
+            rows = {r["kernel_name"]: r for r in app.main.table.rows}
             v = rows["vectorized_elementwise_kernel"]             # definitions.md §4 reference values
             assert (v["launch_count"], v["avg_api_us"], v["max_api_us"], v["total_api_ms"]) == \
                 (437, 282.2, 6196.0, 123.319)
             await pilot.press("d")
             await settle(app, pilot)
-            assert app.device == 1 and {r.device for r in app.timeline.rows if r.kind == "hw"} == {1}
+            assert app.main.device == 1 and {r.device for r in app.main.timeline.rows if r.kind == "hw"} == {1}
             await pilot.press("O")
             await pilot.pause()
             assert "no optimizer range" in screen_text(app)

@@ -22,29 +22,37 @@ def make_app(path, trace=None, **kw):
     return LaunchApp(tui_args(path, **kw), trace=trace)
 
 
-async def wait_ready(app, pilot, timeout: float = 20.0) -> None:
-    """Until the trace is loaded and the table worker for the current selection has finished."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        if app.loaded is not None and not app.table_busy and getattr(app, "table", None) is not None:
+async def _drain(app) -> None:
+    """Wait for every running worker; one cancelled by a newer one (exclusive groups) is fine."""
+    from textual.worker import WorkerCancelled, WorkerError
+    for w in list(app.workers):
+        try:
+            await w.wait()
+        except (WorkerCancelled, WorkerError):   # cancelled by a newer one, or not started yet
+            pass
+
+
+async def wait_ready(app, pilot, rounds: int = 2000) -> None:
+    """Until the trace is loaded, the MainScreen mounted and its table worker finished (or loading failed).
+
+    Each round waits for the running workers to complete and the message queues to drain: no fixed sleeps."""
+    for _ in range(rounds):
+        await _drain(app)
+        await pilot.pause()
+        if app.error_message or not app.busy:
             await pilot.pause()
             return
-        if app.error_message:
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the app did not finish loading in time")
+    raise AssertionError("the app did not finish loading")
 
 
 async def settle(app, pilot) -> None:
     """Let workers (table, export) finish and the screen repaint."""
-    await pilot.pause()
-    for _ in range(500):
-        busy = [w for w in app.workers if not w.is_finished]
-        if not busy and not app.table_busy:
+    for _ in range(200):
+        await pilot.pause()
+        await _drain(app)
+        await pilot.pause()
+        if not app.busy:
             break
-        await pilot.pause(0.02)
-    await pilot.pause()
 
 
 def run(coro):
@@ -52,12 +60,21 @@ def run(coro):
 
 
 def screen_text(app) -> str:
-    """The current screen as plain text, rendered like App.export_screenshot does."""
-    import io
+    """The current screen as plain text: App.export_screenshot with Rich's text export in place of SVG."""
+    from unittest import mock
 
     from rich.console import Console
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return console.export_text(styles=False)
+    with mock.patch.object(Console, "export_svg", lambda self, **kw: self.export_text(styles=False)):
+        return app.export_screenshot()
+
+
+def record_notifications(app) -> list[str]:
+    """Every message passed to app.notify from now on (the public method, wrapped)."""
+    seen: list[str] = []
+    orig = app.notify
+
+    def notify(message, *a, **kw):
+        seen.append(str(message))
+        return orig(message, *a, **kw)
+    app.notify = notify
+    return seen

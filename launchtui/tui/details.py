@@ -4,6 +4,8 @@ Pure Python over engine arrays (no Textual); every lookup is a searchsorted, O(l
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from launchtui.analysis import lanes as ln
@@ -93,14 +95,18 @@ def describe_api(trace: Trace, a: int, lane, origin: int | None) -> list[str]:
     return [l1, l2, _nvtx_path(trace, int(api.thread[a]), int(api.start[a]))]
 
 
+_OPS_BY_API: dict[int, tuple] = {}    # id(trace) -> (sorted api ids, op indices); dropped with the trace
+
+
 def _ops_of_call(trace: Trace, a: int) -> np.ndarray:
-    """GPU ops launched by API call a (memoised inverse index: O(log N) per lookup)."""
-    inv = trace.derived.get("tui_ops_by_api")
+    """GPU ops launched by API call a (memoised inverse index, built at load: O(log N) per lookup)."""
+    inv = _OPS_BY_API.get(id(trace))
     if inv is None:
         ops = trace.ops
         m = np.nonzero(ops.api >= 0)[0]
         o = np.argsort(ops.api[m], kind="stable")
-        inv = trace.derived["tui_ops_by_api"] = (ops.api[m][o], m[o])
+        inv = _OPS_BY_API[id(trace)] = (ops.api[m][o], m[o])
+        weakref.finalize(trace, _OPS_BY_API.pop, id(trace), None)
     keys, idx = inv
     lo, hi = np.searchsorted(keys, [a, a + 1])
     return idx[lo:hi]

@@ -22,6 +22,16 @@ class Loaded:
     nvtx_hits: object = None        # range indices from --nvtx
     optimizer: tuple = (-1, "")     # (range index, note) for O; see optimizer_range()
     timings: dict = field(default_factory=dict)
+    fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
+    clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
+    _nvtx_summary: list | None = None
+
+    def nvtx_summary(self) -> list:
+        """NVTX range names with counts and total time (computed on first use, then kept)."""
+        if self._nvtx_summary is None:
+            from launchtui.analysis import nvtx
+            self._nvtx_summary = nvtx.summary(self.trace)
+        return self._nvtx_summary
 
 
 class Throttle:
@@ -74,7 +84,39 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t)
+    return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t,
+                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace))
+
+
+def gpu_activity_window(trace) -> tuple[int, int] | None:
+    """[first start, last end] over the GPU ops and the API calls that launched them.
+
+    The first view fits this, not every event: a context-creation cudaMalloc of 300 ms before the
+    first kernel would squeeze all kernels into a few columns. None without GPU ops."""
+    ops = trace.ops
+    if not len(ops):
+        return trace.extent()
+    lo, hi = int(ops.start.min()), int(ops.end.max())
+    a = ops.api[ops.api >= 0]
+    if len(a):
+        lo = min(lo, int(trace.api.start[a].min()))
+        hi = max(hi, int(trace.api.end[a].max()))
+    return lo, hi
+
+
+def clock_tick_ns(trace, sample: int = 4096) -> float:
+    """The trace clock's resolution: the largest power of ten (≤ 1 µs) dividing every sampled GPU-op
+    and API timestamp (Kineto JSON: 1000 ns; Nsight: 1 ns)."""
+    import numpy as np
+    ts = [t.start[:sample] for t in (trace.ops, trace.api) if len(t)] + \
+         [t.end[:sample] for t in (trace.ops, trace.api) if len(t)]
+    if not ts:
+        return 1.0
+    v = np.concatenate(ts).astype(np.int64)
+    tick = 1000
+    while tick > 1 and (v % tick).any():
+        tick //= 10
+    return float(tick)
 
 
 def optimizer_range(trace) -> tuple[int, str]:

@@ -14,6 +14,32 @@ from dataclasses import dataclass
 MIN_NS_PER_COL = 1.0
 
 
+def elide(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut in the middle (kernel and range names differ at both ends:
+    `void at::native::…elementwise_kernel<…>`)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def cut_words(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut at a word boundary with "…" (never mid-word when a space
+    lies in the last third)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    cut = text[: width - 1]
+    sp = max(cut.rfind(" "), cut.rfind(";"))
+    if sp >= (width * 2) // 3:
+        cut = cut[:sp].rstrip(" ;,")
+    return cut + "…"
+
+
 @dataclass
 class View:
     cursor: int = 0              # ns, left edge of the cursor's cell
@@ -21,6 +47,7 @@ class View:
     width: int = 100             # plot columns
     lo: int = 0                  # extent the view may wander in (with a margin)
     hi: int = 1
+    min_ns_per_col: float = MIN_NS_PER_COL   # the trace's clock tick: no zooming past its resolution
 
     @property
     def cursor_col(self) -> int:
@@ -36,14 +63,14 @@ class View:
 
     @property
     def max_ns_per_col(self) -> float:
-        return max(MIN_NS_PER_COL, 4.0 * (self.hi - self.lo) / max(self.width, 1))
+        return max(self.min_ns_per_col, 4.0 * (self.hi - self.lo) / max(self.width, 1))
 
     def key(self) -> tuple:
         """Identity of the binning (for strip caches)."""
         return (self.start, self.ns_per_col, self.width)
 
     def _clamp(self) -> None:
-        self.ns_per_col = min(max(self.ns_per_col, MIN_NS_PER_COL), self.max_ns_per_col)
+        self.ns_per_col = min(max(self.ns_per_col, self.min_ns_per_col), self.max_ns_per_col)
         span = self.hi - self.lo
         self.cursor = int(min(max(int(self.cursor), self.lo - span // 2), self.hi + span // 2))
 

@@ -1,7 +1,12 @@
 """The small-and-frequent kernel table: a virtualised Line-API table over numpy sort keys.
 
 Only visible lines are rendered; sorting is one argsort over the (few thousand at most) rows.
-Keys: j/k move, 1-9 or s/S sort, Enter highlights the kernel on the timeline; clicking a header sorts.
+Keys: j/k move, 1-9 sort by the shown column of that number, p by Phase, s/S cycle/reverse, ←/→ scroll
+the columns sideways, Enter highlights the kernel on the timeline; clicking a header sorts.
+
+Layout at any width: the kernel name and the columns that rank and explain a row (launches, API avg,
+kernel avg, total API ms) always show; the others follow as width allows and scroll sideways. When
+the Dev column is not shown on a multi-GPU trace, the device leads the name cell (`GPU1 name`).
 """
 from __future__ import annotations
 
@@ -11,10 +16,12 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
 from launchtui.tui.messages import KernelChosen, TableRowMoved
+from launchtui.tui.state import elide
 
 PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
 
@@ -27,24 +34,32 @@ class Col:
     title: str
     width: int
     numeric: bool = True
-    priority: int = 1          # dropped first when narrow: higher number
     fmt: str = "{:,.1f}"
+
+    @property
+    def cells(self) -> int:
+        """Width with room for the sort arrow after the title."""
+        return max(self.width, len(self.title) + 1)
 
 
 COLUMNS = (
-    Col("kernel_name", "Kernel", 0, numeric=False, priority=0),
+    Col("kernel_name", "Kernel", 0, numeric=False),
+    # always shown: what ranks a row and reads it (domain.md §5)
     Col("launch_count", "Launches", 9, fmt="{:,d}"),
     Col("avg_api_us", "API avg", 8),
-    Col("avg_queue_us", "Queue avg", 10),
     Col("avg_kernel_us", "Kernel avg", 10, fmt="{:,.3f}"),
-    Col("max_api_us", "max API", 9, priority=2),
-    Col("total_api_ms", "total API ms", 12, priority=3, fmt="{:,.3f}"),
-    Col("queue_count", "queue count", 11, priority=4, fmt="{:,d}"),
-    Col("device_id", "Dev", 3, priority=5, fmt="{:d}"),
-    Col("nvtx_range", "Phase", 16, numeric=False, priority=6),
+    Col("total_api_ms", "total API ms", 12, fmt="{:,.3f}"),
+    # as width allows, in this order; ← / → scroll through them
+    Col("avg_queue_us", "Queue avg", 10),
+    Col("max_api_us", "max API", 9),
+    Col("queue_count", "queue count", 11, fmt="{:,d}"),
+    Col("device_id", "Dev", 3, fmt="{:d}"),
+    Col("nvtx_range", "Phase", 0, numeric=False),
 )
+PINNED = frozenset(("kernel_name", "launch_count", "avg_api_us", "avg_kernel_us", "total_api_ms"))
 SORT_CYCLE = (None,) + tuple(c.key for c in COLUMNS)
 MIN_NAME = 24
+MIN_PHASE = 12
 
 HEADER_STYLE = Style(bold=True, color="#ffffff", bgcolor="#303030")
 HEADER_SORT_STYLE = Style(bold=True, color="#000000", bgcolor="#87d7ff")
@@ -67,13 +82,23 @@ class KernelTable(Widget, can_focus=True):
         Binding("enter", "choose", "Highlight kernel", id="table.choose"),
         Binding("s", "sort_next", "Sort column", id="table.sort_next"),
         Binding("S", "sort_reverse", "Reverse sort", id="table.sort_reverse", show=False),
-        *[Binding(str(i + 1), f"sort_col({i})", f"Sort by {c.title}", id=f"table.sort_{c.key}", show=False)
-          for i, c in enumerate(COLUMNS[:9])],
+        *[Binding(str(i + 1), f"sort_col({i})", f"Sort by shown column {i + 1}", id=f"table.sort_{i + 1}",
+                  show=False) for i in range(9)],
+        Binding("p", "sort_phase", "Sort by Phase", id="table.sort_phase", show=False),
+        Binding("left", "scroll_cols(-1)", "Columns left", id="table.cols_left", show=False),
+        Binding("right", "scroll_cols(1)", "Columns right", id="table.cols_right", show=False),
     ]
 
     DEFAULT_CSS = """
     KernelTable { height: 12; }
     """
+
+    # View state: assigning one reorders or repaints the table.
+    filter_text: reactive[str] = reactive("", init=False)
+    hide_nccl: reactive[bool] = reactive(False, init=False)
+    multi_device: reactive[bool] = reactive(False, init=False)
+    empty_text: reactive[str] = reactive("(No small-and-frequent kernel launch data found)", init=False)
+    col_offset: reactive[int] = reactive(0, init=False)       # first optional column shown
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -81,13 +106,26 @@ class KernelTable(Widget, can_focus=True):
         self.order = np.zeros(0, np.int64)      # indices into rows, in display order
         self.sort_key: str | None = None        # None: the engine's ranking
         self.descending = True
-        self.filter_text = ""
-        self.hide_nccl = False
         self.cursor = 0
         self.top = 0
-        self.multi_device = False
-        self.empty_text = "(No small-and-frequent kernel launch data found)"
+        self.hidden_cols = 0                    # optional columns not shown at this width
         self._keys: dict = {}
+        self._colcache = None
+        self._need = (MIN_NAME, 0)              # widths the names and phases need
+
+    def watch_filter_text(self) -> None:
+        self._apply(self.selected_row())
+
+    def watch_hide_nccl(self) -> None:
+        self._apply(self.selected_row())
+
+    def watch_multi_device(self) -> None:
+        self._colcache = None
+
+    def validate_col_offset(self, v: int) -> int:
+        return max(0, min(int(v), len(self._optional()) - 1))
+
+    def watch_col_offset(self) -> None:
         self._colcache = None
 
     # ---- data -----------------------------------------------------------------------------
@@ -107,6 +145,9 @@ class KernelTable(Widget, can_focus=True):
                 self._keys[c.key] = np.argsort(np.argsort(s, kind="stable"), kind="stable").astype(np.float64) \
                     if n else np.zeros(0)
         self._colcache = None
+        prefix = 5 if self.multi_device else 0
+        self._need = (max([len(r["kernel_name"]) + 2 for r in rows] + [MIN_NAME]) + prefix,
+                      max([len(r.get("nvtx_range") or "") for r in rows] + [0]))
         self._apply(keep)
 
     def _apply(self, keep: dict | None = None) -> None:
@@ -145,11 +186,9 @@ class KernelTable(Widget, can_focus=True):
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text
-        self._apply(self.selected_row())
 
     def toggle_nccl(self) -> None:
         self.hide_nccl = not self.hide_nccl
-        self._apply(self.selected_row())
 
     def sort_by(self, key: str | None, descending: bool | None = None) -> None:
         if key is not None and key not in self._keys and self.rows:
@@ -165,22 +204,48 @@ class KernelTable(Widget, can_focus=True):
         self._apply(self.selected_row())
 
     # ---- layout ----------------------------------------------------------------------------
+    def _has_phase(self) -> bool:
+        return self._need[1] > 0
+
+    def _optional(self) -> list[Col]:
+        return [c for c in COLUMNS if c.key not in PINNED and (c.key != "device_id" or self.multi_device)
+                and (c.key != "nvtx_range" or self._has_phase())]
+
     def columns(self, width: int) -> list[tuple[Col, int]]:
-        ck = (width, self.multi_device, bool(self.rows and any(r.get("nvtx_range") for r in self.rows)))
+        """(column, cells) shown at `width`: the pinned columns, then optional ones from col_offset as
+        they fit; the name, then Phase, get the cells they need from what is left."""
+        ck = (width, self.multi_device, self._need, self.col_offset)
         if self._colcache and self._colcache[0] == ck:
             return self._colcache[1]
-        cols = [c for c in COLUMNS if (c.key != "device_id" or self.multi_device)
-                and (c.key != "nvtx_range" or ck[2])]
-        while True:
-            fixed = sum(c.width + 1 for c in cols if c.width)
-            if width - fixed >= MIN_NAME or len(cols) <= 5:
+        pinned = [c for c in COLUMNS if c.key in PINNED and c.width]
+        used = MIN_NAME + 1 + sum(c.cells + 1 for c in pinned)
+        opt = self._optional()
+        shown = []
+        for c in opt[self.col_offset:]:
+            w = MIN_PHASE if c.key == "nvtx_range" else c.cells
+            if used + w + 1 > width:
                 break
-            drop = max(cols, key=lambda c: c.priority)
-            cols.remove(drop)
-        fixed = sum(c.width + 1 for c in cols if c.width)
-        out = [(c, c.width if c.width else max(8, width - fixed)) for c in cols]
+            shown.append(c)
+            used += w + 1
+        self.hidden_cols = len(opt) - len(shown)
+        spare = max(0, width - used)
+        name_w = MIN_NAME + min(spare, max(0, self._need[0] - MIN_NAME))
+        spare -= name_w - MIN_NAME
+        out = [(COLUMNS[0], name_w)] + [(c, c.cells) for c in pinned]
+        for c in shown:
+            if c.key == "nvtx_range":
+                w = MIN_PHASE + min(spare, max(0, self._need[1] - MIN_PHASE))
+                spare -= w - MIN_PHASE
+                out.append((c, w))
+            else:
+                out.append((c, c.cells))
+        if spare > 0:                      # the rest to the name: the row fills the width
+            out[0] = (out[0][0], out[0][1] + spare)
         self._colcache = (ck, out)
         return out
+
+    def shows(self, key: str) -> bool:
+        return any(c.key == key for c, _ in self.columns(self.size.width))
 
     @property
     def body_height(self) -> int:
@@ -205,7 +270,14 @@ class KernelTable(Widget, can_focus=True):
                 if c.key == self.sort_key:
                     title = title + ("▼" if self.descending else "▲")
                     style = HEADER_SORT_STYLE
-                txt = title[:w].ljust(w) if not c.numeric else title[:w].rjust(w)
+                if c.key == "kernel_name":
+                    if self.multi_device and not self.shows("device_id"):
+                        title += " (GPUn: device)"
+                    if self.hidden_cols:
+                        more = f" ←/→ {self.hidden_cols} more col{'s' if self.hidden_cols > 1 else ''}"
+                        if len(title) + len(more) + 1 <= w:
+                            title += more
+                txt = elide(title, w).ljust(w) if not c.numeric else title[-w:].rjust(w)
                 segs.append(Segment(txt, style))
                 segs.append(Segment(" ", HEADER_STYLE))
             return Strip(segs).adjust_cell_length(width, HEADER_STYLE)
@@ -223,15 +295,15 @@ class KernelTable(Widget, can_focus=True):
         if i == self.cursor:
             base = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
         segs = []
+        dev_in_name = self.multi_device and not any(c.key == "device_id" for c, _ in cols)
         for c, w in cols:
             v = r.get(c.key)
             if c.key == "kernel_name":
-                txt = (NCCL_MARK if r.get("is_nccl") else "") + str(v)
-                txt = txt if len(txt) <= w else txt[: w - 1] + "…"
+                lead = f"GPU{r['device_id']} " if dev_in_name else ""
+                txt = lead + (NCCL_MARK if r.get("is_nccl") else "") + elide(str(v), w - len(lead) - 2)
                 txt = txt.ljust(w)
             elif not c.numeric:
-                txt = str(v or "")
-                txt = (txt if len(txt) <= w else txt[: w - 1] + "…").ljust(w)
+                txt = elide(str(v or ""), w).ljust(w)
             else:
                 txt = c.fmt.format(v) if v is not None else "-"
                 txt = txt[-w:].rjust(w)
@@ -287,7 +359,27 @@ class KernelTable(Widget, can_focus=True):
             self.sort_by(self.sort_key, not self.descending)
 
     def action_sort_col(self, i: int) -> None:
-        self.sort_by(COLUMNS[int(i)].key)
+        """Digit i+1: the (i+1)-th column on screen, never a hidden one."""
+        cols = self.columns(self.size.width)
+        if int(i) < len(cols):
+            self.sort_by(cols[int(i)][0].key)
+        else:
+            self.notify(f"Only {len(cols)} columns are shown at this width: → scrolls to the others.")
+
+    def action_sort_phase(self) -> None:
+        if not self._has_phase():
+            self.notify("No Phase column: no NVTX range encloses these launches.")
+            return
+        self.sort_by("nvtx_range")
+
+    def action_scroll_cols(self, step: int) -> None:
+        self.columns(self.size.width)
+        if int(step) > 0 and self.hidden_cols <= self.col_offset:
+            self.notify("Every column is shown: ← scrolls back." if self.col_offset else
+                        "Every column is shown at this width.")
+            return
+        self.col_offset = self.col_offset + int(step)
+        self.refresh()
 
     def on_click(self, event) -> None:
         y = event.y

@@ -8,6 +8,8 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from launchtui.tui.state import cut_words
+
 PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
 
 
@@ -39,7 +41,7 @@ class TextPanel(Widget):
         if y >= len(self.lines):
             return Strip.blank(width, PLAIN)
         text = self.lines[y]
-        if cell_len(text) > width:
-            text = set_cell_size(text, max(0, width - 1)) + "…"
+        if cell_len(text) > width:     # at a word boundary, never mid-word
+            text = set_cell_size(cut_words(text, width), width)
         style = self.line_styles[y] if y < len(self.line_styles) else Style()
         return Strip([Segment(text, style)]).adjust_cell_length(width, PLAIN)

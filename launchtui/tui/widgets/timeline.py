@@ -14,12 +14,13 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Region
+from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
 from launchtui.analysis import lanes as ln
 from launchtui.tui.messages import CursorMoved
-from launchtui.tui.state import View
+from launchtui.tui.state import View, elide
 
 PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
 
@@ -117,7 +118,15 @@ class Timeline(Widget, can_focus=True):
     Timeline:focus { background: $surface; }
     """
 
-    def __init__(self, trace, lanes, marks, *, threshold: int = 1000, full: int = 1020, **kw):
+    # View state: assigning one repaints the timeline (and rebuilds rows for `device`).
+    device: reactive[int | None] = reactive(None, init=False)
+    relative: reactive[bool] = reactive(False, init=False)
+    sel_range: reactive[tuple[int, int] | None] = reactive(None, init=False)
+    pending_mark: reactive[int | None] = reactive(None, init=False)
+    highlight: reactive[ln.Instances | None] = reactive(None, init=False, always_update=True)
+
+    def __init__(self, trace, lanes, marks, *, threshold: int = 1000, full: int = 1020,
+                 fit_window: tuple[int, int] | None = None, min_ns_per_col: float = 1.0, **kw):
         super().__init__(**kw)
         self.trace = trace
         self.lanes = lanes
@@ -125,28 +134,30 @@ class Timeline(Widget, can_focus=True):
         self.threshold = threshold
         self.full = full
         ext = trace.extent() or (0, 1_000_000_000)
-        self.extent = ext
-        self.view = View(lo=ext[0], hi=ext[1])
-        self.view.fit(*ext)
+        self.extent = ext                                   # every timed event: how far one may pan
+        self.fit_window = fit_window or trace.window() or ext   # GPU activity and its launches: `0`
+        self.view = View(lo=ext[0], hi=ext[1], min_ns_per_col=min_ns_per_col)
+        self.view.fit(*self.fit_window)
         w = trace.window()
         self.origin_ns = w[0] if w else ext[0]
-        self.relative = False
-        self.device: int | None = None
-        self.highlight: ln.Instances | None = None
         self.highlight_gen = 0
-        self.sel_range: tuple[int, int] | None = None
-        self.pending_mark: int | None = None
         self.selected = 0
         self.row_offset = 0
+        self._synced_size = None
         self._cache: OrderedDict = OrderedDict()
         self._edges_key = None
         self._edges = None
         self.rows: list[Row] = []
         self._marks_cache = {}
-        self.frames = 0
         self.on_change = None        # called synchronously when the cursor row changes (else a message)
         self.build_rows()
         self.selected = self._first_data_row()
+
+    def watch_device(self) -> None:
+        self.build_rows()
+
+    def watch_highlight(self) -> None:
+        self.highlight_gen += 1
 
     # ---- rows ----------------------------------------------------------------------------
     def build_rows(self) -> None:
@@ -159,7 +170,7 @@ class Timeline(Widget, can_focus=True):
         devices = lanes.devices if self.device is None else [d for d in lanes.devices if d == self.device]
         for d in devices:
             name = tr.devices.get(d, "")
-            title = "no GPU ops" if d < 0 else f"GPU {d}" + (f" · {name}" if name else "")
+            title = "no GPU ops" if d < 0 else f"GPU {d}" + (f" · {name}" if name and name != f"GPU {d}" else "")
             rows.append(Row("dev", None, title, d))
             for lane in lanes.api.get(d, []):
                 tid = int(th.tid[lane.thread]) if lane.thread < len(th) else lane.thread
@@ -199,18 +210,33 @@ class Timeline(Widget, can_focus=True):
 
     @property
     def content_height(self) -> int:
-        return max(1, self.size.height - AXIS_ROWS)
+        """Lines for rows: the widget less the axis, less one for the "more rows below" hint when the
+        rows do not all fit."""
+        h = max(1, self.size.height - AXIS_ROWS)
+        return h - 1 if len(self.rows) > h and h > 1 else h
+
+    def _max_offset(self) -> int:
+        return max(0, len(self.rows) - self.content_height)
 
     def _ensure_row_visible(self) -> None:
         if self.size.height <= AXIS_ROWS:
             return
         h = self.content_height
-        self.row_offset = max(0, min(self.row_offset, len(self.rows) - h))
+        self.row_offset = max(0, min(self.row_offset, self._max_offset()))
         if self.selected < self.row_offset:
             self.row_offset = max(0, self.selected - 1)
         elif self.selected >= self.row_offset + h:
             # scroll with context: the rows around the selected one (API above, queue below)
-            self.row_offset = max(0, min(self.selected - h // 2, len(self.rows) - h))
+            self.row_offset = max(0, min(self.selected - h // 2, self._max_offset()))
+
+    def _sync_size(self) -> None:
+        """Recompute the layout for the current size (idempotent): plot width, and the rows shown so the
+        selected row stays on screen and no blank lines sit below rows scrolled out of view."""
+        size = (self.size.width, self.size.height)
+        if size != self._synced_size:
+            self._synced_size = size
+            self.view.resize(max(1, size[0] - GUTTER))
+            self._ensure_row_visible()
 
     def select_row(self, i: int) -> None:
         if not self.rows:
@@ -224,6 +250,9 @@ class Timeline(Widget, can_focus=True):
         else:
             for r in (old, i):
                 self.refresh(Region(0, AXIS_ROWS + r - self.row_offset, GUTTER, 1))
+        self._notify_moved()
+
+    def _notify_moved(self) -> None:
         if self.on_change is not None:
             self.on_change()
         else:
@@ -248,26 +277,44 @@ class Timeline(Widget, can_focus=True):
         self._scroll_rows(-3)
 
     def _scroll_rows(self, n: int) -> None:
-        top = max(0, min(self.row_offset + n, len(self.rows) - self.content_height))
+        top = max(0, min(self.row_offset + n, self._max_offset()))
         if top != self.row_offset:
             self.row_offset = top
             self.refresh()
 
-    # ---- view changes ----------------------------------------------------------------------
+    # ---- view changes (the screen's keys call these) ----------------------------------------
     def on_resize(self, event) -> None:
-        self.view.resize(max(1, self.size.width - GUTTER))
-        self._ensure_row_visible()
+        self._sync_size()
+        self.refresh()
         self.post_message(CursorMoved())
 
-    def set_device(self, device: int | None) -> None:
-        self.device = device
-        self.build_rows()
+    def _moved(self) -> None:
+        """The time cursor or zoom changed: repaint, and refresh the details in the same frame."""
         self.refresh()
+        self._notify_moved()
 
-    def set_highlight(self, inst: ln.Instances | None) -> None:
-        self.highlight = inst
-        self.highlight_gen += 1
-        self.refresh()
+    def pan(self, cols: float) -> None:
+        self.view.pan(cols)
+        self._moved()
+
+    def page(self, direction: int) -> None:
+        self.view.pan(direction * self.view.width * 0.75)
+        self._moved()
+
+    def zoom(self, factor: float) -> None:
+        self.view.zoom(factor)
+        self._moved()
+
+    def fit(self, lo: int | None = None, hi: int | None = None, margin: float = 0.02) -> None:
+        """Fit [lo, hi], by default the GPU activity and its launch calls."""
+        if lo is None or hi is None:
+            lo, hi = self.fit_window
+        self.view.fit(lo, hi, margin=margin)
+        self._moved()
+
+    def goto(self, t: int) -> None:
+        self.view.goto(t)
+        self._moved()
 
     # ---- binning -----------------------------------------------------------------------------
     def edges(self) -> np.ndarray:
@@ -354,8 +401,9 @@ class Timeline(Widget, can_focus=True):
             elif n == 2:
                 txt = "[]"
             else:
-                body = name[: n - 2] if n - 2 >= min(3, len(name)) else ""
-                txt = "[" + body + " " * (n - 2 - len(body)) + "]"
+                # the name elided in the middle; a bar too narrow for a readable name stays a plain bar
+                body = elide(name, n - 2) if n - 2 >= min(5, len(name)) else ""
+                txt = "[" + body.ljust(n - 2, "─" if not body else " ") + "]"
             segs.append(Segment(txt, STYLES[S_NVTX0 + tid % len(NVTX_BG)]))
         return Strip(segs, w)
 
@@ -422,12 +470,8 @@ class Timeline(Widget, can_focus=True):
     # ---- Line API ------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        pw = max(1, width - GUTTER)
-        if pw != self.view.width:
-            self.view.resize(pw)
+        self._sync_size()
         if y < AXIS_ROWS:
-            if y == 0:
-                self.frames += 1
             top, ruler = self._axis_strips()
             if y == 0:
                 mode = "rel" if self.relative else "abs"
@@ -437,21 +481,29 @@ class Timeline(Widget, can_focus=True):
                                  STYLES[S_RULER])], GUTTER)
             return Strip.join([lab, ruler])
         r = self.row_offset + y - AXIS_ROWS
+        if y - AXIS_ROWS == self.content_height and r < len(self.rows):
+            return self._more_below(r, width)
         if r >= len(self.rows):
             return Strip.blank(width, PLAIN)
         row = self.rows[r]
+        if row.kind == "dev":      # the device's whole name across the row: never cut in the gutter
+            text = elide(f"━ {row.label} ", width - 1)
+            return Strip([Segment(text.ljust(width, "━"), LABEL_DEV_STYLE)], width)
         plot = self._row_strip(row)
         plot = self._overlay(plot, row)
         return Strip.join([self._label(row, r), plot])
 
+    def _more_below(self, r: int, width: int) -> Strip:
+        """The last line when rows do not fit: how many rows are below, and which GPUs they hold."""
+        rest = self.rows[r:]
+        devs = sorted({x.device for x in rest if x.device is not None and x.device >= 0})
+        gpus = f" (GPU {', '.join(map(str, devs))})" if devs else ""
+        text = f"↓ {len(rest)} more row{'s' if len(rest) != 1 else ''} below{gpus}: j / mouse wheel scroll, d one GPU"
+        return Strip([Segment(elide(text, width).ljust(width), STYLES[S_DIM])], width)
+
     def _label(self, row: Row, r: int) -> Strip:
         text = row.label
         style = LABEL_STYLE
-        if row.kind == "dev":
-            style = LABEL_DEV_STYLE
-            text = row.label
-            return Strip([Segment(("━ " + text + " ").ljust(GUTTER, "━")[:GUTTER], style)], GUTTER) \
-                if len(text) + 3 <= GUTTER else Strip([Segment(text[:GUTTER].ljust(GUTTER), style)], GUTTER)
         if row.kind == "queue":
             edges = self.edges()
             lo_hi = np.array([edges[0], edges[-1]], np.int64)

@@ -1,0 +1,104 @@
+"""`e` on the main view: export the selected range, or the visible window, as `launchtui export` would.
+
+The dialog shows the equivalent command line; the file is written atomically in a worker and never
+replaced without asking. The Selection comes from the same functions the CLI uses for `--trim` and
+`--device`, so the TUI's file is byte-identical to the command's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ExportFlow:
+    """The export steps of one MainScreen: dialog, overwrite question, worker, notification."""
+
+    def __init__(self, screen) -> None:
+        self.screen = screen
+        self.paths: list[str] = []          # files written, for tests and the session's record
+
+    @property
+    def app(self):
+        return self.screen.app
+
+    def window(self) -> tuple[int, int]:
+        tl = self.screen.timeline
+        if tl.sel_range is not None:
+            return tl.sel_range
+        return int(tl.view.start), int(tl.view.end)
+
+    def selection(self):
+        """(selection, a_s, b_s): the same Selection `launchtui export --trim a_s b_s` builds."""
+        from launchtui.analysis.select import device_selection, trim_selection
+        t0, t1 = self.window()
+        a_s, b_s = t0 / 1e9, t1 / 1e9
+        tr = self.screen.loaded.trace
+        device = self.screen.device
+        base = device_selection(tr, "all" if device is None else device)
+        return trim_selection(tr, a_s, b_s, base), a_s, b_s
+
+    def command(self, a_s: float, b_s: float, out: str) -> str:
+        scr = self.screen
+        dev = f" --device {scr.device}" if scr.device is not None else ""
+        names = " --names full" if scr.names == "full" else ""
+        return f"launchtui export {scr.loaded.trace.source.path} --trim {a_s!r} {b_s!r}{dev}{names} -o {out}"
+
+    def start(self) -> None:
+        from launchtui.analysis.export import default_export_name
+        from launchtui.errors import TraceError
+        from launchtui.analysis.lanes import fmt_duration
+        from launchtui.tui.screens import ExportDialog
+        which = "selected range" if self.screen.timeline.sel_range is not None else "visible window"
+        try:
+            sel, a_s, b_s = self.selection()
+        except TraceError:
+            self.app.notify(self._why_nothing(which), title="Nothing to export", severity="warning", timeout=10)
+            return
+        name = default_export_name(self.screen.loaded.trace, sel)
+        text = f"{which}: {a_s:.6f} s – {b_s:.6f} s ({fmt_duration((b_s - a_s) * 1e9)})"
+
+        def done(path) -> None:
+            if path:
+                self.write(path, sel, force=False)
+        self.app.push_screen(ExportDialog(name, text, self.command(a_s, b_s, name)), done)
+
+    def _why_nothing(self, which: str) -> str:
+        """The reason, in the TUI's words, an export of this window would select nothing."""
+        tr = self.screen.loaded.trace
+        if tr.window() is None:
+            return "This trace has no GPU ops, so there is no window to export."
+        return (f"The {which} holds no complete GPU op on the shown device(s): an export, like "
+                "`launchtui export --trim`, keeps the ops that lie wholly inside the window. Zoom out (-) "
+                "or mark a range around whole kernels (v … v), then press e again.")
+
+    def write(self, path: str, sel, force: bool) -> None:
+        if Path(path).exists() and not force:
+            from launchtui.tui.screens import ConfirmScreen
+
+            def answer(yes) -> None:
+                if yes:
+                    self.write(path, sel, force=True)
+                else:
+                    self.app.notify("Export cancelled; nothing written.")
+            self.app.push_screen(ConfirmScreen(f"{path} exists. Overwrite it?"), answer)
+            return
+        self.app.notify(f"Exporting to {path}…", timeout=3)
+        names = self.screen.names
+        self.screen.run_worker(lambda: self._write(path, sel, force, names), thread=True, group="export")
+
+    def _write(self, path: str, sel, force: bool, names: str) -> None:
+        from launchtui.analysis.export import export_document
+        from launchtui.analysis.report import ReportOptions
+        from launchtui.errors import TraceError
+        from launchtui.output import dumps, write_atomic
+        app = self.app
+        try:
+            doc = export_document(self.screen.loaded.trace, sel, ReportOptions(names=names))
+            out = write_atomic(path, dumps(doc), force=force)
+        except TraceError as e:
+            app.call_from_thread(app.notify, str(e), title="Export failed", severity="error", timeout=10)
+            return
+        except OSError as e:
+            app.call_from_thread(app.notify, f"{path}: {e}", title="Export failed", severity="error", timeout=10)
+            return
+        self.paths.append(str(out))
+        app.call_from_thread(app.notify, f"wrote {Path(out).resolve()}", title="Exported", timeout=10)

@@ -1,0 +1,119 @@
+"""Every key of the TUI: bindings (each with an id, so users can remap it), keymap loading, help text.
+
+Remap with LAUNCHTUI_KEYS="id=key;id=key" or ~/.config/launchtui/keys.conf ("id = key" lines); Textual
+applies the map to the bindings of every screen and widget by id (`App.set_keymap`).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textual.binding import Binding
+
+# App-level keys: work on every screen, including while the trace loads.
+APP_BINDINGS = [
+    Binding("q", "quit", "Quit", id="quit"),
+    Binding("question_mark", "help", "Help", id="help"),
+]
+
+# Keys of the main view (MainScreen): work whatever widget of it has focus. Quit and help come first
+# again, with the same ids (one remap moves both), so the footer lists them first.
+MAIN_BINDINGS = [
+    Binding("q", "app.quit", "Quit", id="quit"),
+    Binding("question_mark", "app.help", "Help", id="help"),
+    Binding("h,left", "pan(-4)", "Pan left", id="pan_left", show=False),
+    Binding("l,right", "pan(4)", "Pan right", id="pan_right", show=False),
+    Binding("comma", "pan(-1)", "Cursor 1 column left", id="nudge_left", show=False),
+    Binding("full_stop", "pan(1)", "Cursor 1 column right", id="nudge_right", show=False),
+    Binding("H,pageup", "page(-1)", "Page left", id="page_left", show=False),
+    Binding("L,pagedown", "page(1)", "Page right", id="page_right", show=False),
+    Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="zoom_in", key_display="+"),
+    Binding("minus", "zoom(2)", "Zoom out", id="zoom_out", key_display="-"),
+    Binding("0", "fit", "Fit GPU activity", id="fit", show=False),
+    Binding("g,home", "goto_start", "Start", id="goto_start", show=False),
+    Binding("G,end", "goto_end", "End", id="goto_end", show=False),
+    Binding("o", "nvtx_picker", "NVTX", id="nvtx_picker"),
+    Binding("O", "optimizer", "Optimizer", id="optimizer"),
+    Binding("left_square_bracket", "occurrence(-1)", "Prev occurrence", id="occurrence_prev", key_display="["),
+    Binding("right_square_bracket", "occurrence(1)", "Next occurrence", id="occurrence_next", key_display="]"),
+    Binding("a", "all_occurrences", "All occurrences", id="all_occurrences", show=False),
+    Binding("b", "mark(1)", "Backpressure", id="backpressure_next"),
+    Binding("B", "mark(-1)", "Prev backpressure", id="backpressure_prev", show=False),
+    Binding("n", "instance(1)", "Next instance", id="instance_next"),
+    Binding("N", "instance(-1)", "Prev instance", id="instance_prev", show=False),
+    Binding("v", "mark_range", "Range", id="mark_range"),
+    Binding("escape", "clear", "Clear", id="clear", show=False),
+    Binding("e", "export", "Export", id="export"),
+    Binding("d", "cycle_device", "Device", id="cycle_device"),
+    Binding("t", "toggle_time", "Abs/rel time", id="toggle_time", show=False),
+    Binding("D", "toggle_names", "Short/full names", id="toggle_names", show=False),
+    Binding("slash", "filter", "Filter", id="filter", key_display="/"),
+    Binding("i", "info", "Info", id="info", show=False),
+]
+
+# Every top-level key once (help, tests).
+BINDINGS = MAIN_BINDINGS
+
+
+def help_notes(threshold: int = 1000, small_us: float = 10.0) -> str:
+    return (
+        "Timeline: the cursor is the middle column (▼); panning moves it, zooming keeps it.\n"
+        "Rows: NVTX ranges, then per GPU the CUDA API row of each launching thread and, per stream, the CUDA HW\n"
+        f"row (█ kernel ≥{small_us:g} µs, ⣿ small <{small_us:g} µs, ▓ NCCL, ═ memcpy/memset, ◆ chosen kernel) and "
+        "its queue row\n"
+        f"(pending launches; █ = at or above the backpressure threshold {threshold}, label = peak in view, "
+        "! ≥ threshold).\n"
+        "API row: █ height = share of time in launch calls; ! = a launch slower than the spike threshold.\n"
+        "Axis: ━ backpressure episode (red saturated, orange approaching), ▲ launch spike, [ ] selected range.\n"
+        "Table: 1-9 sort by the shown column of that number, p by Phase; ← / → scroll the columns sideways.\n"
+        "Remap keys: LAUNCHTUI_KEYS='pan_left=a;pan_right=d' or ~/.config/launchtui/keys.conf (id=key lines);\n"
+        "ids: " + ", ".join(b.id for b in BINDINGS)
+    )
+
+
+HELP_NOTES = help_notes()
+
+
+def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every key, grouped, as currently mapped (`keymap`: binding id -> keys)."""
+    from launchtui.tui.widgets.kernel_table import KernelTable
+    from launchtui.tui.widgets.timeline import Timeline
+    keymap = dict(keymap or {})
+
+    def keys(b: Binding) -> str:
+        k = keymap.get(b.id, b.key) if b.id else b.key
+        return ", ".join(pretty_key(x) for x in k.split(","))
+    return [("Everywhere", [(keys(b), b.description) for b in BINDINGS]),
+            ("Timeline (when focused)", [(keys(b), b.description) for b in Timeline.BINDINGS]),
+            ("Table (when focused)", [(keys(b), b.description) for b in KernelTable.BINDINGS]),
+            ("Textual", [("tab / shift+tab", "Move focus between timeline and table"),
+                         ("ctrl+p", "Command palette: NVTX jump, export, sort, NCCL toggle, info"),
+                         ("ctrl+q", "Quit")])]
+
+
+_PRETTY = {"question_mark": "?", "plus": "+", "minus": "-", "equals_sign": "=", "slash": "/",
+           "left_square_bracket": "[", "right_square_bracket": "]", "comma": ",", "full_stop": "."}
+
+
+def pretty_key(k: str) -> str:
+    return _PRETTY.get(k, k)
+
+
+def load_keymap() -> dict:
+    """User key overrides: LAUNCHTUI_KEYS='id=key;id=key' and/or keys.conf lines 'id = key'."""
+    km: dict[str, str] = {}
+    cfg = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "launchtui" / "keys.conf"
+    try:
+        for line in cfg.read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if "=" in line:
+                k, v = (x.strip() for x in line.split("=", 1))
+                km[k] = v
+    except OSError:
+        pass
+    env = os.environ.get("LAUNCHTUI_KEYS", "")
+    for part in env.split(";"):
+        if "=" in part:
+            k, v = (x.strip() for x in part.split("=", 1))
+            km[k] = v
+    return km

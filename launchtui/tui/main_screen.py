@@ -1,0 +1,604 @@
+"""The main view of a loaded trace: header, timeline, legend, details, stats, verdict slot, table, filter.
+
+`MainScreen` owns the view and its state (selection, device, names, NVTX occurrence, chosen kernel)
+and every key of it (`keys.MAIN_BINDINGS`); the App only loads the trace and exits. Layout, top to
+bottom:
+
+    #header     two lines: the file, producer, GPUs; the GPU-op window and what is selected
+    #timeline   NVTX, API, HW and queue rows on one time axis (1fr)
+    #legend     glyph legend (hidden on short terminals: `-short` breakpoint)
+    #details    what lies under the cursor, or the table row under the table cursor
+    #stats      totals of the selection
+    #verdict    **slot for the verdict panel** (issue 8): an empty container for now, height auto,
+                so a panel mounted into it takes its lines from the table, not from the timeline
+    #table      the small-and-frequent kernel table
+    #filter     the table's name filter (shown by /)
+
+Other views (compare, ranks) are screens beside this one; they reuse the widgets, not this class.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from launchtui.tui.export_flow import ExportFlow
+from launchtui.tui.keys import MAIN_BINDINGS
+from launchtui.tui.messages import CursorMoved, KernelChosen, TableReady, TableRowMoved
+from launchtui.tui.widgets.kernel_table import KernelTable
+from launchtui.tui.widgets.panel import TextPanel
+from launchtui.tui.widgets.timeline import LEGEND, Timeline
+
+CSS = """
+MainScreen { layout: vertical; }
+MainScreen #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
+MainScreen #details { height: 4; background: $boost; }
+MainScreen #stats { height: 1; color: $text-muted; }
+MainScreen #legend { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+MainScreen.-short #legend { display: none; }
+MainScreen #verdict { height: auto; }
+MainScreen #filter { dock: bottom; display: none; height: 3; }
+MainScreen #filter.visible { display: block; }
+MainScreen KernelTable { height: 30%; min-height: 4; max-height: 16; }
+"""
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+    return escape(text)
+
+
+class MainScreen(Screen):
+    """The view of one loaded trace (see the module docstring for its layout)."""
+
+    CSS = CSS
+    BINDINGS = MAIN_BINDINGS
+    # below 30 lines the legend gives its line to the timeline
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+
+    def __init__(self, loaded) -> None:
+        super().__init__()
+        self.loaded = loaded
+        self.names = "short"
+        self.device = loaded.device
+        self.sel_spec = ("args",)
+        self.selection = loaded.selection
+        self.sel_gen = 0
+        self.table_busy = False
+        self.nvtx_occ = None         # (text_id, occurrences array, position)
+        self.nvtx_all = False        # table over every occurrence of the name, not just the current one
+        self.context = ""            # last jump / event, shown in the details panel
+        self.stats: dict = {}
+        self.current_mark = None
+        self.instance_pos = -1
+        self.export = ExportFlow(self)
+
+    # ---- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        ld = self.loaded
+        yield Static("", id="header")
+        self.timeline = Timeline(ld.trace, ld.lanes, ld.marks, fit_window=ld.fit_window,
+                                 min_ns_per_col=ld.clock_ns, id="timeline")
+        yield self.timeline
+        yield Static(LEGEND, id="legend")
+        self.details = TextPanel(id="details")
+        yield self.details
+        self.stats_line = TextPanel(id="stats")
+        yield self.stats_line
+        yield Vertical(id="verdict")
+        self.table = KernelTable(id="table")
+        yield self.table
+        yield Input(placeholder="filter kernels by name (Enter keeps, Esc clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        ld = self.loaded
+        tr = ld.trace
+        tl = self.timeline
+        tl.device = self.device
+        tl.on_change = self.update_details
+        self.table.multi_device = len(ld.lanes.devices) > 1
+        tl.focus()
+        sel = ld.selection
+        if sel.t0 is not None and sel.t1 is not None and sel.ranges is None:
+            tl.sel_range = (sel.t0, sel.t1)
+            self.sel_spec = ("range", sel.t0, sel.t1, sel.label)
+        if ld.nvtx_hits is not None and len(ld.nvtx_hits):
+            self.sel_spec = ("args",)
+            self._zoom_to_range(int(ld.nvtx_hits[0]))
+        elif sel.t0 is not None and sel.t1 is not None:
+            tl.view.fit(sel.t0, sel.t1)
+        if tr.missing:
+            self.context = "missing: " + "; ".join(tr.missing)
+            for line in tr.missing:
+                self.notify(line, title="Not in this trace", severity="warning", timeout=8)
+        if not len(tr.ops):
+            self.table.empty_text = "(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+        self.update_header()
+        self.update_details()
+        self.refresh_selection()
+
+    # ---- header / details / stats ---------------------------------------------------------------
+    def origin(self):
+        return self.timeline.origin_ns if self.timeline.relative else None
+
+    def update_header(self) -> None:
+        from launchtui.analysis.lanes import fmt_duration
+        tr = self.loaded.trace
+        src = tr.source
+        w = tr.window()
+        win = f"{w[0] / 1e9:.6f}–{w[1] / 1e9:.6f} s ({fmt_duration(w[1] - w[0])})" if w else "no GPU ops"
+        devs = ", ".join(f"{d}: {n}" for d, n in sorted(tr.devices.items())) or "none"
+        shown = "all" if self.device is None else str(self.device)
+        ver = f" {src.version}" if src.version else ""
+        l1 = f" {Path(src.path).name} │ {src.producer}{ver} │ GPUs {devs}"
+        l2 = (f" GPU-op window {win} │ device shown: {shown} │ selected: {self._spec_label()} │ "
+              f"names: {self.names}")
+        self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
+
+    def _spec_label(self) -> str:
+        spec = self.sel_spec
+        if spec[0] == "range":
+            return spec[3]
+        if spec[0] == "nvtx":
+            return spec[2]
+        if spec[0] == "args":
+            return self.loaded.selection.label
+        return "whole trace"
+
+    def on_cursor_moved(self, m: CursorMoved) -> None:
+        self.update_details()
+
+    def update_details(self) -> None:
+        from launchtui.analysis import lanes
+        from launchtui.tui import details
+        tl = self.timeline
+        tr = self.loaded.trace
+        trow = self.table.selected_row() if self.focused is self.table else None
+        if trow is not None:
+            label = self.selection.label if self.selection is not None else "whole trace"
+            head = f"table row {self.table.cursor + 1}/{len(self.table.order)}"
+            if self.context:
+                head += f" │ {self.context}"
+            self.details.set_lines([head] + details.describe_row(trow, label))
+            return
+        row = tl.current_row
+        t0, t1 = tl.cursor_cell()
+        origin = self.origin()
+        if row.kind == "hw":
+            k = lanes.op_at(row.lane, t0, t1)
+            lines = details.describe_op(tr, k, origin) if k >= 0 else details.describe_idle(tr, row.lane, t0, origin)
+        elif row.kind == "api":
+            a = lanes.api_at(row.lane, t0, t1)
+            lines = details.describe_api(tr, a, row.lane, origin) if a >= 0 else \
+                [f"no launch call on thread {details.thread_label(tr, row.lane.thread)} at the cursor", "", ""]
+        elif row.kind == "queue":
+            lines = details.describe_queue(tr, row.lane, t0, t1, self.loaded.marks, origin, tl.threshold)
+        elif row.kind == "nvtx":
+            r = lanes.range_at(row.lane, t0, t1)
+            lines = details.describe_range(tr, r, origin) if r >= 0 else ["no range at the cursor on this row", "", ""]
+        else:
+            lines = [row.label, "", ""]
+        head = f"cursor {details.fmt_time(t0, origin)} │ {lanes.fmt_duration(tl.view.ns_per_col)}/col"
+        if self.context:
+            head += f" │ {self.context}"
+        self.details.set_lines([head] + lines[:3])
+
+    def update_stats(self) -> None:
+        from launchtui.analysis.lanes import fmt_duration
+        s = self.stats
+        if not s:
+            self.stats_line.set_lines([])
+            return
+        label = self.selection.label if self.selection else "whole trace"
+        q = ""
+        if s.get("queue_peak_stream"):
+            d, st = s["queue_peak_stream"]
+            q = f" │ queue peak {s['queue_peak']} (GPU {d} s{st})"
+            if s.get("time_above_ns"):
+                q += f", ≥{self.timeline.threshold} for {fmt_duration(s['time_above_ns'])}"
+        t = self.table
+        filt = f" │ filter '{t.filter_text}'" if t.filter_text else ""
+        nccl = " │ NCCL hidden" if t.hide_nccl else ""
+        self.stats_line.set_lines([
+            f" Small & frequent (≥100 launches, <10 µs) in {label}: {len(t.order)} rows │ {s['launches']:,} "
+            f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {len(self.visible_marks())} backpressure marks"
+            f"{filt}{nccl}"])
+
+    # ---- selection & table ------------------------------------------------------------------------
+    def build_selection(self, spec, device):
+        from launchtui.analysis.select import WHOLE, Selection, range_selection
+        devs = None if device is None else (device,)
+        tr = self.loaded.trace
+        if spec[0] == "args":
+            return self.loaded.selection.with_devices(devs) if device is not None or \
+                self.loaded.selection.devices is not None else self.loaded.selection
+        if spec[0] == "range":
+            return Selection(spec[1], spec[2], devs, None, spec[3])
+        if spec[0] == "nvtx":
+            try:
+                return range_selection(tr, spec[1], spec[2], WHOLE.with_devices(devs))
+            except Exception:
+                return Selection(None, None, devs, tuple(spec[1]), spec[2])
+        return WHOLE.with_devices(devs)
+
+    def refresh_selection(self) -> None:
+        """The selection spec changed: rebuild the Selection, table and stats in a worker (they are
+        O(N) over the trace; the timeline keeps repainting meanwhile)."""
+        self.sel_gen += 1
+        self.table_busy = True
+        self.update_header()
+        gen, spec, device, names = self.sel_gen, self.sel_spec, self.device, self.names
+        self.run_worker(lambda: self._compute_table(gen, spec, device, names), thread=True,
+                        exclusive=True, group="table")
+
+    def _compute_table(self, gen: int, spec, device, names: str) -> None:
+        from launchtui.tui.loader import selection_stats, table_rows
+        tr = self.loaded.trace
+        sel = self.build_selection(spec, device)
+        rows = table_rows(tr, sel, names)
+        stats = selection_stats(tr, sel)
+        self.post_message(TableReady(gen, rows, stats, sel))
+
+    def on_table_ready(self, m: TableReady) -> None:
+        if m.gen != self.sel_gen:
+            return
+        self.selection = m.selection
+        self.update_header()
+        self.stats = m.stats
+        if not m.rows:
+            self.table.empty_text = self._empty_table_text()
+        self.table.set_rows(m.rows)
+        self.update_stats()
+        self.table_busy = False
+
+    def _empty_table_text(self) -> str:
+        tr = self.loaded.trace
+        base = "(No small-and-frequent kernel launch data found"
+        if not len(tr.ops):
+            return base + ": the trace has no GPU ops)"
+        if self.sel_spec[0] == "nvtx" and self.nvtx_occ is not None and not self.nvtx_all \
+                and len(self.nvtx_occ[1]) > 1:
+            return base + f" in this occurrence: no kernel reaches 100 launches; press a to pool all " \
+                          f"{len(self.nvtx_occ[1])} occurrences)"
+        if self.sel_spec[0] != "whole" and self.selection is not None and self.selection.t0 is not None:
+            return base + " in this selection; Esc widens it)"
+        return base + ")"
+
+    def on_table_row_moved(self, m: TableRowMoved) -> None:
+        if self.focused is self.table:
+            self.update_details()
+
+    def on_descendant_focus(self, event) -> None:
+        self.update_details()
+
+    def sort_table(self, key) -> None:
+        self.table.sort_by(key)
+
+    # ---- timeline navigation -------------------------------------------------------------------
+    def _changed(self) -> None:
+        """The view state changed: repaint the timeline and the details panel in the same frame."""
+        self.timeline.refresh()
+        self.update_details()
+
+    def action_pan(self, cols: int) -> None:
+        self.timeline.pan(cols)
+
+    def action_page(self, direction: int) -> None:
+        self.timeline.page(direction)
+
+    def action_zoom(self, factor: float) -> None:
+        v = self.timeline.view
+        before = v.ns_per_col
+        self.timeline.zoom(factor)
+        if factor < 1 and v.ns_per_col == before:
+            from launchtui.analysis.lanes import fmt_duration
+            self.notify(f"Zoomed in as far as this trace's clock resolves ({fmt_duration(v.min_ns_per_col)}).")
+
+    def action_fit(self) -> None:
+        self.timeline.fit()
+
+    def action_goto_start(self) -> None:
+        self.timeline.goto(self.timeline.extent[0])
+
+    def action_goto_end(self) -> None:
+        self.timeline.goto(self.timeline.extent[1])
+
+    def jump(self, t: int, context: str | None = None) -> None:
+        if context is not None:
+            self.context = context
+        self.timeline.goto(t)
+
+    # ---- NVTX --------------------------------------------------------------------------------------
+    def nvtx_names(self) -> list:
+        return self.loaded.nvtx_summary()
+
+    def action_nvtx_picker(self) -> None:
+        entries = self.nvtx_names()
+        if not entries:
+            self.notify("This trace has no NVTX ranges (or user annotations).", severity="warning")
+            return
+        from launchtui.analysis.lanes import fmt_duration
+        from launchtui.tui.screens import NvtxPicker
+
+        def done(entry) -> None:
+            if entry is not None:
+                self.jump_to_range_name(entry)
+        self.app.push_screen(NvtxPicker(entries, fmt_duration), done)
+
+    def jump_to_range_name(self, entry) -> None:
+        from launchtui.analysis import nvtx
+        occ = nvtx.occurrences(self.loaded.trace, entry.text_id)
+        if not len(occ):
+            return
+        self.nvtx_occ = (entry.text_id, occ, 0)
+        self._select_occurrence()
+
+    def _select_occurrence(self) -> None:
+        from launchtui.analysis import nvtx
+        text_id, occ, pos = self.nvtx_occ
+        r = int(occ[pos])
+        name = nvtx.range_name(self.loaded.trace, r)
+        if self.nvtx_all:
+            label = f"{name} (all {len(occ)})"
+            spec = ("nvtx", [int(x) for x in occ.tolist()], label)
+            what = f"table pools all {len(occ)} occurrences (a: this one only)"
+        else:
+            label = f"{name} ({pos + 1}/{len(occ)})"
+            spec = ("nvtx", [r], label)
+            what = "table restricted to its launches" + (" (a: pool all occurrences)" if len(occ) > 1 else "")
+        self.timeline.sel_range = None
+        self.timeline.pending_mark = None
+        self.context = f"range {name} {pos + 1}/{len(occ)}: {what}; [ / ] step, Esc clears"
+        self._zoom_to_range(r)
+        if spec != self.sel_spec:
+            self.sel_spec = spec
+            self.refresh_selection()
+        self._changed()
+
+    def action_all_occurrences(self) -> None:
+        if self.nvtx_occ is None:
+            self.notify("Pick a range first: o (names) or O (optimizer); a then pools its occurrences.")
+            return
+        self.nvtx_all = not self.nvtx_all
+        self._select_occurrence()
+
+    def _zoom_to_range(self, r: int) -> None:
+        rg = self.loaded.trace.ranges
+        s, e = int(rg.start[r]), int(rg.end[r])
+        tl = self.timeline
+        tl.view.fit(s, e, margin=0.05)
+        # put the cursor inside the range, on the NVTX row of its thread if shown
+        tl.view.goto(s + (e - s) // 2)
+        for i, row in enumerate(tl.rows):
+            if row.kind == "nvtx" and row.lane.thread == int(rg.thread[r]) and row.lane.depth == int(rg.depth[r]):
+                tl.select_row(i)
+                break
+
+    def action_occurrence(self, step: int) -> None:
+        if self.nvtx_occ is None:
+            self.notify("Pick a range first: o (names) or O (optimizer); [ / ] then step through its "
+                        "occurrences.")
+            return
+        text_id, occ, pos = self.nvtx_occ
+        self.nvtx_occ = (text_id, occ, (pos + step) % len(occ))
+        self._select_occurrence()
+
+    def action_optimizer(self) -> None:
+        from launchtui.analysis import nvtx
+        tr = self.loaded.trace
+        r, note = self.loaded.optimizer
+        if r < 0:
+            what = "no NVTX ranges at all" if not len(tr.ranges) else f"{len(self.nvtx_names())} range names"
+            self.notify(f"No optimizer phase: no range name contains 'optim' ({what}).", severity="warning")
+            self.context = "no optimizer range (no range name contains 'optim')"
+            self.update_details()
+            return
+        text_id = int(tr.ranges.text[r])
+        occ = nvtx.occurrences(tr, text_id)
+        pos = int((occ == r).nonzero()[0][0]) if (occ == r).any() else 0
+        self.nvtx_occ = (text_id, occ, pos)
+        self._select_occurrence()
+        if note:
+            self.context += note
+            self.update_details()
+
+    # ---- backpressure ------------------------------------------------------------------------------
+    def visible_marks(self) -> list:
+        return [e for e in self.loaded.marks if self.device is None or e.device == self.device]
+
+    def action_mark(self, step: int) -> None:
+        import bisect
+
+        from launchtui.tui import details
+        marks = self.visible_marks()
+        if not marks:
+            self.notify("No backpressure: no stream reached the threshold and no launch spiked.",
+                        severity="information")
+            self.context = "no backpressure episodes or launch spikes"
+            self.update_details()
+            return
+        tl = self.timeline
+        cur = int(tl.view.cursor)
+        # the next mark at least one column away: zoomed out, one press skips the spikes that share
+        # a cell (an episode holds hundreds); zoomed in, every spike is a stop
+        col = max(1, int(tl.view.ns_per_col))
+        starts = [e.start for e in marks]
+        if step > 0:
+            i = bisect.bisect_left(starts, cur + col)
+            if i >= len(marks):
+                i = 0
+        else:
+            i = bisect.bisect_right(starts, cur - col) - 1
+            if i < 0:
+                i = len(marks) - 1
+        e = marks[i]
+        if e.kind == "queue":
+            j = tl.row_index("queue", e.device, ("queue", e.device, e.stream))
+        else:
+            th = int(self.loaded.trace.api.thread[e.worst_api]) if e.worst_api >= 0 else -1
+            j = tl.row_index("api", e.device, ("api", e.device, th))
+            if j < 0:   # a spike whose op is not in the trace: the thread's API row on any device
+                j = next((i for i, r in enumerate(tl.rows) if r.kind == "api" and r.lane.thread == th), -1)
+        self.current_mark = e
+        self.context = details.describe_mark(self.loaded.trace, e, i + 1, len(marks), self.origin())
+        if j >= 0:
+            tl.select_row(j)
+        self.jump(e.start)
+
+    # ---- kernel instances ---------------------------------------------------------------------------
+    def on_kernel_chosen(self, m: KernelChosen) -> None:
+        import numpy as np
+
+        from launchtui.analysis import lanes
+        from launchtui.analysis.launches import launched_kernels, name_ids
+        tr = self.loaded.trace
+        r = m.row
+        nid = tr.strings.lookup(r["kernel_name"])
+        # the kernels this row counts: launched inside the current selection (so n / N step through
+        # exactly `launch_count` instances)
+        ids = name_ids(tr, self.names)
+        counted = np.full(len(ids), -1, ids.dtype)
+        sel = self.selection
+        k = launched_kernels(tr, sel) if sel is not None else launched_kernels(tr)
+        counted[k] = ids[k]
+        inst = lanes.kernel_instances(tr, counted, nid, r["device_id"])
+        self.timeline.highlight = inst
+        if not len(inst):
+            self.notify(f"No instances of {r['kernel_name']} on the timeline.")
+            return
+        self._goto_instance(0)
+
+    def _goto_instance(self, i: int) -> None:
+        tl = self.timeline
+        inst = tl.highlight
+        k = int(inst.ops[i])
+        ops = self.loaded.trace.ops
+        j = tl.row_index("hw", int(ops.device[k]), ("hw", int(ops.device[k]), int(ops.stream[k])))
+        name = self.loaded.trace.strings[int(ops.name[k])]
+        self.instance_pos = i
+        self.context = f"{name}: instance {i + 1}/{len(inst)} in {self._spec_label()} (n / N step)"
+        if j >= 0:
+            tl.select_row(j)
+        self.jump(int(ops.start[k]))
+
+    def action_instance(self, step: int) -> None:
+        inst = self.timeline.highlight
+        if inst is None or not len(inst):
+            self.notify("Choose a kernel first: Tab to the table, then Enter on a row; n / N step through "
+                        "its launches.")
+            return
+        cur = int(self.timeline.view.cursor)
+        if step > 0:
+            i = inst.next_after(cur)
+            i = 0 if i < 0 else i
+        else:
+            i = inst.prev_before(cur)
+            i = len(inst) - 1 if i < 0 else i
+        self._goto_instance(i)
+
+    # ---- range & export ----------------------------------------------------------------------------
+    def action_mark_range(self) -> None:
+        from launchtui.analysis.lanes import fmt_duration
+        tl = self.timeline
+        t = int(tl.view.cursor)
+        if tl.pending_mark is None:
+            tl.pending_mark = t
+            tl.sel_range = None
+            self.context = "range start marked; move and press v again for the end (Esc clears)"
+            self._changed()
+            return
+        a, b = sorted((tl.pending_mark, t))
+        if b == a:
+            b = a + max(1, int(tl.view.ns_per_col))
+        tl.pending_mark = None
+        tl.sel_range = (a, b)
+        self.sel_spec = ("range", a, b, f"{a / 1e9:.6f}–{b / 1e9:.6f} s")
+        self.nvtx_occ = None
+        self.context = f"range {fmt_duration(b - a)} selected: table restricted to it; e exports, Esc clears"
+        self.refresh_selection()
+        self._changed()
+
+    def action_clear(self) -> None:
+        tl = self.timeline
+        if self.query_one("#filter", Input).has_class("visible"):
+            self._close_filter(clear=True)
+            return
+        if tl.pending_mark is not None or tl.sel_range is not None:
+            tl.pending_mark = None
+            tl.sel_range = None
+            if self.sel_spec[0] == "range":
+                self.sel_spec = ("whole",)
+                self.refresh_selection()
+            self.context = "range cleared"
+        elif tl.highlight is not None:
+            tl.highlight = None
+            self.context = "highlight cleared"
+        elif self.sel_spec[0] != "whole":
+            self.sel_spec = ("whole",)
+            self.nvtx_occ = None
+            self.context = "selection cleared: whole trace"
+            self.refresh_selection()
+        self._changed()
+
+    def action_export(self) -> None:
+        self.export.start()
+
+    # ---- modes ------------------------------------------------------------------------------------
+    def action_cycle_device(self) -> None:
+        devs = [None] + list(self.loaded.lanes.devices)
+        i = devs.index(self.device) if self.device in devs else 0
+        self.device = devs[(i + 1) % len(devs)]
+        self.timeline.device = self.device
+        self.context = "showing all devices" if self.device is None else f"showing GPU {self.device}"
+        self.refresh_selection()
+        self._changed()
+
+    def action_toggle_time(self) -> None:
+        self.timeline.relative = not self.timeline.relative
+        self.context = "relative time (from the first kernel)" if self.timeline.relative else "absolute time"
+        self._changed()
+
+    def action_toggle_names(self) -> None:
+        self.names = "full" if self.names == "short" else "short"
+        self.timeline.highlight = None
+        self.context = ("distinguishing kernel names (elementwise_kernel<AddcmulFunctor>)" if self.names == "full"
+                        else "short kernel names (Nsight-compatible)")
+        self.refresh_selection()
+        self._changed()
+
+    def action_toggle_nccl(self) -> None:
+        self.table.toggle_nccl()
+        self.update_stats()
+
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.add_class("visible")
+        inp.value = self.table.filter_text
+        inp.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.table.filter_text = event.value
+            self.update_stats()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self._close_filter(clear=False)
+
+    def _close_filter(self, clear: bool) -> None:
+        inp = self.query_one("#filter", Input)
+        if clear:
+            inp.value = ""
+            self.table.filter_text = ""
+        inp.remove_class("visible")
+        self.table.focus()
+        self.update_stats()
+
+    def action_info(self) -> None:
+        from launchtui.analysis.info import render_info, trace_info
+        from launchtui.tui.screens import InfoScreen
+        self.app.push_screen(InfoScreen(render_info(trace_info(self.loaded.trace))))
