@@ -8,7 +8,7 @@ import pytest
 
 from conftest import sample
 from fixtures import stacks_synth
-from launchtui.analysis.sources import (RECORD_HINT, SourceFilter, launch_sites, launch_stack, site_label,
+from launchtui.analysis.sources import (NO_USER_HINT, RECORD_HINT, SourceFilter, launch_sites, launch_stack, site_label,
                                         source_table)
 from launchtui.cli import main
 from launchtui.trace.load import read_trace
@@ -67,6 +67,10 @@ def test_source_filter_moves_the_site(tmp_path):
     assert "torch/optim/adam.py:340 _single_tensor_adam" in got.values()
     with pytest.raises(ValueError):
         SourceFilter.parse("model.py")
+    # everything library: stacks but no site, and the table says why
+    doc = source_table(trace, flt=SourceFilter.parse("-.py"))
+    assert doc["coverage"]["attributed"] == 0 and doc["coverage"]["with_stack"] == 16
+    assert doc["hint"] == NO_USER_HINT
 
 
 def test_whole_stack_kept(tmp_path):

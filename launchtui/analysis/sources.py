@@ -17,6 +17,8 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import STACK_BACKWARD, Trace
 from launchtui.trace.stacks import stack_frames
 
+NO_USER_HINT = ("the stacks hold no user frame under the rule of definitions.md §S2 (every frame is library "
+                "code); --source-filter +TEXT marks files containing TEXT as user code")
 RECORD_HINT = ("no call stacks in this trace: record them with torch.profiler.profile(with_stack=True), "
                "or nsys profile --python-backtrace=cuda --cudabacktrace=all")
 TOP_KERNELS = 3
@@ -147,6 +149,8 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
            "hint": RECORD_HINT if not len(trace.stacks) else ""}
     m = site >= 0
     if not m.any():
+        if cover["with_stack"]:
+            doc["hint"] = NO_USER_HINT
         return doc
     frame_of = trace.stacks.frame[site[m]]
     keys, inv = dense_groups(frame_of)
