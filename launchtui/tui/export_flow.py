@@ -28,13 +28,11 @@ class ExportFlow:
 
     def selection(self):
         """(selection, a_s, b_s): the same Selection `launchtui export --trim a_s b_s` builds."""
-        from launchtui.analysis.select import device_selection, trim_selection
+        from launchtui.analysis.select import SelectionSpec, build_selection
         t0, t1 = self.window()
         a_s, b_s = t0 / 1e9, t1 / 1e9
-        tr = self.screen.loaded.trace
-        device = self.screen.device
-        base = device_selection(tr, "all" if device is None else device)
-        return trim_selection(tr, a_s, b_s, base), a_s, b_s
+        spec = SelectionSpec(device=self.screen.device, trim_s=(a_s, b_s))
+        return build_selection(self.screen.loaded.trace, spec), a_s, b_s
 
     def command(self, a_s: float, b_s: float, out: str) -> str:
         scr = self.screen

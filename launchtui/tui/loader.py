@@ -24,6 +24,7 @@ class Loaded:
     timings: dict = field(default_factory=dict)
     fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
+    spec: object = None             # the SelectionSpec the command line asked for
     _nvtx_summary: list | None = None
 
     def nvtx_summary(self) -> list:
@@ -58,7 +59,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     from launchtui.analysis import nvtx
     from launchtui.analysis.backpressure import timeline_marks
     from launchtui.analysis.lanes import build_lanes, set_spike_threshold
-    from launchtui.analysis.select import selection_from_args
+    from launchtui.analysis.select import SelectionSpec, build_selection
     from launchtui.trace.load import open_trace
 
     progress = progress or (lambda stage, rows: None)
@@ -67,7 +68,8 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     if trace is None:
         trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
     t["open"] = time.perf_counter() - t0
-    sel = selection_from_args(trace, args)
+    spec = SelectionSpec.from_args(args, trace.source.path)
+    sel = build_selection(trace, spec)
     progress("building timeline lanes", len(trace.ops))
     t1 = time.perf_counter()
     lanes = build_lanes(trace)
@@ -85,7 +87,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
     return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t,
-                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace))
+                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec)
 
 
 def gpu_activity_window(trace) -> tuple[int, int] | None:

@@ -18,6 +18,7 @@ Other views (compare, ranks) are screens beside this one; they reuse the widgets
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from textual.app import ComposeResult
@@ -25,6 +26,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
 from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.messages import CursorMoved, KernelChosen, TableReady, TableRowMoved
@@ -63,8 +65,7 @@ class MainScreen(Screen):
         super().__init__()
         self.loaded = loaded
         self.names = "short"
-        self.device = loaded.device
-        self.sel_spec = ("args",)
+        self.spec: SelectionSpec = loaded.spec or SelectionSpec(device=loaded.device)
         self.selection = loaded.selection
         self.sel_gen = 0
         self.table_busy = False
@@ -75,6 +76,14 @@ class MainScreen(Screen):
         self.current_mark = None
         self.instance_pos = -1
         self.export = ExportFlow(self)
+
+    @property
+    def device(self) -> int | None:
+        """The device shown (None: all); part of the selection spec."""
+        return self.spec.device
+
+    def _whole(self) -> SelectionSpec:
+        return SelectionSpec(device=self.device)
 
     # ---- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -105,9 +114,7 @@ class MainScreen(Screen):
         sel = ld.selection
         if sel.t0 is not None and sel.t1 is not None and sel.ranges is None:
             tl.sel_range = (sel.t0, sel.t1)
-            self.sel_spec = ("range", sel.t0, sel.t1, sel.label)
         if ld.nvtx_hits is not None and len(ld.nvtx_hits):
-            self.sel_spec = ("args",)
             self._zoom_to_range(int(ld.nvtx_hits[0]))
         elif sel.t0 is not None and sel.t1 is not None:
             tl.view.fit(sel.t0, sel.t1)
@@ -140,13 +147,10 @@ class MainScreen(Screen):
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
 
     def _spec_label(self) -> str:
-        spec = self.sel_spec
-        if spec[0] == "range":
-            return spec[3]
-        if spec[0] == "nvtx":
-            return spec[2]
-        if spec[0] == "args":
-            return self.loaded.selection.label
+        if self.spec.label:
+            return self.spec.label
+        if self.selection is not None:
+            return self.selection.label
         return "whole trace"
 
     def on_cursor_moved(self, m: CursorMoved) -> None:
@@ -209,36 +213,21 @@ class MainScreen(Screen):
             f"{filt}{nccl}"])
 
     # ---- selection & table ------------------------------------------------------------------------
-    def build_selection(self, spec, device):
-        from launchtui.analysis.select import WHOLE, Selection, range_selection
-        devs = None if device is None else (device,)
-        tr = self.loaded.trace
-        if spec[0] == "args":
-            return self.loaded.selection.with_devices(devs) if device is not None or \
-                self.loaded.selection.devices is not None else self.loaded.selection
-        if spec[0] == "range":
-            return Selection(spec[1], spec[2], devs, None, spec[3])
-        if spec[0] == "nvtx":
-            try:
-                return range_selection(tr, spec[1], spec[2], WHOLE.with_devices(devs))
-            except Exception:
-                return Selection(None, None, devs, tuple(spec[1]), spec[2])
-        return WHOLE.with_devices(devs)
-
     def refresh_selection(self) -> None:
         """The selection spec changed: rebuild the Selection, table and stats in a worker (they are
         O(N) over the trace; the timeline keeps repainting meanwhile)."""
         self.sel_gen += 1
         self.table_busy = True
         self.update_header()
-        gen, spec, device, names = self.sel_gen, self.sel_spec, self.device, self.names
-        self.run_worker(lambda: self._compute_table(gen, spec, device, names), thread=True,
+        gen, spec, names = self.sel_gen, self.spec, self.names
+        self.run_worker(lambda: self._compute_table(gen, spec, names), thread=True,
                         exclusive=True, group="table")
 
-    def _compute_table(self, gen: int, spec, device, names: str) -> None:
+    def _compute_table(self, gen: int, spec: SelectionSpec, names: str) -> None:
+        from launchtui.analysis.select import build_selection
         from launchtui.tui.loader import selection_stats, table_rows
         tr = self.loaded.trace
-        sel = self.build_selection(spec, device)
+        sel = build_selection(tr, spec)
         rows = table_rows(tr, sel, names)
         stats = selection_stats(tr, sel)
         self.post_message(TableReady(gen, rows, stats, sel))
@@ -260,11 +249,11 @@ class MainScreen(Screen):
         base = "(No small-and-frequent kernel launch data found"
         if not len(tr.ops):
             return base + ": the trace has no GPU ops)"
-        if self.sel_spec[0] == "nvtx" and self.nvtx_occ is not None and not self.nvtx_all \
+        if self.spec.ranges is not None and self.nvtx_occ is not None and not self.nvtx_all \
                 and len(self.nvtx_occ[1]) > 1:
             return base + f" in this occurrence: no kernel reaches 100 launches; press a to pool all " \
                           f"{len(self.nvtx_occ[1])} occurrences)"
-        if self.sel_spec[0] != "whole" and self.selection is not None and self.selection.t0 is not None:
+        if self.spec != self._whole() and self.selection is not None and self.selection.t0 is not None:
             return base + " in this selection; Esc widens it)"
         return base + ")"
 
@@ -344,18 +333,18 @@ class MainScreen(Screen):
         name = nvtx.range_name(self.loaded.trace, r)
         if self.nvtx_all:
             label = f"{name} (all {len(occ)})"
-            spec = ("nvtx", [int(x) for x in occ.tolist()], label)
+            spec = SelectionSpec(device=self.device, ranges=tuple(int(x) for x in occ.tolist()), label=label)
             what = f"table pools all {len(occ)} occurrences (a: this one only)"
         else:
             label = f"{name} ({pos + 1}/{len(occ)})"
-            spec = ("nvtx", [r], label)
+            spec = SelectionSpec(device=self.device, ranges=(r,), label=label)
             what = "table restricted to its launches" + (" (a: pool all occurrences)" if len(occ) > 1 else "")
         self.timeline.sel_range = None
         self.timeline.pending_mark = None
         self.context = f"range {name} {pos + 1}/{len(occ)}: {what}; [ / ] step, Esc clears"
         self._zoom_to_range(r)
-        if spec != self.sel_spec:
-            self.sel_spec = spec
+        if spec != self.spec:
+            self.spec = spec
             self.refresh_selection()
         self._changed()
 
@@ -516,7 +505,7 @@ class MainScreen(Screen):
             b = a + max(1, int(tl.view.ns_per_col))
         tl.pending_mark = None
         tl.sel_range = (a, b)
-        self.sel_spec = ("range", a, b, f"{a / 1e9:.6f}–{b / 1e9:.6f} s")
+        self.spec = SelectionSpec(device=self.device, window_ns=(a, b), label=f"{a / 1e9:.6f}–{b / 1e9:.6f} s")
         self.nvtx_occ = None
         self.context = f"range {fmt_duration(b - a)} selected: table restricted to it; e exports, Esc clears"
         self.refresh_selection()
@@ -530,15 +519,15 @@ class MainScreen(Screen):
         if tl.pending_mark is not None or tl.sel_range is not None:
             tl.pending_mark = None
             tl.sel_range = None
-            if self.sel_spec[0] == "range":
-                self.sel_spec = ("whole",)
+            if self.spec.window_ns is not None or self.spec.trim_s is not None:
+                self.spec = self._whole()
                 self.refresh_selection()
             self.context = "range cleared"
         elif tl.highlight is not None:
             tl.highlight = None
             self.context = "highlight cleared"
-        elif self.sel_spec[0] != "whole":
-            self.sel_spec = ("whole",)
+        elif self.spec != self._whole():
+            self.spec = self._whole()
             self.nvtx_occ = None
             self.context = "selection cleared: whole trace"
             self.refresh_selection()
@@ -551,7 +540,7 @@ class MainScreen(Screen):
     def action_cycle_device(self) -> None:
         devs = [None] + list(self.loaded.lanes.devices)
         i = devs.index(self.device) if self.device in devs else 0
-        self.device = devs[(i + 1) % len(devs)]
+        self.spec = replace(self.spec, device=devs[(i + 1) % len(devs)])
         self.timeline.device = self.device
         self.context = "showing all devices" if self.device is None else f"showing GPU {self.device}"
         self.refresh_selection()
