@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 
 SCHEMA = "launchtui-diff/1"
-LAUNCH_BOUND_SHARE = 0.10   # the seed rule: launch overhead above 10 % of the iteration
+LAUNCH_BOUND_SHARE = 0.10
+WHOLE_SOURCES = ("none", "whole window")   # the record's source when no iteration marks were found   # the seed rule: launch overhead above 10 % of the iteration
 
 # gate name -> (label, unit, where in the record)
 METRICS = {
@@ -198,6 +199,7 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
     what = _what_changed(ln, ex)
     d_it = it["delta"]
     one = min(cnt_b, cnt_a) <= 1
+    whole = any((x["record"].get("iterations") or {}).get("source") in WHOLE_SOURCES for x in (side_b, side_a))
     if d_it is None:
         out.update(status="unknown", line=f"{classes + ': ' if classes else ''}the fix {what}; iteration time "
                                           "not available")
@@ -211,7 +213,9 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
     if tail:
         line = f"{classes + ': ' if classes else ''}the fix {what}; {tail}" if status == "improved" else \
             f"regression{' (' + classes + ')' if classes else ''}: the change {what}; {tail}"
-        if one:
+        if whole:
+            line += " (no iteration marks: whole capture windows compared, so time includes whatever else ran)"
+        elif one:
             line += " (one iteration per run: no spread to judge noise by)"
     else:
         why = _no_improvement_reason(side_b, ln, streams)
@@ -265,7 +269,8 @@ def build_diff(before: dict, after: dict) -> dict:
 
     def head(s):
         rec = s["record"]
-        return {"source": s["source"], "iterations": rec.get("iterations"),
+        return {"source": s["source"], "iterations": rec.get("iterations"), "device_id": rec.get("device_id"),
+                "devices": rec.get("devices"),
                 "launch_class": launch_class(rec), "provisional_record": bool(rec.get("provisional"))}
 
     return {"schema": SCHEMA, "before": head(before), "after": head(after), "per_iteration": per,

@@ -1,17 +1,25 @@
 """The two sides of a diff from loaded traces: case record + per-iteration tables + source facts."""
 from __future__ import annotations
 
+import numpy as np
+
 from launchtui.analysis.diff import build_diff, side
 from launchtui.analysis.iteration_tables import iteration_tables
 from launchtui.trace.model import Trace
 
 
+def record_of(trace: Trace, iter_name: str | None = None) -> dict:
+    from launchtui.analysis.provisional_record import provisional_record
+    return provisional_record(trace, iter_name)
+
+
 def diff_side(trace: Trace, iter_name: str | None = None) -> dict:
-    from launchtui.analysis.provisional_record import iterations, provisional_record
-    _, spans, defining = iterations(trace, iter_name)
-    record = provisional_record(trace, iter_name)
+    """The record, and the kernel/phase tables over the same iterations and primary device."""
+    record = record_of(trace, iter_name)
+    it = record.get("iterations") or {}
+    spans = np.stack([np.asarray(it.get("starts_ns", []), np.int64), np.asarray(it.get("ends_ns", []), np.int64)], 1)
     src = trace.source
-    return side(record, iteration_tables(trace, spans, defining),
+    return side(record, iteration_tables(trace, spans, record.get("device_id")),
                 {"path": src.path, "format": src.format, "producer": src.producer, "version": src.version})
 
 

@@ -41,7 +41,10 @@ def _side_line(label: str, h: dict) -> str:
     med = it.get("median_ns")
     spread = (f", {it['min_ns'] / 1e6:.3f}–{it['max_ns'] / 1e6:.3f} ms"
               if it.get("count", 0) > 1 and it.get("min_ns") is not None else "")
-    return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {it.get('count', 0)} iteration(s) "
+    devs = h.get("devices") or []
+    dev = (f"device {h['device_id']}" + (f" (of {', '.join(map(str, devs))})" if len(devs) > 1 else "") + "; "
+           if h.get("device_id") is not None else "")
+    return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {dev}{it.get('count', 0)} iteration(s) "
             f"from {it.get('source', '?')}, median {med / 1e6:.3f} ms{spread}" if med is not None else
             f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); no iterations")
 

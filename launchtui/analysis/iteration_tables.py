@@ -47,19 +47,19 @@ def in_spans(t: np.ndarray, spans: np.ndarray) -> np.ndarray:
     return (pos >= 0) & (t < spans[np.maximum(pos, 0), 1])
 
 
-def op_phases(trace: Trace, spans: np.ndarray, exclude=()) -> np.ndarray:
+def op_phases(trace: Trace, spans: np.ndarray) -> np.ndarray:
     """Per GPU op: the outermost push/pop range inside an iteration span that encloses its launch
-    call on the same thread (index into trace.ranges; -1: none). `exclude` are the iteration
-    ranges themselves."""
+    call on the same thread (index into trace.ranges; -1: none). A range that is the span itself
+    (the iteration's own range) is not a phase."""
     ops, api, rg = trace.ops, trace.api, trace.ranges
     out = np.full(len(ops), -1, np.int64)
     spans = merge_spans(spans)
     if not len(rg) or not len(spans):
         return out
-    cand = rg.kind == RANGE_PUSHPOP
-    cand[np.asarray(exclude, np.int64)] = False
     pos = np.searchsorted(spans[:, 0], rg.start, side="right") - 1
-    cand &= (pos >= 0) & (rg.end <= spans[np.maximum(pos, 0), 1])
+    sp = spans[np.maximum(pos, 0)]
+    cand = (rg.kind == RANGE_PUSHPOP) & (pos >= 0) & (rg.end <= sp[:, 1])
+    cand &= ~((rg.start == sp[:, 0]) & (rg.end == sp[:, 1]))
     c = np.nonzero(cand)[0]
     if not len(c):
         return out
@@ -150,22 +150,25 @@ def stream_order(trace: Trace, spans: np.ndarray | None = None) -> list[dict]:
     return rows
 
 
-def iteration_tables(trace: Trace, spans, exclude_ranges=()) -> dict:
-    """Kernels and phases per iteration, graph launches per iteration, and the stream order."""
+def iteration_tables(trace: Trace, spans, device: int | None = None) -> dict:
+    """Kernels and phases per iteration on `device` (all devices when None), graph launches per
+    iteration, and the order of the streams that run ops inside the iterations."""
     spans = np.asarray(spans, np.int64).reshape(-1, 2)
     n_iter = max(len(spans), 1)
     merged = merge_spans(spans)
     ops, api = trace.ops, trace.api
     m = (ops.kind == OP_KERNEL) & (ops.api >= 0)
+    if device is not None:
+        m &= ops.device == device
     k = np.nonzero(m)[0]
     kinds = api.kind[ops.api[k]]
     k = k[((kinds == API_LAUNCH) | (kinds == API_GRAPH_LAUNCH)) & in_spans(api.start[ops.api[k]], merged)]
     graph = api.kind[ops.api[k]] == API_GRAPH_LAUNCH
-    ph = op_phases(trace, merged, exclude_ranges)
-    gl = (api.kind == API_GRAPH_LAUNCH) & in_spans(api.start, merged)
+    ph = op_phases(trace, merged)
+    gl = np.unique(ops.api[k[graph]])
     return {
         "kernels": _kernel_rows(trace, k, graph, n_iter),
         "phases": _phase_rows(trace, k, graph, ph, n_iter),
-        "graph_launches_per_iteration": float(gl.sum()) / n_iter,
+        "graph_launches_per_iteration": float(len(gl)) / n_iter,
         "streams": stream_order(trace, merged),
     }
