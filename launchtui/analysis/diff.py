@@ -1,4 +1,4 @@
-"""Before/after comparison of two traces' case records (definitions.md §diff), pure and JSON-ready.
+"""Before/after comparison of two traces' case records (definitions.md §D), pure and JSON-ready.
 
 Input per side: the case record (`launchtui-record/1`), the per-iteration tables of
 `iteration_tables.iteration_tables` and the trace's source facts. Nothing here reads a trace, so

@@ -1,4 +1,4 @@
-"""`--fail-if` gates on a diff (definitions.md §diff): `METRIC OP VALUE`, e.g.
+"""`--fail-if` gates on a diff (definitions.md §D): `METRIC OP VALUE`, e.g.
 
     launches_per_iter>+5%      relative change: (after − before) / before, in percent
     exposed_overhead_ms>+0.5   signed number: the change after − before, in the metric's unit

@@ -1,5 +1,5 @@
 """Per-iteration kernel, phase and stream tables of one trace: the side of a diff that the case
-record does not carry (definitions.md §diff).
+record does not carry (definitions.md §D).
 
 Iterations are given as spans [start, end) on the trace clock. A GPU op counts for the iteration
 whose span holds the start of its launch call. Kernels group by their distinguishing name
