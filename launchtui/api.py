@@ -15,25 +15,26 @@ import pandas as pd
 from launchtui.analysis import sources as src
 from launchtui.analysis.launches import launched_kernels, name_ids, small_kernel_table
 from launchtui.analysis.queue import stream_series
-from launchtui.analysis.select import WHOLE, device_selection, op_mask, time_window, trim_selection
+from launchtui.analysis.select import (WHOLE, SelectionSpec, build_selection, op_mask, parse_device,
+                                      time_window)
 from launchtui.trace.model import API_KIND_NAMES, OP_KERNEL, OP_KIND_NAMES, Trace
 
 _STEP = "ProfilerStep#"
 
 
 def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, device: int | str | None = None,
-         use_cache: bool = True) -> "TraceFrames":
+         nvtx: str | None = None, use_cache: bool = True) -> "TraceFrames":
     """Read a trace (through the same per-user cache as the CLI) into a read-only handle.
 
     `trim`: (a, b) seconds on the trace's clock, as `--trim A B`; `device`: a device number, or
-    None for all (`--device`).
+    None for all (`--device`); `nvtx`: as `--nvtx NAME`.
     """
     from launchtui.trace.cache import commit
     from launchtui.trace.load import open_trace
     trace = open_trace(path, use_cache=use_cache, defer_cache=True)
-    sel = device_selection(trace, "all" if device is None else device, WHOLE)
-    if trim is not None:
-        sel = trim_selection(trace, float(trim[0]), float(trim[1]), sel)
+    spec = SelectionSpec(device=parse_device(device, path), trim_s=None if trim is None else
+                         (float(trim[0]), float(trim[1])), nvtx=nvtx or None)
+    sel = build_selection(trace, spec)
     commit(trace)
     return TraceFrames(trace, sel)
 

@@ -28,7 +28,8 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 
 def test_small_kernels_equal_report_json(capsys, nsys_path):
-    for kw, cli in (({}, []), ({"trim": (1.51, 1.6), "device": 0}, ["--trim", "1.51", "1.6", "--device", "0"])):
+    for kw, cli in (({}, []), ({"trim": (1.51, 1.6), "device": 0}, ["--trim", "1.51", "1.6", "--device", "0"]),
+                    ({"nvtx": "optim"}, ["--nvtx", "optim"])):
         t = launchtui.open(nsys_path, **kw)
         doc = _cli(capsys, "report", str(nsys_path), "--json", "--limit", "0", "--min-launches", "20", *cli)
         df = t.small_kernels(min_launches=20)
