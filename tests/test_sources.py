@@ -131,3 +131,32 @@ def test_cli_bad_source_filter(capsys, tmp_path):
     assert main(["report", str(path), "--by", "source", "--source-filter", "oops"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("launchtui: ") and err.count("\n") == 1
+
+
+def test_nsys_callchains_match_truth(tmp_path):
+    path = tmp_path / "chains.sqlite"
+    truth = stacks_synth.write_nsys(path)
+    trace = read_trace(path)
+    assert trace.source.extra["stacks"] == "CUDA_CALLCHAINS"
+    api = trace.api
+    rows = np.nonzero(np.isin(api.kind, [1]))[0]
+    _, user = launch_sites(trace, rows)
+    fr = trace.stacks.frame
+    got = {(int(p >> 24) & 0xFFFFFF, int(c)): (site_label(trace.strings[int(fr[u])]) if u >= 0 else None)
+           for p, c, u in zip(api.pid[rows].tolist(), api.corr[rows].tolist(), user.tolist())}
+    assert {k: got[k] for k in truth} == truth
+    assert sum(v is not None for v in truth.values()) > 2000
+    # whole native stack kept, innermost first
+    row = int(rows[user >= 0][0])
+    st = launch_stack(trace, row)
+    assert st["frames"][0].startswith("cudaLaunchKernel [") and len(st["frames"]) in (3, 4)
+    doc = source_table(trace)
+    assert doc["iterations"] == 4  # ProfilerStep#1-4, recorded on both device threads
+
+
+def test_annotation_file_line_sites(tmp_path):
+    path = tmp_path / "ann.json"
+    truth = stacks_synth.write(path, "kineto-nvtx")
+    trace = read_trace(path)
+    assert _sites_by_corr(trace) == truth.site
+    assert trace.source.extra["stacks"] == "range text file:line"

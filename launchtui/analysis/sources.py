@@ -24,6 +24,8 @@ RECORD_HINT = ("no call stacks in this trace: record them with torch.profiler.pr
 TOP_KERNELS = 3
 
 _FRAME_RE = re.compile(r"^(?P<file>.*?)\((?P<line>\d+)\): (?P<func>.*)$")
+_NATIVE_RE = re.compile(r"^(?P<func>.*) \[(?P<file>[^\[\]]*)\]$")  # Nsight: "symbol [module]"
+_SYSTEM_DIRS = ("/usr/", "/lib", "/opt/", "/snap/", "/nix/")
 _LIBRARY_PATH_RE = re.compile(r"site-packages|dist-packages|/lib/python\d|torchinductor|^<|^\[")
 # top-level packages treated as framework internals, besides the standard library
 LIBRARY_PACKAGES = frozenset({"torch", "torchgen", "functorch", "triton", "numpy", "typing_extensions",
@@ -32,17 +34,21 @@ _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 
 def parse_frame(frame: str) -> tuple[str, int, str]:
-    """'dir/file.py(42): fn' -> ('dir/file.py', 42, 'fn'); other frames (built-ins) -> (frame, -1, '')."""
+    """'dir/file.py(42): fn' -> ('dir/file.py', 42, 'fn'); native 'fn [module]' -> (module, 0, fn)
+    (line 0: unknown); other frames (Python built-ins) -> (frame, -1, '')."""
     m = _FRAME_RE.match(frame)
-    if m is None:
-        return frame, -1, ""
-    return m["file"], int(m["line"]), m["func"]
+    if m is not None:
+        return m["file"], int(m["line"]), m["func"]
+    m = _NATIVE_RE.match(frame)
+    if m is not None:
+        return m["file"], 0, m["func"]
+    return frame, -1, ""
 
 
 def site_label(frame: str) -> str:
-    """'file:line function', the call-site spelling used in tables."""
+    """'file:line function' ('file function' when the line is unknown), as tables show call sites."""
     f, line, fn = parse_frame(frame)
-    return f"{f}:{line} {fn}" if line >= 0 else f
+    return f"{f}:{line} {fn}" if line > 0 else (f"{f} {fn}" if line == 0 else f)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ class SourceFilter:
             return True
         if _LIBRARY_PATH_RE.search(file):
             return False
+        if not file.endswith(".py"):  # a native frame: the application's own binary is user code
+            base = file.rsplit("/", 1)[-1]
+            return not (file.startswith(_SYSTEM_DIRS) or (base.startswith("lib") and ".so" in base)
+                        or not file.startswith("/") or file[:1] == "[")
         top = file.lstrip("/").split("/", 1)[0].removesuffix(".py")
         return top not in LIBRARY_PACKAGES and top not in sys.stdlib_module_names
 
@@ -119,7 +129,8 @@ def launch_sites(trace: Trace, api_rows: np.ndarray, flt: SourceFilter = SourceF
 
 
 def iterations(trace: Trace, sel: Selection = WHOLE) -> int:
-    """ProfilerStep#N ranges overlapping the selection (0 when the trace has none)."""
+    """Distinct `ProfilerStep#N` names among the ranges overlapping the selection (one step on
+    several device threads counts once); 0 when the trace has none."""
     rg = trace.ranges
     if not len(rg):
         return 0
@@ -128,7 +139,7 @@ def iterations(trace: Trace, sel: Selection = WHOLE) -> int:
     w = time_window(sel, trace)
     if w is not None:
         step &= (rg.end > w[0]) & (rg.start < w[1])
-    return int(step.sum())
+    return len(np.unique(rg.text[step]))
 
 
 def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter(),

@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from launchtui.trace.stacks import Carriers, StackTrie, attach, forest_parents, innermost_at
+from launchtui.trace.stacks import (Carriers, StackTrie, attach, attach_nvtx_sites, forest_parents,
+                                    innermost_at)
 from launchtui.trace.model import Trace
 
 _PY, _OP = 1, 2
@@ -91,6 +92,7 @@ def _select(events: list, mask: np.ndarray) -> list:
 def build(trace: Trace, py: dict | None, op: dict | None) -> None:
     """Intern the stacks and give every API call its own (after `finalize`: API rows are sorted)."""
     if not py and not op:
+        attach_nvtx_sites(trace)
         return
     th = trace.threads
     api_pairs = np.stack([th.pid[trace.api.thread], th.tid[trace.api.thread]], axis=1).astype(np.int64)
@@ -122,6 +124,9 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
             carriers.append(Carriers(ot[has], op["start"][has], op["end"][has], node))
             kinds.append("Call stack")
         backward = _backward_linker(trace, api_thread, ot, op, carriers)
+    if not carriers:  # operators without stacks (backward links lead nowhere): try annotations
+        attach_nvtx_sites(trace)
+        return
     attach(trace, trie, api_thread, carriers, backward)
     if len(trace.stacks):
         if (trace.api_stacks.via == 2).any():
@@ -168,3 +173,4 @@ def _latest_before(thread, start, value, q_thread, q_t) -> np.ndarray:
         pos = np.searchsorted(start[m], q_t[q], side="right") - 1
         out[q] = np.where(pos >= 0, value[m[np.maximum(pos, 0)]], -1)
     return out
+

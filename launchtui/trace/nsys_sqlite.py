@@ -14,6 +14,7 @@ import numpy as np
 
 from launchtui.errors import TraceError
 from launchtui.trace import names as nm
+from launchtui.trace import nsys_stacks
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
@@ -362,4 +363,5 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     match_process = bool(len(ops)) and bool((ops.pid != -1).all())
     finalize(trace, match_process=match_process)
     r.progress("joined", len(ops))
+    nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     return trace

@@ -9,10 +9,12 @@ Backward launches run on the autograd thread, which has no Python frames: their 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import STACK_BACKWARD, STACK_DIRECT, ApiStacks, StackFrames, StringTable, Trace
 from launchtui.trace.nesting import InnermostIndex, _groups, _parents
 
@@ -136,3 +138,41 @@ def stack_frames(trace: Trace, node: int) -> list[str]:
         out.append(trace.strings[int(st.frame[node])])
         node = int(st.parent[node])
     return out
+
+
+_NVTX_SITE_RE = re.compile(r"(?P<file>[\w./\\-]+\.py):(?P<line>\d+)")
+
+
+def nvtx_site_carriers(trace: Trace, trie: StackTrie) -> Carriers | None:
+    """Ranges whose text names a `file.py:line` as one-frame stacks (e.g. "model.py:42 forward");
+    None when no range does. Their threads are the trace's own thread indices."""
+    rg = trace.ranges
+    if not len(rg):
+        return None
+    texts, inv = dense_groups(rg.text)
+    node_of = np.full(len(texts), -1, np.int64)
+    for i, t in enumerate(texts.tolist()):  # once per distinct range text
+        s = trace.strings[int(t)]
+        m = _NVTX_SITE_RE.search(s)
+        if m:
+            rest = (s[:m.start()] + s[m.end():]).strip(" :-@()") or "range"
+            node_of[i] = trie.add_chain([f"{m['file']}({m['line']}): {rest}"])
+    node = node_of[inv]
+    keep = np.nonzero(node >= 0)[0]
+    if not len(keep):
+        return None
+    return Carriers(rg.thread[keep].astype(np.int64), rg.start[keep], rg.end[keep], node[keep])
+
+
+def attach_nvtx_sites(trace: Trace) -> bool:
+    """Stacks from `file.py:line` range texts, when a trace has no other stacks (§S1 rule 4)."""
+    trie = StackTrie(trace.strings)
+    c = nvtx_site_carriers(trace, trie)
+    if c is None:
+        return False
+    attach(trace, trie, trace.api.thread.astype(np.int64), [c])
+    if not (trace.api_stacks.node >= 0).any():
+        trace.stacks, trace.api_stacks = StackFrames.empty(), ApiStacks.empty()
+        return False
+    trace.source.extra["stacks"] = "range text file:line"
+    return True
