@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from launchtui import __version__
+from launchtui.analysis.config import CONFIG
 from launchtui.errors import TraceError
 
 SUBCOMMANDS = ("info", "report", "export", "diff", "cache", "tui")
@@ -20,17 +21,23 @@ def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> 
 
 
 def _table_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-launches", type=int, default=100, metavar="N", help="launches a kernel needs (100)")
-    p.add_argument("--max-avg-us", type=float, default=10.0, metavar="X", help="average kernel time below X µs (10)")
-    p.add_argument("--limit", type=int, default=20, metavar="N", help="rows to show; 0 = no limit (20)")
-    p.add_argument("--names", choices=("short", "full"), default="short",
+    c = CONFIG
+    p.add_argument("--min-launches", type=int, default=c.min_launches, metavar="N",
+                   help=f"launches a kernel needs ({c.min_launches})")
+    p.add_argument("--max-avg-us", type=float, default=c.max_avg_us, metavar="X",
+                   help=f"average kernel time below X µs ({c.max_avg_us:g})")
+    p.add_argument("--limit", type=int, default=c.table_limit, metavar="N",
+                   help=f"rows to show; 0 = no limit ({c.table_limit})")
+    p.add_argument("--names", choices=("short", "full"), default=c.names,
                    help="group by Nsight's short name (default) or a distinguishing name "
                         "(elementwise_kernel<AddcmulFunctor>)")
-    p.add_argument("--thresholds", type=int, nargs="+", default=[1000, 1020], metavar="T",
-                   help="queue depths to report time at or above (1000 1020); the first marks episodes, "
-                        "the second saturation")
-    p.add_argument("--spike-us", type=float, default=100.0, help="launch spike: API time above this (100 µs)")
-    p.add_argument("--spike-factor", type=float, default=10.0, help="... and above this × the thread median (10)")
+    p.add_argument("--thresholds", type=int, nargs="+", default=list(c.thresholds), metavar="T",
+                   help=f"queue depths to report time at or above ({c.queue_threshold} {c.queue_full}); "
+                        "the first marks episodes, the second saturation")
+    p.add_argument("--spike-us", type=float, default=c.spike_us,
+                   help=f"launch spike: API time above this ({c.spike_us:g} µs)")
+    p.add_argument("--spike-factor", type=float, default=c.spike_factor,
+                   help=f"... and above this × the thread median ({c.spike_factor:g})")
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:

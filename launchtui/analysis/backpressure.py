@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis import nvtx
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.grouping import dense_groups
@@ -21,11 +22,11 @@ from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trac
 
 @dataclass(frozen=True)
 class Options:
-    threshold: int = 1000
-    full: int = 1020
-    spike_us: float = 100.0
-    spike_factor: float = 10.0
-    merge_gap_us: float = 1000.0   # dips below the threshold shorter than this join two episodes
+    threshold: int = CONFIG.queue_threshold
+    full: int = CONFIG.queue_full
+    spike_us: float = CONFIG.spike_us
+    spike_factor: float = CONFIG.spike_factor
+    merge_gap_us: float = CONFIG.merge_gap_us   # dips below the threshold shorter than this join two episodes
 
 
 @dataclass

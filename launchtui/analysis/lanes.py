@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from launchtui.analysis.config import CONFIG
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_MEMSET, OP_KERNEL, Trace
 
 # HW categories, in drawing priority order for ties
 CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 CAT_NAMES = ("kernel ≥10µs", "small kernel <10µs", "NCCL", "memcpy/memset")
-SMALL_KERNEL_NS = 10_000
-DEFAULT_NVTX_DEPTH = 3
+SMALL_KERNEL_NS = CONFIG.small_kernel_ns
+DEFAULT_NVTX_DEPTH = CONFIG.nvtx_depth
 LEVELS = 8  # occupancy / density quantisation (eighths)
 
 
@@ -364,7 +365,8 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
     return lanes
 
 
-def set_spike_threshold(lanes: Lanes, spike_us: float = 100.0, spike_factor: float = 10.0) -> None:
+def set_spike_threshold(lanes: Lanes, spike_us: float = CONFIG.spike_us,
+                        spike_factor: float = CONFIG.spike_factor) -> None:
     """A launch slower than spike_us and spike_factor × its thread's median is a spike (§6)."""
     for lst in lanes.api.values():
         for ln in lst:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
@@ -126,8 +127,8 @@ def _row(trace: Trace, gr: KernelGroups, i: int) -> dict:
     }
 
 
-def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = 100, max_avg_us: float = 10.0,
-                  limit: int = 20) -> np.ndarray:
+def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = CONFIG.min_launches,
+                  max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit) -> np.ndarray:
     """Group indices that qualify, in the table's total order (§4), limited (0 = no limit)."""
     if not len(gr):
         return np.zeros(0, np.int64)
@@ -142,8 +143,9 @@ def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = 100, max_a
     return idx[:limit] if limit and limit > 0 else idx
 
 
-def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = 100,
-                       max_avg_us: float = 10.0, limit: int = 20, names: str = "short",
+def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = CONFIG.min_launches,
+                       max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit,
+                       names: str = CONFIG.names,
                        with_phase: bool = False) -> list[dict]:
     """Rows with nsys-ai's 13 keys plus `is_nccl`, ranked by total API time. `with_phase` adds
     each row's most common NVTX range (`nvtx_range`) and the share of its launches there."""

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
 
-DEFAULT_THRESHOLDS = (1000, 1020)
+DEFAULT_THRESHOLDS = CONFIG.thresholds
 
 
 @dataclass

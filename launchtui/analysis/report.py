@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 
 from launchtui.analysis.backpressure import Options, backpressure
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.select import WHOLE, Selection
@@ -16,10 +17,10 @@ MAX_TEXT_SPIKES = 10
 
 @dataclass(frozen=True)
 class ReportOptions:
-    min_launches: int = 100
-    max_avg_us: float = 10.0
-    limit: int = 20
-    names: str = "short"
+    min_launches: int = CONFIG.min_launches
+    max_avg_us: float = CONFIG.max_avg_us
+    limit: int = CONFIG.table_limit
+    names: str = CONFIG.names
     thresholds: tuple = DEFAULT_THRESHOLDS
     backpressure: Options = Options()
 

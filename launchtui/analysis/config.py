@@ -1,0 +1,34 @@
+"""Every default of the analyses in one place (docs/definitions.md gives each rule's reason).
+
+`CONFIG` is what the CLI's option defaults, the report, queue, backpressure, launches, lanes and the
+TUI's legend and help read. Override per run with `dataclasses.replace(CONFIG, ...)`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    # small-and-frequent kernel table (definitions.md §4)
+    min_launches: int = 100            # launches a (device, name) group needs
+    max_avg_us: float = 10.0           # its average kernel time must be below this
+    table_limit: int = 20              # rows a report shows (0 = all)
+    names: str = "short"               # group by Nsight's short name, or "full" (distinguishing name)
+    # pending-launch queue (§5, §6): the documented limit is ~1024 pending launches per stream
+    queue_threshold: int = 1000        # depth that marks a backpressure episode ("approaching")
+    queue_full: int = 1020             # depth that marks it "saturated"
+    merge_gap_us: float = 1000.0       # dips below the threshold shorter than this join two episodes
+    # launch spikes (§6): slower than spike_us AND spike_factor × the thread's median launch time
+    spike_us: float = 100.0
+    spike_factor: float = 10.0
+    # timeline (TUI)
+    small_kernel_ns: int = 10_000      # drawn as a small kernel below this duration
+    nvtx_depth: int = 3                # NVTX nesting levels drawn as lanes
+
+    @property
+    def thresholds(self) -> tuple[int, int]:
+        return (self.queue_threshold, self.queue_full)
+
+
+CONFIG = AnalysisConfig()
