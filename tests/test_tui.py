@@ -278,7 +278,8 @@ def test_enter_highlights_a_kernel_and_n_steps_through_instances(synth):
             inst = app.main.timeline.highlight
             nid = tr.strings.lookup(row["kernel_name"])
             expect = np.nonzero((name_ids(tr, "short") == nid) & (tr.ops.device == row["device_id"]))[0]
-            assert (inst.ops == expect).all() and len(inst) >= row["launch_count"]
+            assert len(inst) == row["launch_count"]           # n / N step through what the row counts
+            assert set(inst.ops.tolist()) <= set(expect.tolist())
             k0, k1 = int(inst.ops[0]), int(inst.ops[1])
             assert int(app.main.timeline.view.cursor) == tr.ops.start[k0]
             assert app.main.timeline.current_row.kind == "hw"

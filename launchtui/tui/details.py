@@ -169,6 +169,14 @@ def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:
     return f"mark {pos}/{n}: launch spike {fmt_d(e.worst_api_ns)} {on}{extra}  [{where}]"
 
 
+def phase_text(phase: str, share: float) -> str:
+    """The row's main NVTX range in words that match its share: "mostly" only for a majority."""
+    pct = f"{share * 100:.0f} %" if share >= 0.005 else "<1 %"
+    if share > 0.5:
+        return f"mostly launched inside {phase} ({pct} of launches)"
+    return f"no range holds most launches; the largest share is {phase} ({pct} of launches)"
+
+
 def describe_row(row: dict, selection_label: str) -> list[str]:
     """The table row under the table cursor, with the reading rules of domain.md §5."""
     api, q, k = row["avg_api_us"], row["avg_queue_us"], row["avg_kernel_us"]
@@ -187,6 +195,6 @@ def describe_row(row: dict, selection_label: str) -> list[str]:
     if row["max_api_us"] > 100 and row["max_api_us"] > 10 * max(api, 0.1):
         notes.append(f"launch spikes up to {row['max_api_us']:,} µs: backpressure (full queue) or lazy loading")
     phase = row.get("nvtx_range")
-    l3 = (f"phase: mostly launched inside {phase} ({row.get('nvtx_share', 0) * 100:.0f} % of launches)"
-          if phase else "phase: no NVTX range encloses these launches")
+    l3 = f"phase: {phase_text(phase, row.get('nvtx_share', 0.0))}" if phase else \
+        "phase: no NVTX range encloses these launches"
     return [l1, "; ".join(notes) or "no launch-overhead signal in this row", l3 + "   │ Enter: show on the timeline"]

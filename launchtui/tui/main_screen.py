@@ -142,7 +142,7 @@ class MainScreen(Screen):
         shown = "all" if self.device is None else str(self.device)
         ver = f" {src.version}" if src.version else ""
         l1 = f" {Path(src.path).name} │ {src.producer}{ver} │ GPUs {devs}"
-        l2 = (f" GPU-op window {win} │ device shown: {shown} │ selected: {self._spec_label()} │ "
+        l2 = (f" selected: {self._spec_label()} │ device shown: {shown} │ GPU-op window {win} │ "
               f"names: {self.names}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
 

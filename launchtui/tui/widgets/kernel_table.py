@@ -272,7 +272,7 @@ class KernelTable(Widget, can_focus=True):
                     style = HEADER_SORT_STYLE
                 if c.key == "kernel_name":
                     if self.multi_device and not self.shows("device_id"):
-                        title += " (GPUn: device)"
+                        title += " (GPUn=dev)"
                     if self.hidden_cols:
                         more = f" ←/→ {self.hidden_cols} more col{'s' if self.hidden_cols > 1 else ''}"
                         if len(title) + len(more) + 1 <= w:
@@ -300,7 +300,8 @@ class KernelTable(Widget, can_focus=True):
             v = r.get(c.key)
             if c.key == "kernel_name":
                 lead = f"GPU{r['device_id']} " if dev_in_name else ""
-                txt = lead + (NCCL_MARK if r.get("is_nccl") else "") + elide(str(v), w - len(lead) - 2)
+                lead += NCCL_MARK if r.get("is_nccl") else ""
+                txt = lead + elide(str(v), w - len(lead) - 1)
                 txt = txt.ljust(w)
             elif not c.numeric:
                 txt = elide(str(v or ""), w).ljust(w)

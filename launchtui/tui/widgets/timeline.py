@@ -481,8 +481,8 @@ class Timeline(Widget, can_focus=True):
                                  STYLES[S_RULER])], GUTTER)
             return Strip.join([lab, ruler])
         r = self.row_offset + y - AXIS_ROWS
-        if y - AXIS_ROWS == self.content_height and r < len(self.rows):
-            return self._more_below(r, width)
+        if y - AXIS_ROWS == self.content_height and len(self.rows) > self.content_height:
+            return self._more_rows(r, width)
         if r >= len(self.rows):
             return Strip.blank(width, PLAIN)
         row = self.rows[r]
@@ -493,12 +493,18 @@ class Timeline(Widget, can_focus=True):
         plot = self._overlay(plot, row)
         return Strip.join([self._label(row, r), plot])
 
-    def _more_below(self, r: int, width: int) -> Strip:
-        """The last line when rows do not fit: how many rows are below, and which GPUs they hold."""
+    def _more_rows(self, r: int, width: int) -> Strip:
+        """The last line when rows do not fit: how many rows are above and below, and which GPUs the
+        rows below belong to."""
         rest = self.rows[r:]
         devs = sorted({x.device for x in rest if x.device is not None and x.device >= 0})
         gpus = f" (GPU {', '.join(map(str, devs))})" if devs else ""
-        text = f"↓ {len(rest)} more row{'s' if len(rest) != 1 else ''} below{gpus}: j / mouse wheel scroll, d one GPU"
+        parts = []
+        if self.row_offset:
+            parts.append(f"↑ {self.row_offset} row{'s' if self.row_offset != 1 else ''} above")
+        if rest:
+            parts.append(f"↓ {len(rest)} more row{'s' if len(rest) != 1 else ''} below{gpus}")
+        text = " · ".join(parts) + ": j / k or wheel scroll, d one GPU"
         return Strip([Segment(elide(text, width).ljust(width), STYLES[S_DIM])], width)
 
     def _label(self, row: Row, r: int) -> Strip:
