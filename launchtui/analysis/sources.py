@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,8 +99,21 @@ class SourceFilter:
         return {"library": list(self.library), "user": list(self.user), "defaults": self.defaults}
 
 
+_USER_NODES: dict = {}  # (id(trace), filter) -> per-node user node; dropped with the trace
+
+
 def user_nodes(trace: Trace, flt: SourceFilter = SourceFilter()) -> np.ndarray:
-    """Per stack node: the nearest node at or above it whose frame is user code, -1 when none."""
+    """Per stack node: the nearest node at or above it whose frame is user code, -1 when none
+    (memoised per trace and filter: the TUI asks on every cursor move)."""
+    key = (id(trace), flt)
+    memo = _USER_NODES.get(key)
+    if memo is None or len(memo) != len(trace.stacks):
+        memo = _USER_NODES[key] = _user_nodes(trace, flt)
+        weakref.finalize(trace, _USER_NODES.pop, key, None)
+    return memo
+
+
+def _user_nodes(trace: Trace, flt: SourceFilter) -> np.ndarray:
     st = trace.stacks
     n = len(st)
     if n == 0:
@@ -179,7 +193,7 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
         frame = trace.strings[int(keys[g])]
         file, line, func = parse_frame(frame)
         doc["sites"].append({
-            "site": site_label(frame), "file": file, "line": line, "function": func,
+            "site": site_label(frame), "frame": frame, "file": file, "line": line, "function": func,
             "launches": int(count[g]), "launch_api_ms": round(float(api_ns[g]) / 1e6, 3),
             "launches_per_iteration": round(int(count[g]) / iters, 2) if iters else int(count[g]),
             "top_kernels": [{"kernel_name": trace.strings[int(kn[i])], "launches": int(kc[i])} for i in top],
@@ -241,3 +255,22 @@ def render_source_report(doc: dict) -> str:
     out.append("")
     out += render_sources(doc["sources"])
     return "\n".join(out) + "\n"
+
+
+def op_sites(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter()) -> np.ndarray:
+    """Per GPU op: the frame string id of its call site, for the selected kernel launches; -1 else."""
+    out = np.full(len(trace.ops), -1, np.int64)
+    k = launched_kernels(trace, sel)
+    _, site = launch_sites(trace, trace.ops.api[k], flt)
+    ok = site >= 0
+    out[k[ok]] = trace.stacks.frame[site[ok]]
+    return out
+
+
+def site_of_api(trace: Trace, api_row: int, flt: SourceFilter = SourceFilter()) -> str:
+    """'file:line function' of one API call ('' when it has none): the TUI's details line."""
+    if api_row < 0 or not len(trace.stacks) or len(trace.api_stacks) != len(trace.api):
+        return ""
+    node = int(trace.api_stacks.node[api_row])
+    un = int(user_nodes(trace, flt)[node]) if node >= 0 else -1
+    return site_label(trace.strings[int(trace.stacks.frame[un])]) if un >= 0 else ""

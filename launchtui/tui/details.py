@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from launchtui.analysis import lanes as ln
-from launchtui.analysis import nvtx
+from launchtui.analysis import nvtx, sources
 from launchtui.analysis.queue import depth_before_launch
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
 
@@ -62,7 +62,7 @@ def describe_op(trace: Trace, k: int, origin: int | None) -> list[str]:
         qtxt = f"queue {fmt_d(q)}" if q >= 0 else "queue none (started before the call returned)"
         l2 = (f"launched by {trace.strings[int(api.name[a])]} {fmt_d(adur)} on thread "
               f"{thread_label(trace, int(api.thread[a]))}  {qtxt}  pending before launch {dbl}")
-        l3 = _nvtx_path(trace, int(api.thread[a]), int(api.start[a]))
+        l3 = _site(trace, a) + _nvtx_path(trace, int(api.thread[a]), int(api.start[a]))
     else:
         l2 = "no launch call in the trace (launched before the capture window?)"
         l3 = "NVTX: unknown without the launch call"
@@ -92,7 +92,13 @@ def describe_api(trace: Trace, a: int, lane, origin: int | None) -> list[str]:
               f"queue {fmt_d(q) if q >= 0 else 'none'}")
     else:
         l2 = "no GPU op in the trace for this call"
-    return [l1, l2, _nvtx_path(trace, int(api.thread[a]), int(api.start[a]))]
+    return [l1, l2, _site(trace, a) + _nvtx_path(trace, int(api.thread[a]), int(api.start[a]))]
+
+
+def _site(trace: Trace, a: int) -> str:
+    """'from file:line function (c: stack) │ ' for a call with a user frame in its stack (§S2)."""
+    site = sources.site_of_api(trace, a)
+    return f"from {site} (c: stack)  │ " if site else ""
 
 
 _OPS_BY_API: dict[int, tuple] = {}    # id(trace) -> (sorted api ids, op indices); dropped with the trace

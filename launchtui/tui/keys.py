@@ -49,6 +49,8 @@ MAIN_BINDINGS = [
     Binding("D", "toggle_names", "Short/full names", id="toggle_names", show=False),
     Binding("slash", "filter", "Filter", id="filter", key_display="/"),
     Binding("i", "info", "Info", id="info", show=False),
+    Binding("c", "call_stack", "Call stack", id="call_stack", show=False),
+    Binding("C", "call_sites", "Call sites", id="call_sites"),
 ]
 
 # Every top-level key once (help, tests).

@@ -587,6 +587,48 @@ class MainScreen(Screen):
         self.table.focus()
         self.update_stats()
 
+    # ---- call sites (definitions.md §S) -----------------------------------------------------------
+    def _api_at_cursor(self) -> int:
+        from launchtui.analysis import lanes
+        row = self.timeline.current_row
+        t0, t1 = self.timeline.cursor_cell()
+        if row.kind == "hw":
+            k = lanes.op_at(row.lane, t0, t1)
+            return int(self.loaded.trace.ops.api[k]) if k >= 0 else -1
+        if row.kind == "api":
+            return lanes.api_at(row.lane, t0, t1)
+        return -1
+
+    def action_call_stack(self) -> None:
+        from launchtui.tui.screens import InfoScreen
+        from launchtui.tui.sources_view import stack_text
+        a = self._api_at_cursor()
+        if a < 0:
+            self.notify("Put the cursor on a kernel (HW row) or a launch call (API row) first.")
+            return
+        self.app.push_screen(InfoScreen(stack_text(self.loaded.trace, a), title="Call stack of the launch"))
+
+    def action_call_sites(self) -> None:
+        from launchtui.analysis import lanes, sources
+        from launchtui.analysis.select import WHOLE
+        from launchtui.tui.sources_view import SitePicker, site_entries
+        tr = self.loaded.trace
+        sel = self.selection if self.selection is not None else WHOLE
+        entries, cover, hint = site_entries(tr, sel)
+        if not entries:
+            self.notify(hint or "No call sites in this selection.", severity="warning")
+            return
+
+        def done(entry) -> None:
+            if entry is None:
+                return
+            ids = sources.op_sites(tr, sel)
+            self.timeline.highlight = lanes.kernel_instances(tr, ids, entry.frame_id, self.device)
+            if len(self.timeline.highlight):
+                self._goto_instance(0)
+                self.context = f"{entry.name}: " + self.context
+        self.app.push_screen(SitePicker(entries, lanes.fmt_duration, cover), done)
+
     def action_info(self) -> None:
         from launchtui.analysis.info import render_info, trace_info
         from launchtui.tui.screens import InfoScreen

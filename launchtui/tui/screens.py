@@ -201,13 +201,14 @@ class InfoScreen(ModalScreen):
     SCOPED_CSS = False
     BINDINGS = [Binding("escape,q,i", "close", "Close", id="info.close")]
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, title: str = "Trace info (`launchtui info`)"):
         super().__init__()
         self.text = text
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Trace info (`launchtui info`) — Esc closes", id="title")
+            yield Label(f"{self.title_text} — Esc closes", id="title")
             with VerticalScroll():
                 yield Static(self.text, markup=False, id="info-text")
 
