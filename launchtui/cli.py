@@ -230,11 +230,44 @@ def main(argv: list[str] | None = None) -> int:
         cmd, rest = argv[0], argv[1:]
     else:
         cmd, rest = "tui", argv
+    ranks = _ranks_command(cmd, argv)
+    if ranks:
+        return _guard(lambda: _ranks_main(*ranks))
     a = parsers[cmd].parse_args(rest)
     handler = {"info": cmd_info, "report": cmd_report, "export": cmd_export, "diff": cmd_diff, "cache": cmd_cache,
                "tui": cmd_tui}[cmd]
+    return _guard(lambda: handler(a))
+
+
+def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
+    """(command, args) when report/record/the TUI get a directory, several traces or a glob."""
+    if argv and argv[0] == "record":
+        cmd = "record"
+    rest = argv[1:] if cmd != "tui" else argv
+    if cmd not in ("report", "record", "tui") or not rest or {"-h", "--help", "--version"} & set(rest):
+        return None
+    from launchtui.ranks.cli import RANKS_VALUE_OPTIONS
+    from launchtui.ranks.cli import build_parser as build_parser_ranks
+    from launchtui.ranks.discover import is_multi
+    parser = build_parser()[cmd] if cmd in SUBCOMMANDS else None
+    if parser is None:
+        known, extra = build_parser_ranks(cmd).parse_known_args(rest)
+        traces = known.traces
+    else:
+        known, extra = parser.parse_known_args(rest)
+        skip = {i + 1 for i, x in enumerate(extra) if x in RANKS_VALUE_OPTIONS}
+        traces = [known.trace] + [x for i, x in enumerate(extra) if not x.startswith("-") and i not in skip]
+    return (cmd, rest) if is_multi(traces) else None
+
+
+def _ranks_main(cmd: str, rest: list[str]) -> int:
+    from launchtui.ranks.cli import main as ranks_main
+    return ranks_main(cmd, rest)
+
+
+def _guard(run) -> int:
     try:
-        return handler(a)
+        return run()
     except TraceError as e:
         print(f"launchtui: {e}", file=sys.stderr)
         return 2

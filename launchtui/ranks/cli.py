@@ -1,0 +1,45 @@
+"""`launchtui report|record DIR`, several files or a glob, and `launchtui DIR`: the ranks view."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+# options of the ranks view that take a value (so the single-trace parser can skip their values)
+RANKS_VALUE_OPTIONS = ("--workers", "--scheduler", "--engine")
+
+
+def build_parser(cmd: str) -> argparse.ArgumentParser:
+    prog = "launchtui" if cmd == "tui" else f"launchtui {cmd}"
+    p = argparse.ArgumentParser(prog=prog, description="One job from its per-rank traces: a directory, several "
+                                "files or a glob. Each rank is analysed where it is loaded; stragglers are flagged.")
+    p.add_argument("traces", nargs="+", help="directory, trace files, or a quoted glob")
+    p.add_argument("--json", action="store_true", help="the launchtui-ranks/1 JSON document")
+    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--no-cache", action="store_true", help="read every trace afresh; do not use or fill the cache")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes on this machine (default: its cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on this Dask cluster: scheduler address or scheduler file (also "
+                        "$LAUNCHTUI_DASK_SCHEDULER); workers read the files by path")
+    p.add_argument("--engine", choices=("pool", "dask"), default="pool",
+                   help="local engine: process pool (default, measured faster) or a Dask LocalCluster")
+    return p
+
+
+def main(cmd: str, argv: list[str]) -> int:
+    from launchtui.errors import UsageError
+    from launchtui.output import dumps
+    from launchtui.ranks.job import run_job
+    from launchtui.ranks.render import render_markdown
+    a = build_parser(cmd).parse_args(argv)
+    if a.workers is not None and a.workers < 1:
+        raise UsageError(f"--workers {a.workers}: needs at least 1")
+    doc = run_job(a.traces, engine=a.engine, scheduler=a.scheduler, workers=a.workers, use_cache=not a.no_cache)
+    text = dumps(doc) if (a.json or cmd == "record") else render_markdown(doc)
+    if a.output:
+        from launchtui.output import write_atomic
+        path = write_atomic(a.output, text, force=a.force)
+        print(f"launchtui: wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
