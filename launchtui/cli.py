@@ -96,6 +96,9 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                                 "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
     p.add_argument("trace")
     p.add_argument("--version", action="version", version=f"launchtui {__version__}")
+    p.add_argument("--compare", metavar="AFTER", help="compare with a second trace: both timelines aligned on an "
+                                                       "iteration, kernels with before/after/Δ, the diff's verdict")
+    p.add_argument("--iter", metavar="NAME", help="with --compare: iterations are the ranges whose name contains NAME")
     _selection_args(p)
     parsers["tui"] = p
     return parsers
@@ -219,6 +222,9 @@ def cmd_cache(a) -> int:
 
 
 def cmd_tui(a) -> int:
+    if getattr(a, "compare", None):
+        from launchtui.tui.compare import run_compare
+        return run_compare(a)
     from launchtui.tui.app import run_app
     return run_app(a)
 

@@ -23,7 +23,7 @@ def _delta(c: dict, unit: str) -> str:
     if d is None:
         return "n/a"
     if unit == "share":
-        return f"{d * 100:+.1f} pt"
+        return ("+" if d > 0 else "−" if d < 0 else "±") + f"{abs(d) * 100:.1f} pt"
     sign = "+" if d > 0 else "−" if d < 0 else "±"
     return sign + _val(abs(d), unit)
 
