@@ -8,7 +8,7 @@ from launchtui import __version__
 from launchtui.analysis.config import CONFIG
 from launchtui.errors import TraceError
 
-SUBCOMMANDS = ("info", "report", "export", "diff", "cache", "tui")
+SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
 
 
 def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> None:
@@ -63,6 +63,22 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                    "'-TEXT' marks files containing TEXT as library, '+TEXT' as user, 'none' drops the default "
                    "rule (site-packages, standard library, torch/triton internals); comma-separated")
     parsers["report"] = p
+
+    p = argparse.ArgumentParser(prog="launchtui record", description="The case record (launch page): launches "
+                                "and exposed launch overhead per iteration, queue class per stream, top small "
+                                "kernels with phase and fix, Amdahl bound, cross-checks.")
+    p.add_argument("trace")
+    p.add_argument("--iter", metavar="NAME", help="iterations are the NVTX ranges whose name contains NAME "
+                                                  "(case-insensitive); default: ProfilerStep#N, a step-like "
+                                                  "range, a repeating launch sequence, else the whole window")
+    p.add_argument("--phase-level", type=int, default=1, metavar="N",
+                   help="phase path depth below the iteration (1 = outermost range inside it)")
+    p.add_argument("--json", action="store_true", help="JSON (schema launchtui-record/1) instead of Markdown")
+    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _selection_args(p)
+    _table_args(p)
+    parsers["record"] = p
 
     p = argparse.ArgumentParser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
                                 "ops and NVTX ranges, plus the analyses restricted to it.")
@@ -147,7 +163,28 @@ def cmd_info(a) -> int:
     return 0
 
 
+def _record_options(a):
+    from launchtui.analysis.record import RecordOptions
+    from launchtui.errors import UsageError
+    if getattr(a, "phase_level", 1) < 1:
+        raise UsageError(f"--phase-level {a.phase_level}: expected 1 or more", a.trace)
+    return RecordOptions(iter_name=getattr(a, "iter", None), min_launches=a.min_launches, max_avg_us=a.max_avg_us,
+                         phase_level=getattr(a, "phase_level", 1), backpressure=_report_options(a).backpressure)
+
+
+def cmd_record(a) -> int:
+    from launchtui.analysis.record import build_record, render_markdown
+    from launchtui.output import dumps
+    from launchtui.analysis.select import selection_from_args
+    trace = _load(a, need_cuda=True)
+    doc = build_record(trace, selection_from_args(trace, a), _record_options(a))
+    _emit(dumps(doc) if a.json else render_markdown(doc), a)
+    _commit(trace)
+    return 0
+
+
 def cmd_report(a) -> int:
+    from launchtui.analysis.record import build_record
     from launchtui.analysis.report import build_report, render_text
     from launchtui.output import dumps
     if a.by == "source":
@@ -156,6 +193,8 @@ def cmd_report(a) -> int:
     trace = _load(a, need_cuda=True)
     sel = selection_from_args(trace, a)
     doc = build_report(trace, sel, _report_options(a))
+    if a.json:
+        doc["record"] = build_record(trace, sel, _record_options(a))
     _emit(dumps(doc) if a.json else render_text(doc), a)
     _commit(trace)
     return 0
@@ -240,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     if ranks:
         return _guard(lambda: _ranks_main(*ranks))
     a = parsers[cmd].parse_args(rest)
-    handler = {"info": cmd_info, "report": cmd_report, "export": cmd_export, "diff": cmd_diff, "cache": cmd_cache,
+    handler = {"info": cmd_info, "report": cmd_report, "record": cmd_record, "export": cmd_export, "diff": cmd_diff,
+               "cache": cmd_cache,
                "tui": cmd_tui}[cmd]
     return _guard(lambda: handler(a))
 

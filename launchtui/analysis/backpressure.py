@@ -177,6 +177,9 @@ def _command_buffer_full(trace: Trace) -> np.ndarray:
     return out
 
 
+command_buffer_full = _command_buffer_full  # public name for other analyses (queue class)
+
+
 def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> dict:
     """Episodes and spikes, merged in time order, plus direct Nsight evidence counts."""
     ep = episodes(trace, sel, opt)

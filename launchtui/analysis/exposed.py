@@ -1,0 +1,122 @@
+"""Per-iteration launch figures on one device, and exposed launch overhead (docs/record.md §2).
+
+- GPU busy: the union of the device's GPU ops (kernels, memcpy, memset, any stream, matched or
+  not). GPU idle: the rest of the iteration.
+- Launch calls for the device: API calls of launch kind (`cudaLaunch*`, `cuLaunch*`, HIP
+  launches, graph launches) that launched at least one op on it.
+- Exposed launch overhead: the idle time during which a launch call for the device is in flight,
+  or the op that ends the idle gap has been launched (its launch call started) but not started.
+  Per idle gap [g0, g1) whose next op was launched at a: [max(g0, a), g1) plus the in-flight
+  launch calls inside [g0, max(g0, a)).
+- Launches and launch-API time of an iteration: the device's launch calls that start in it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import intervals as iv
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+
+GAP_BUCKETS_NS = (10_000, 100_000, 1_000_000)   # < 10 µs, 10-100 µs, 0.1-1 ms, >= 1 ms
+GAP_BUCKET_LABELS = ("<10us", "10-100us", "0.1-1ms", ">=1ms")
+
+
+def device_launch_calls(trace: Trace, device: int) -> np.ndarray:
+    """API indices of the launch-kind calls that launched an op on `device`, in start order."""
+    ops, api = trace.ops, trace.api
+    m = (ops.device == device) & (ops.api >= 0)
+    a = np.unique(ops.api[m])
+    a = a[np.isin(api.kind[a], (API_LAUNCH, API_GRAPH_LAUNCH))]
+    return a[np.argsort(api.start[a], kind="stable")]
+
+
+@dataclass
+class DeviceGaps:
+    """The device's idle gaps inside [lo, hi), each with the launch time of the op ending it."""
+    busy: tuple[np.ndarray, np.ndarray]
+    start: np.ndarray
+    end: np.ndarray
+    next_launch: np.ndarray     # api.start of the launch call of the op that ends the gap; -1 none
+    next_launch_end: np.ndarray  # its api.end; -1 none
+    next_stream: np.ndarray     # stream of that op; -1 none
+    exposed: tuple[np.ndarray, np.ndarray]   # the exposed set (inside gaps), disjoint sorted
+
+
+def device_gaps(trace: Trace, device: int, lo: int, hi: int) -> DeviceGaps:
+    ops, api = trace.ops, trace.api
+    on = np.nonzero(ops.device == device)[0]
+    busy = iv.union(ops.start[on], ops.end[on])
+    gs, ge = iv.complement(busy[0], busy[1], lo, hi)
+    # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
+    # launch-kind call
+    calls = device_launch_calls(trace, device)
+    is_call = np.zeros(len(api), bool)
+    is_call[calls] = True
+    lk = on[(ops.api[on] >= 0)]
+    lk = lk[is_call[ops.api[lk]]]
+    key_start = ops.start[lk]
+    o = np.lexsort((api.start[ops.api[lk]], key_start))
+    lk, key_start = lk[o], key_start[o]
+    j = np.searchsorted(key_start, ge, side="left")
+    hit = (j < len(lk)) & (key_start[np.minimum(j, max(len(lk) - 1, 0))] == ge) if len(lk) else np.zeros(len(ge), bool)
+    nxt = np.where(hit, lk[np.minimum(j, max(len(lk) - 1, 0))] if len(lk) else -1, -1)
+    a_next = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1) if len(lk) else np.full(len(ge), -1)
+    nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
+    nle = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1)
+    nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
+    # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
+    # inside [g0, x)
+    x = np.where(nl >= 0, np.maximum(gs, nl), ge)
+    tail = (x, ge)
+    flight = iv.union(api.start[calls], api.end[calls])
+    head = iv.intersect(flight, (gs, x))
+    es = np.concatenate([head[0], tail[0]])
+    ee = np.concatenate([head[1], tail[1]])
+    exposed = iv.union(es, ee)
+    return DeviceGaps(busy, gs, ge, nl, nle, nst, exposed)
+
+
+@dataclass
+class IterationFigures:
+    """One value per iteration (arrays), all int64 ns except counts."""
+    launches: np.ndarray
+    launch_api_ns: np.ndarray
+    busy_ns: np.ndarray
+    idle_ns: np.ndarray
+    exposed_ns: np.ndarray
+    iteration_ns: np.ndarray
+
+
+def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarray,
+                  gaps: DeviceGaps | None = None) -> IterationFigures:
+    lo, hi = int(starts.min()), int(ends.max())
+    g = gaps or device_gaps(trace, device, lo, hi)
+    api = trace.api
+    calls = device_launch_calls(trace, device)
+    cs = api.start[calls]
+    dur = api.end[calls] - cs
+    a = np.searchsorted(cs, starts, side="left")
+    b = np.searchsorted(cs, ends, side="left")
+    cum = np.concatenate([[0], np.cumsum(dur)])
+    length = ends - starts
+    busy = iv.measure_in(g.busy[0], g.busy[1], starts, ends)
+    return IterationFigures(
+        launches=(b - a).astype(np.int64), launch_api_ns=(cum[b] - cum[a]).astype(np.int64),
+        busy_ns=busy.astype(np.int64), idle_ns=(length - busy).astype(np.int64),
+        exposed_ns=iv.measure_in(g.exposed[0], g.exposed[1], starts, ends).astype(np.int64),
+        iteration_ns=length.astype(np.int64))
+
+
+def gap_histogram(g: DeviceGaps, starts: np.ndarray, ends: np.ndarray) -> dict:
+    """Idle gaps inside the iterations by length bucket: count and total ms. A gap is cut where an
+    iteration ends; each piece counts by its own length."""
+    ps, pe = iv.intersect((g.start, g.end), iv.union(starts, ends))
+    length = pe - ps
+    b = np.searchsorted(np.asarray(GAP_BUCKETS_NS), length, side="right")
+    out = {}
+    for i, label in enumerate(GAP_BUCKET_LABELS):
+        m = b == i
+        out[label] = {"count": int(m.sum()), "total_ms": round(float(length[m].sum()) / 1e6, 3)}
+    return out

@@ -1,0 +1,402 @@
+"""The case record ("launch page", domain.md §9): per-iteration launches and their cost, the queue
+class per stream, the top small kernels with phase and fix, an Amdahl bound and cross-checks
+(docs/record.md). One JSON document (schema `launchtui-record/1`) and its Markdown page."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import exposed as ex
+from launchtui.analysis import intervals as iv
+from launchtui.analysis import iterations as itr
+from launchtui.analysis.backpressure import Options
+from launchtui.analysis.fixes import SYNC_FIX, rule_for
+from launchtui.analysis.launches import kernel_groups
+from launchtui.analysis.phases import op_phase_keys
+from launchtui.analysis.queue_class import classify
+from launchtui.analysis.select import WHOLE, Selection
+from launchtui.trace import names as nm
+from launchtui.trace.model import Trace
+
+SCHEMA = "launchtui-record/1"
+LAUNCH_COST_US = 5.0        # domain.md §4 rule of thumb: launches x 5 µs ...
+RULE_SHARE = 0.10           # ... against 10 % of the iteration
+MIN_LAUNCHES = 10           # below this, or a window under 100 µs, the page says it cannot judge
+MIN_WINDOW_NS = 100_000
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    iter_name: str | None = None
+    min_launches: int = 100
+    max_avg_us: float = 10.0
+    phase_level: int = 1
+    top: int = 3
+    backpressure: Options = Options()
+
+
+def _stats(values: np.ndarray, scale: float = 1.0, nd: int = 6) -> dict:
+    if not len(values):
+        return {"median": 0, "min": 0, "max": 0}
+    f = (lambda x: round(float(x) / scale, nd)) if scale != 1.0 else (lambda x: round(float(x), nd))
+    return {"median": f(np.median(values)), "min": f(values.min()), "max": f(values.max())}
+
+
+def _launch_devices(trace: Trace, sel: Selection) -> list[tuple[int, int]]:
+    """(device, launch calls) for selected devices with launched ops, most launches first."""
+    out = []
+    for d in trace.device_ids():
+        if sel.devices is not None and d not in sel.devices:
+            continue
+        n = len(ex.device_launch_calls(trace, d))
+        if n:
+            out.append((d, n))
+    return sorted(out, key=lambda x: (-x[1], x[0]))
+
+
+def _device_window(trace: Trace, device: int, sel: Selection) -> tuple[int, int]:
+    ops, api = trace.ops, trace.api
+    on = ops.device == device
+    calls = ex.device_launch_calls(trace, device)
+    lo = min(int(ops.start[on].min()), int(api.start[calls].min()) if len(calls) else int(ops.start[on].min()))
+    hi = int(ops.end[on].max())
+    if sel.t0 is not None:
+        lo = max(lo, sel.t0)
+    if sel.t1 is not None:
+        hi = min(hi, sel.t1)
+    return lo, hi
+
+
+def _in_iterations(t: np.ndarray, it: itr.Iterations) -> np.ndarray:
+    """Per time: index of the iteration [start, end) holding it, -1 when none."""
+    k = np.searchsorted(it.start, t, side="right") - 1
+    ok = (k >= 0) & (t < it.end[np.maximum(k, 0)])
+    return np.where(ok, k, -1)
+
+
+def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions):
+    """Small kernels launched inside the iterations, ranked by launch cost per iteration."""
+    gr = kernel_groups(trace, sel.with_devices(devices))
+    ops, api = trace.ops, trace.api
+    k, g = gr.op_idx, gr.op_group
+    a = ops.api[k]
+    inside = _in_iterations(api.start[a], it) >= 0
+    k, g, a = k[inside], g[inside], a[inside]
+    ng = len(gr)
+    count = np.bincount(g, minlength=ng)
+    api_t = (api.end[a] - api.start[a]).astype(np.float64)
+    kern = (ops.end[k] - ops.start[k]).astype(np.float64)
+    queue = (ops.start[k] - api.end[a]).astype(np.float64)
+    sum_api = np.bincount(g, weights=api_t, minlength=ng)
+    sum_kern = np.bincount(g, weights=kern, minlength=ng)
+    has_q = queue >= 0
+    qn = np.bincount(g, weights=has_q, minlength=ng)
+    sum_q = np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng)
+    names = [trace.strings[int(n)] for n in gr.name]
+    mean_k = sum_kern / np.maximum(count, 1)
+    ok = (count >= opt.min_launches) & (mean_k < opt.max_avg_us * 1e3) & (count > 0)
+    nccl = np.array([nm.is_nccl(n) for n in names], bool) if ng else np.zeros(0, bool)
+    # phase: the most common phase key among each group's launches
+    keys, texts = op_phase_keys(trace, k, it.base_depth, opt.phase_level)
+    phase = {}
+    if len(texts):
+        has = keys >= 0
+        width = len(texts)
+        pair = g[has] * width + keys[has]
+        cnt = np.bincount(pair, minlength=ng * width).reshape(ng, width)
+        best = cnt.argmax(axis=1)
+        for i in np.nonzero(cnt.sum(axis=1))[0].tolist():
+            phase[i] = (texts[int(best[i])], float(cnt[i, best[i]]) / float(count[i]))
+    n_it = max(len(it), 1)
+    full_names = {}
+    for i in range(ng):  # per group (few)
+        sub = k[g == i]
+        full_names[i] = trace.strings[int(ops.full_name[sub[0]])] if len(sub) else ""
+
+    def row(i: int) -> dict:
+        ph, share = phase.get(i, (None, 0.0))
+        rule, fix = rule_for(names[i], ph, full_names[i])
+        return {"kernel_name": names[i], "device_id": int(gr.device[i]), "launches": int(count[i]),
+                "launches_per_iteration": round(float(count[i]) / n_it, 1),
+                "launch_cost_per_iteration_ms": round(float(sum_api[i]) / n_it / 1e6, 3),
+                "avg_api_us": round(float(sum_api[i]) / count[i] / 1e3, 1),
+                "avg_queue_us": round(float(sum_q[i]) / qn[i] / 1e3, 1) if qn[i] else 0,
+                "avg_kernel_us": round(float(mean_k[i]) / 1e3, 3),
+                "phase": ph, "phase_share": round(share, 4), "fix_rule": rule, "fix": fix}
+
+    # order: launch cost per iteration desc, then launches desc, name, device (definitions §4)
+    order = sorted(range(ng), key=lambda i: (-sum_api[i], -count[i], names[i], int(gr.device[i])))
+    qualified = [i for i in order if ok[i] and not nccl[i]]
+    top = [row(i) for i in qualified[:opt.top]]
+    nccl_rows = [row(i) for i in order if ok[i] and nccl[i]]
+    table_api_ns = float(sum_api[[i for i in order if ok[i]]].sum()) if ok.any() else 0.0
+    misses, why = [], ""
+    if not qualified:
+        cand = [i for i in order if count[i] and not nccl[i] and not ok[i]]
+        # distance: how far from qualifying, as a ratio (1 = on the line)
+        dist = {i: max(opt.min_launches / count[i], mean_k[i] / (opt.max_avg_us * 1e3)) for i in cand}
+        for i in sorted(cand, key=lambda i: (dist[i], names[i]))[:3]:
+            r = row(i)
+            r["misses"] = "; ".join(
+                ([f"{count[i]} launches < {opt.min_launches}"] if count[i] < opt.min_launches else [])
+                + ([f"avg {mean_k[i] / 1e3:.1f} µs >= {opt.max_avg_us:g} µs"]
+                   if mean_k[i] >= opt.max_avg_us * 1e3 else []))
+            misses.append(r)
+        few = sum(1 for i in cand if count[i] < opt.min_launches)
+        slow = sum(1 for i in cand if mean_k[i] >= opt.max_avg_us * 1e3)
+        if not cand:
+            why = "no kernel launches inside the iterations" if not ng else "only NCCL kernels qualify"
+        else:
+            why = (f"no kernel averages < {opt.max_avg_us:g} µs with >= {opt.min_launches} launches: "
+                   f"{slow} of {len(cand)} kernels run >= {opt.max_avg_us:g} µs, {few} have fewer launches")
+    return top, nccl_rows, misses, why, table_api_ns
+
+
+def _syncs(trace: Trace, it: itr.Iterations) -> dict:
+    """Host-blocking syncs inside the iterations: *Synchronize calls and synchronous copies."""
+    api = trace.api
+    names = trace.strings
+    uniq = np.unique(api.name)
+    blocking = []
+    for u in uniq.tolist():  # once per distinct API name
+        n = nm.api_display_name(names[u])
+        sync_copy = n in ("cudaMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "hipMemcpy", "cudaMemcpy2D")
+        if "Synchronize" in n or n in ("Stream Sync", "Event Sync", "Context Sync") or sync_copy:
+            blocking.append(u)
+    m = np.isin(api.name, blocking) if blocking else np.zeros(len(api), bool)
+    idx = np.nonzero(m)[0]
+    k = _in_iterations(api.start[idx], it)
+    idx, k = idx[k >= 0], k[k >= 0]
+    per = np.bincount(k, minlength=len(it)) if len(it) else np.zeros(0, np.int64)
+    by_name: dict[str, list] = {}
+    for u in np.unique(api.name[idx]).tolist():
+        sel = idx[api.name[idx] == u]
+        by_name[nm.api_display_name(names[u])] = [int(len(sel)), round(float((api.end[sel] - api.start[sel]).sum()) / 1e6, 3)]
+    out = {"per_iteration": _stats(per, nd=1), "total_ms": round(float((api.end[idx] - api.start[idx]).sum()) / 1e6, 3),
+           "by_api": [{"api_name": n, "count": c, "total_ms": t} for n, (c, t) in sorted(by_name.items())],
+           "fix": SYNC_FIX if len(idx) else None}
+    return out
+
+
+def _api_totals(trace: Trace, it: itr.Iterations, devices: list[int]) -> list[dict]:
+    """Launch-kind API calls for the devices inside the iterations, per display name (the
+    cuda_api_sum view)."""
+    api = trace.api
+    calls = np.unique(np.concatenate([ex.device_launch_calls(trace, d) for d in devices])) if devices \
+        else np.zeros(0, np.int64)
+    calls = calls[_in_iterations(api.start[calls], it) >= 0]
+    out: dict[str, list] = {}
+    for u in np.unique(api.name[calls]).tolist():  # once per API name
+        sel = calls[api.name[calls] == u]
+        n = nm.api_display_name(trace.strings[u])
+        c = out.setdefault(n, [0, 0])
+        c[0] += len(sel)
+        c[1] += int((api.end[sel] - api.start[sel]).sum())
+    return [{"api_name": n, "count": c, "total_ms": round(t / 1e6, 3)}
+            for n, (c, t) in sorted(out.items(), key=lambda x: (-x[1][1], x[0]))]
+
+
+def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()) -> dict:
+    devs = _launch_devices(trace, sel)
+    doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
+                 "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
+                             "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level}}
+    if not devs:
+        doc.update({"empty": "no launched GPU ops in this trace or selection", "iterations": None,
+                    "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
+                    "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
+                    "launch_thread_cpu": {"available": False, "note": "not recorded: capture with sampling"}})
+        return doc
+    primary = devs[0][0]
+    devices = [d for d, _ in devs]
+    window = _device_window(trace, primary, sel)
+    it = itr.find(trace, opt.iter_name, primary, window)
+    if sel.t0 is not None or sel.t1 is not None:
+        keep = (it.start >= window[0]) & (it.end <= window[1])
+        if not keep.all():
+            it = itr.Iterations(it.source, it.start[keep], it.end[keep], it.heuristic, it.name,
+                                None if it.range_idx is None else it.range_idx[keep], it.base_depth, it.note)
+        if not len(it):
+            it = itr.whole(trace, window)
+    lo, hi = int(it.start.min()), int(it.end.max())
+    gaps = {d: ex.device_gaps(trace, d, lo, hi) for d in devices}
+    f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary])
+    share = float(f.exposed_ns.sum()) / float(f.iteration_ns.sum()) if f.iteration_ns.sum() > 0 else 0.0
+    amdahl = 1.0 / (1.0 - share) if share < 1 else None
+    med_launches = float(np.median(f.launches))
+    med_iter = float(np.median(f.iteration_ns))
+    rule_ms = med_launches * LAUNCH_COST_US / 1e3
+
+    def per_it(fg: ex.IterationFigures) -> dict:
+        return {"launches": _stats(fg.launches, nd=1), "launch_api_ms": _stats(fg.launch_api_ns, 1e6),
+                "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
+                "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
+
+    streams = classify(trace, gaps, lo, hi, opt.backpressure, set(devices))
+    # kernels, API totals and gaps on the primary device: the iterations are its thread's
+    top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
+    api_totals = _api_totals(trace, it, [primary])
+    launch_api_ms = sum(r["total_ms"] for r in api_totals)
+    idle = {}
+    for d in [primary]:
+        h = ex.gap_histogram(gaps[d], it.start, it.end)
+        sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / max(len(it), 1)
+        idle[str(d)] = {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
+                        "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / max(len(it), 1) / 1e6, 3)}
+    doc.update({
+        "device_id": primary,
+        "devices": devices,
+        "iterations": it.to_json(),
+        "per_iteration": per_it(f),
+        "overhead_share": round(share, 4),
+        "amdahl_bound": None if amdahl is None else round(amdahl, 3),
+        "rule_of_thumb": {"launch_cost_us": LAUNCH_COST_US, "launches": med_launches,
+                          "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
+                          "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
+        "streams": [s.to_json() for s in streams],
+        "backpressure": any(s.queue_class == "saturated" for s in streams),
+        "cpu_stalls": sum(s.cpu_stalls for s in streams),
+        "top": top,
+        "nccl": nccl_rows,
+        "empty_reason": why or None,
+        "near_misses": misses,
+        "syncs": _syncs(trace, it),
+        "cross_checks": {
+            "idle_gaps": idle,
+            "api_totals": api_totals,
+            "launch_api_ms": round(launch_api_ms, 3),
+            "table_api_ms": round(table_api_ns / 1e6, 3),
+            "table_share_of_launch_api": round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None,
+        },
+        "launch_thread_cpu": _launch_thread_cpu(trace),
+    })
+    n_launch = int(f.launches.sum())
+    if n_launch < MIN_LAUNCHES or int(f.iteration_ns.sum()) < MIN_WINDOW_NS:
+        doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
+                             f"{_dur(float(f.iteration_ns.sum()) / 1e6)}")
+    doc["verdict"] = verdict_lines(doc)
+    return doc
+
+
+def _launch_thread_cpu(trace: Trace) -> dict:
+    """CPU busy share of the launching thread needs CPU sampling or scheduling data, which the
+    trace model does not carry yet: say so rather than guess (domain.md §7.5)."""
+    return {"available": False, "note": "not recorded: capture with sampling (Nsight --sample, "
+                                        "COMPOSITE_EVENTS / SCHED_EVENTS)"}
+
+
+def verdict_lines(doc: dict) -> list[str]:
+    """One line for the page's head, then one per stream."""
+    pi = doc["per_iteration"]
+    it = doc["iterations"]
+    share = doc["overhead_share"]
+    if doc.get("too_little"):
+        return [f"too little activity to judge: {doc['too_little']}"] + [
+            f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}" for s in doc["streams"]]
+    lines = [f"{pi['launches']['median']:,.0f} launches/iteration; exposed launch overhead "
+             f"{pi['exposed_overhead_ms']['median']:.3f} ms/iteration = {share:.1%} of "
+             f"{pi['iteration_ms']['median']:.3f} ms (Amdahl bound {doc['amdahl_bound']:.3f}x)"
+             + (" [iterations: heuristic]" if it["heuristic"] else "")
+             + (" [no iteration marks: whole window]" if it["source"] == itr.SOURCE_NONE else "")]
+    for s in doc["streams"]:
+        lines.append(f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}")
+    return lines
+
+
+# --- Markdown ---------------------------------------------------------------------------
+
+def _fmt_ms(x) -> str:
+    return f"{x:,.3f}"
+
+
+def _dur(ms: float) -> str:
+    """A duration for prose: ms, or µs below 1 ms so tiny windows do not read as 0."""
+    if ms >= 1:
+        return f"{ms:,.3f} ms"
+    return f"{ms * 1e3:,.1f} µs" if ms >= 1e-3 else f"{ms * 1e6:,.0f} ns"
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def render_markdown(doc: dict) -> str:
+    src = doc["source"]
+    out = [f"# Launch page: {src['path'].rsplit('/', 1)[-1]}", ""]
+    out.append(f"{src['producer']} {src['version']}".strip())
+    if doc.get("empty"):
+        out += ["", f"**{doc['empty']}**: nothing to record.", ""]
+        return "\n".join(out) + "\n"
+    it = doc["iterations"]
+    pi = doc["per_iteration"]
+    ds = doc["devices"]
+    out.append(f"Device {doc['device_id']}" + (f" (of {', '.join(map(str, ds))}: the one with most launches; "
+                                               "`--device N` for another)" if len(ds) > 1 else ""))
+    src_line = (f"Iterations: {it['count']} from {it['source']}"
+                + (f" `{_short(it['name'])}`" if it["name"] else "")
+                + f"; median {_dur(it['median_ns'] / 1e6)} (min {_dur(it['min_ns'] / 1e6)}, "
+                  f"max {_dur(it['max_ns'] / 1e6)})")
+    out += [src_line, f"_{it['note']}_" if it["note"] else "", ""]
+    rt = doc["rule_of_thumb"]
+    if doc.get("too_little"):
+        out.append(f"**Too little activity to judge launch overhead: {doc['too_little']}.**")
+    else:
+        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · exposed launch overhead: "
+                   f"{_dur(pi['exposed_overhead_ms']['median'])}/iter · share: {doc['overhead_share']:.1%} of "
+                   f"{_dur(pi['iteration_ms']['median'])} · Amdahl bound: {doc['amdahl_bound']:.3f}×**")
+        out.append(f"Rule of thumb: {rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
+                   f"{_dur(rt['estimate_ms'])} against 10 % of the iteration = {_dur(rt['ten_percent_ms'])}: "
+                   + ("launch throughput is probably a bottleneck" if rt["flag"] else "below"))
+    out += ["", "| per iteration | median | min | max |", "|---|---:|---:|---:|"]
+    for key, label in (("launches", "Launches"), ("launch_api_ms", "Launch API (ms)"), ("gpu_busy_ms", "GPU busy (ms)"),
+                       ("gpu_idle_ms", "GPU idle (ms)"), ("exposed_overhead_ms", "Exposed launch overhead (ms)"),
+                       ("iteration_ms", "Iteration (ms)")):
+        v = pi[key]
+        fmt = (lambda x: f"{x:,.0f}") if key == "launches" else _fmt_ms
+        out.append(f"| {label} | {fmt(v['median'])} | {fmt(v['min'])} | {fmt(v['max'])} |")
+    out += ["", "## Queue", ""]
+    for s in doc["streams"]:
+        lim = f", observed limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
+        out.append(f"- device {s['device_id']} stream {s['stream_id']}: **{s['queue_class']}** "
+                   f"(max pending {s['max_depth']}{lim}; blocked launches {s['blocked_launches']}, "
+                   f"CPU stalls {s['cpu_stalls']}) — {s['reason']}")
+    out.append(f"- Backpressure: {'yes' if doc['backpressure'] else 'no'}; CPU stalls (slow launches at low depth, "
+               f"not backpressure): {doc['cpu_stalls']}")
+    out += ["", "## Top small kernels (by launch cost per iteration)", ""]
+    if doc["top"]:
+        out += ["| # | Kernel | Launches/iter | API avg (µs) | Queue avg (µs) | Kernel avg (µs) | Phase | Fix |",
+                "|---:|---|---:|---:|---:|---:|---|---|"]
+        for i, r in enumerate(doc["top"], 1):
+            out.append(f"| {i} | `{_short(r['kernel_name'])}` | {r['launches_per_iteration']:,.1f} | {r['avg_api_us']:.1f} | {r['avg_queue_us']:.1f} | "
+                       f"{r['avg_kernel_us']:.3f} | {_short(r['phase'] or '(no range)', 50)} | {r['fix']} |")
+    else:
+        out.append(f"(empty) {doc['empty_reason']}")
+        if doc["near_misses"]:
+            out.append("Nearest misses:")
+            for r in doc["near_misses"]:
+                out.append(f"- `{_short(r['kernel_name'])}` (device {r['device_id']}): {r['launches']:,} launches at "
+                           f"{r['avg_kernel_us']:.1f} µs — {r['misses']}")
+    for r in doc["nccl"]:
+        out.append(f"- NCCL `{r['kernel_name']}`: {r['launches_per_iteration']:,.1f}/iter — {r['fix']}")
+    sy = doc["syncs"]
+    if sy["by_api"]:
+        out += ["", "## Syncs inside the step", "",
+                f"{sy['per_iteration']['median']:,.0f} per iteration ("
+                + ", ".join(f"{b['api_name']} ×{b['count']}" for b in sy["by_api"]) + f"): {sy['fix']}"]
+    cc = doc["cross_checks"]
+    out += ["", "## Cross-checks", ""]
+    for d, g in cc["idle_gaps"].items():
+        b = g["buckets"]
+        out.append(f"- Idle gaps, device {d}: " + " · ".join(f"{k} {v['count']:,} ({v['total_ms']:,.3f} ms)"
+                                                          for k, v in b.items())
+                   + f". Gaps < 1 ms: {g['sub_ms_per_iteration_ms']:,.3f} ms/iter against exposed launch overhead "
+                     f"{g['exposed_per_iteration_ms']:,.3f} ms/iter")
+    if cc["api_totals"]:
+        out.append("- Launch API totals: " + " · ".join(f"{a['api_name']} {a['count']:,} calls {a['total_ms']:,.3f} ms"
+                                                      for a in cc["api_totals"])
+                   + f"; the small-kernel table holds {cc['table_api_ms']:,.3f} ms"
+                   + (f" ({cc['table_share_of_launch_api']:.0%})" if cc["table_share_of_launch_api"] is not None else ""))
+    lt = doc["launch_thread_cpu"]
+    out.append("- Launching thread CPU busy: " + (f"{lt['busy_share']:.0%}" if lt["available"] else lt["note"]))
+    return "\n".join(x for x in out if x is not None) + "\n"

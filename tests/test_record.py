@@ -1,0 +1,225 @@
+"""The case record on synthetic ground truth (fixtures/record_cases.py): iterations by every source,
+exposed overhead to the ns, queue classes, a queue limit other than 1024, CPU stalls, emit_nvtx
+names, fix rules."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fixtures import record_cases as rc
+from fixtures import synth
+from launchtui.analysis import exposed as ex
+from launchtui.analysis import iterations as itr
+from launchtui.analysis.fixes import rule_for
+from launchtui.analysis.phases import normalise
+from launchtui.analysis.record import SCHEMA, RecordOptions, build_record, render_markdown
+from launchtui.trace.load import open_trace
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """Scenario name -> (trace, workload as the file holds it, variant); written once per module."""
+    d = tmp_path_factory.mktemp("record")
+    out = {}
+
+    def get(name, variant="modern"):
+        key = (name, variant)
+        if key not in out:
+            sc = rc.SCENARIOS[name]
+            p = synth.write_nsys_sqlite(rc.workload(sc), d / f"{name}.{variant}.sqlite", variant=variant)
+            out[key] = (open_trace(p, use_cache=False), rc.nsys_view(sc, variant), variant)
+        return out[key]
+    return get
+
+
+def _record(trace, name=None, **kw):
+    return build_record(trace, opt=RecordOptions(iter_name=name, **kw))
+
+
+def test_profiler_step_iterations_and_figures_to_the_ns(traces):
+    trace, w, _ = traces("profiler_step")
+    dev = rc.primary_device(w)
+    steps = rc.step_ranges(w, dev)
+    doc = _record(trace)
+    it = doc["iterations"]
+    assert (it["source"], it["count"], it["heuristic"]) == ("ProfilerStep", len(steps), False)
+    assert list(zip(it["starts_ns"], it["ends_ns"])) == steps
+    truth = rc.per_iteration_truth(w, dev, steps)
+    got = ex.per_iteration(trace, dev, np.array([s for s, _ in steps]), np.array([e for _, e in steps]))
+    for key, arr in (("launches", got.launches), ("launch_api_ns", got.launch_api_ns), ("busy_ns", got.busy_ns),
+                     ("idle_ns", got.idle_ns), ("exposed_ns", got.exposed_ns), ("iteration_ns", got.iteration_ns)):
+        assert arr.tolist() == [t[key] for t in truth], key
+    exp = [t["exposed_ns"] for t in truth]
+    assert doc["per_iteration"]["exposed_overhead_ms"]["median"] == round(float(np.median(exp)) / 1e6, 6)
+    share = sum(exp) / sum(t["iteration_ns"] for t in truth)
+    assert doc["overhead_share"] == round(share, 4)
+    assert doc["amdahl_bound"] == round(1 / (1 - share), 3)
+    assert 0 < share < 1 and all(0 < t["exposed_ns"] <= t["idle_ns"] for t in truth)
+
+
+def test_step_like_and_user_named_iterations(traces):
+    for name, iter_name, source, prefix in (("step_like", None, itr.SOURCE_STEP_LIKE, "train_step_"),
+                                             ("user_named", "MY_LOOP", itr.SOURCE_NAMED, "my_loop ")):
+        trace, w, _ = traces(name)
+        steps = rc.step_ranges(w, rc.primary_device(w), prefix)
+        it = _record(trace, iter_name)["iterations"]
+        assert it["source"] == source
+        assert list(zip(it["starts_ns"], it["ends_ns"])) == steps
+    # a name that matches nothing falls through to the next source and says so
+    trace, w, _ = traces("profiler_step")
+    it = _record(trace, "no-such-range")["iterations"]
+    assert it["source"] == "ProfilerStep" and "no range name contains 'no-such-range'" in it["note"]
+
+
+def test_periodic_iterations_without_ranges(traces):
+    trace, w, _ = traces("periodic")
+    doc = _record(trace)
+    it = doc["iterations"]
+    sc = rc.SCENARIOS["periodic"]
+    assert it["source"] == itr.SOURCE_PERIODIC and it["heuristic"] is True
+    assert it["count"] == sc.cfg.iterations - 1          # boundaries at an anchor's launches
+    # each period launches what one ProfilerStep of the same simulation launches
+    ref = synth.simulate(sc.cfg)
+    steps = rc.step_ranges(ref, 0)
+    per_step = [t["launches"] for t in rc.per_iteration_truth(ref, 0, steps)]
+    assert doc["per_iteration"]["launches"]["median"] == per_step[1]
+    med_step = float(np.median([e - s for s, e in steps]))
+    assert abs(it["median_ns"] - med_step) / med_step < 0.05
+    assert "heuristic" in render_markdown(doc)
+
+
+def test_whole_window_when_nothing_repeats(traces):
+    trace, w, _ = traces("whole")
+    doc = _record(trace)
+    it = doc["iterations"]
+    assert it["source"] == "none" and it["count"] == 1
+    calls = rc.device_launch_calls(w, 0)
+    lo = min(int(w.api["start"][calls[0]]), int(w.ops["start"][w.ops["device"] == 0].min()))
+    assert (it["starts_ns"][0], it["ends_ns"][0]) == (lo, int(w.ops["end"][w.ops["device"] == 0].max()))
+    assert "whole window" in render_markdown(doc)
+
+
+def test_queue_classes_stalls_and_command_buffer_full(traces):
+    trace, w, variant = traces("profiler_step")
+    truth = rc.stream_truth(w, variant)
+    doc = _record(trace)
+    by = {(s["device_id"], s["stream_id"]): s for s in doc["streams"]}
+    sat = [k for k, s in by.items() if s["queue_class"] == "saturated"]
+    assert sat == [k for k, t in truth.items() if t["blocked"]] == [(0, 7)]
+    assert by[(0, 7)]["observed_limit"] == w.cfg.queue_limit == 1022
+    for k, t in truth.items():
+        assert by[k]["blocked_launches"] == t["blocked"], k
+        assert by[k]["cpu_stalls"] == t["cpu_stalls"] == t.get("lazy", 0), k
+    assert doc["backpressure"] is True
+    assert doc["cpu_stalls"] == sum(t["cpu_stalls"] for t in truth.values()) >= 2
+
+
+def test_blocking_at_a_limit_other_than_1024_without_nsight_evidence(traces):
+    # meta2022 exports have no OVERHEAD table: saturation must come from the launch times alone
+    trace, w, variant = traces("limit_700", "meta2022")
+    assert not len(trace.overheads)
+    truth = rc.stream_truth(w, variant)
+    s = {(x["device_id"], x["stream_id"]): x for x in _record(trace)["streams"]}[(0, 7)]
+    assert s["queue_class"] == "saturated" and s["max_depth"] == 700
+    assert s["observed_limit"] == 700
+    assert s["blocked_launches"] == truth[(0, 7)]["blocked"] >= 3
+    assert s["cpu_stalls"] == truth[(0, 7)]["cpu_stalls"] == 1   # the lazy-loading launch at depth 0
+
+
+def test_dry_stream(traces):
+    trace, w, _ = traces("dry")
+    s = {(x["device_id"], x["stream_id"]): x for x in _record(trace)["streams"]}[(0, 7)]
+    assert s["queue_class"] == "dry" and s["blocked_launches"] == 0
+    assert s["dry_time_share"] > 0.5 and s["waited_gap_share"] > 0.5
+
+
+def test_emit_nvtx_names_group_into_phases(traces):
+    plain, _, _ = traces("step_like")
+    named, w, _ = traces("emit_nvtx")
+    assert any(", seq = " in n for n in w.range_names)
+    a, b = _record(plain, "train_step"), _record(named)
+    assert b["iterations"]["source"] == "ProfilerStep"
+    phases = [r["phase"] for r in b["top"]]
+    assert phases and not any("seq =" in p or "op_id" in p for p in phases)
+    assert [(r["kernel_name"], r["phase"]) for r in b["top"]] == [(r["kernel_name"], r["phase"]) for r in a["top"]]
+    assert b["top"][0]["phase"] == "Optimizer.step#AdamW.step"
+    # level 2 goes one range deeper where there is one, never past the innermost
+    deeper = _record(named, phase_level=2)
+    assert all(r["phase"].startswith(p) for r, p in zip(deeper["top"], phases))
+
+
+def test_normalise_strips_emit_nvtx_suffixes():
+    assert normalise("aten::mul, seq = 3, op_id = 7, sizes = [[2, 3], []]") == "aten::mul"
+    assert normalise("aten::add, op_id = 314339") == "aten::add"
+    assert normalise("CheckpointFunctionBackward, stashed seq = 12") == "CheckpointFunctionBackward"
+    assert normalise("## forward ##") == "## forward ##"
+
+
+def test_fix_rules_each():
+    assert rule_for("ncclDevKernel_AllReduce_Sum_f32_RING_LL")[0] == "nccl"
+    assert rule_for("elementwise_kernel", "Optimizer.step#AdamW.step")[0] == "optimizer"
+    assert rule_for("multi_tensor_apply_kernel")[0] == "optimizer"
+    assert rule_for("triton_poi_fused_mul_add_0", "forward") == ("compiled", rule_for("triton_red_fused_sum_1")[1])
+    assert 'mode="reduce-overhead"' in rule_for("triton_poi_fused_mul_add_0")[1]
+    for k in ("vectorized_elementwise_kernel", "elementwise_kernel", "unrolled_elementwise_kernel", "reduce_kernel",
+              "distribution_elementwise_grid_stride_kernel"):
+        assert rule_for(k, "forward")[0] == "eager_elementwise", k
+    assert rule_for("splitKreduce_kernel")[0] == "other"
+
+
+def test_top_rows_carry_rule_fixes_and_syncs(traces):
+    trace, w, _ = traces("profiler_step")
+    doc = _record(trace)
+    rules = {r["kernel_name"]: r["fix_rule"] for r in doc["top"]}
+    assert rules["elementwise_kernel"] == "optimizer"
+    assert rules.get("triton_poi_fused_mul_add_0", "compiled") == "compiled"
+    # top ranks by launch cost per iteration
+    cost = [r["launch_cost_per_iteration_ms"] for r in doc["top"]]
+    assert cost == sorted(cost, reverse=True) and len(doc["top"]) == 3
+    # the per-step cudaStreamSynchronize of device 0's thread
+    sy = doc["syncs"]
+    assert sy["per_iteration"]["median"] == 1 and sy["fix"]
+    assert [b["api_name"] for b in sy["by_api"]] == ["cudaStreamSynchronize"]
+    # NCCL rows are set apart
+    assert all("nccl" not in r["kernel_name"].lower() for r in doc["top"])
+
+
+def test_empty_table_says_why_with_near_misses(traces):
+    trace, _, _ = traces("profiler_step")
+    doc = _record(trace, min_launches=100_000)
+    assert doc["top"] == [] and "fewer launches" in doc["empty_reason"]
+    assert len(doc["near_misses"]) == 3
+    assert all("launches <" in r["misses"] for r in doc["near_misses"])
+    assert "Nearest misses" in render_markdown(doc)
+
+
+def test_cross_checks_and_json_schema(traces):
+    trace, w, _ = traces("profiler_step")
+    doc = _record(trace)
+    assert doc["schema"] == SCHEMA == "launchtui-record/1"
+    for k in ("iterations", "per_iteration", "overhead_share", "amdahl_bound", "streams", "backpressure", "top",
+              "near_misses", "cross_checks", "launch_thread_cpu"):
+        assert k in doc
+    for k in ("launches", "launch_api_ms", "gpu_busy_ms", "gpu_idle_ms", "exposed_overhead_ms", "iteration_ms"):
+        assert set(doc["per_iteration"][k]) == {"median", "min", "max"}
+    for k in ("source", "count", "median_ns", "min_ns", "max_ns"):
+        assert k in doc["iterations"]
+    for s in doc["streams"]:
+        assert {"device_id", "stream_id", "queue_class", "max_depth", "observed_limit", "blocked_launches",
+                "cpu_stalls"} <= set(s)
+    for r in doc["top"]:
+        assert {"kernel_name", "device_id", "launches_per_iteration", "avg_api_us", "avg_kernel_us", "phase",
+                "fix"} <= set(r)
+    gaps = doc["cross_checks"]["idle_gaps"]["0"]["buckets"]
+    assert list(gaps) == ["<10us", "10-100us", "0.1-1ms", ">=1ms"]
+    steps = rc.step_ranges(w, 0)
+    truth = rc.per_iteration_truth(w, 0, steps)
+    assert round(sum(b["total_ms"] for b in gaps.values()), 3) == pytest.approx(
+        sum(t["idle_ns"] for t in truth) / 1e6, abs=0.005)
+    names = {a["api_name"]: a["count"] for a in doc["cross_checks"]["api_totals"]}
+    assert sum(names.values()) == sum(t["launches"] for t in truth)
+    assert doc["launch_thread_cpu"] == {"available": False, "note": doc["launch_thread_cpu"]["note"]}
+    assert "not recorded" in doc["launch_thread_cpu"]["note"]
+    json.dumps(doc)

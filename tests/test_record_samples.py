@@ -1,0 +1,111 @@
+"""The case record on the real shared samples (skipped without ../shared) and the `record` CLI."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import sample, snapshot
+from launchtui.analysis.record import build_record, render_markdown
+from launchtui.cli import main
+from launchtui.trace.load import open_trace
+
+
+def _rec(rel: str, **kw):
+    return build_record(open_trace(sample(rel), use_cache=False))
+
+
+def _stream(doc, dev, stream):
+    return next(s for s in doc["streams"] if (s["device_id"], s["stream_id"]) == (dev, stream))
+
+
+def test_v100_saturates_at_observed_limit_1022():
+    doc = _rec("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    it = doc["iterations"]
+    assert (it["source"], it["count"]) == ("ProfilerStep", 5)
+    s = _stream(doc, 0, 7)
+    assert s["queue_class"] == "saturated" and s["max_depth"] == 1022
+    assert s["observed_limit"] == 1022          # definitions.md §5-§6: launches at 1021 block
+    assert s["blocked_launches"] >= 500 and s["cpu_stalls"] == 0
+    assert doc["backpressure"] is True
+    # GPU busy nearly all the time: launch overhead is not what limits this trace
+    assert doc["overhead_share"] < 0.02
+    assert doc["top"] and all(r["phase"] for r in doc["top"])
+
+
+def test_b200_eager_is_dry():
+    doc = _rec("kineto/b200__eager_trace.json.gz")
+    s = _stream(doc, 0, 7)
+    assert s["queue_class"] == "dry" and s["max_depth"] == 2 and s["blocked_launches"] == 0
+    assert doc["backpressure"] is False
+    # the decode steps repeat: found by the launch-sequence heuristic, and said to be one
+    assert doc["iterations"]["heuristic"] is True and doc["iterations"]["count"] >= 10
+    # the one 141 µs launch at depth 0 is a CPU stall, not backpressure
+    assert s["cpu_stalls"] == 1
+
+
+def test_mi300_deep_queue_without_blocking_is_not_saturated():
+    doc = _rec("kineto/mi300__timesformer-k400.json.gz")
+    assert all(s["queue_class"] != "saturated" for s in doc["streams"])
+    assert doc["backpressure"] is False
+
+
+def test_graph_replays_deepen_the_queue_without_blocking():
+    doc = _rec("kineto/trace_diff__test__test.json.gz")
+    s = _stream(doc, 1, 7)
+    assert s["max_depth"] == 1338 and s["queue_class"] != "saturated"
+
+
+def test_h100_slice_saturated_by_command_buffer_full_with_unknown_limit():
+    doc = _rec("nsys/nsys-ai__h100_2gpu_1s.sqlite")
+    for dev, stream in ((0, 7), (1, 15)):
+        s = _stream(doc, dev, stream)
+        assert s["queue_class"] == "saturated" and s["command_buffer_full"] > 0
+        assert s["observed_limit"] is None     # 1,138 ops launched before the slice were pending
+    # emit_nvtx names (`aten::add, op_id = N`) group into phases without the suffix
+    assert doc["top"] and all(r["phase"] and "op_id" not in r["phase"] for r in doc["top"])
+
+
+def test_dlprof_emit_nvtx_phases_without_seq():
+    trace = open_trace(sample("nsys/MohanadOdema__DLProf__nsys_profile.sqlite"), use_cache=False)
+    doc = build_record(trace)
+    page = render_markdown(doc)
+    assert "seq =" not in page
+    assert doc["top"] == [] and doc["empty_reason"] and len(doc["near_misses"]) == 3
+
+
+def test_docs_before_after_fix_say_too_little_to_judge():
+    for name in ("kineto/docs__traces__before_fix_trace.json", "kineto/docs__traces__after_fix_trace.json"):
+        doc = _rec(name)
+        assert doc["per_iteration"]["launches"]["median"] == 1
+        assert "too_little" in doc and "Too little activity" in render_markdown(doc)
+        assert doc["streams"][0]["queue_class"] == "normal"
+
+
+def test_llama_single_row_table_is_eager_elementwise_and_dry():
+    doc = _rec("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite")
+    assert [r["kernel_name"] for r in doc["top"]] == ["distribution_elementwise_grid_stride_kernel"]
+    assert doc["top"][0]["fix_rule"] == "eager_elementwise"
+    assert _stream(doc, 0, 7)["queue_class"] == "dry"
+    assert doc["syncs"]["by_api"][0]["api_name"] == "cudaDeviceSynchronize"
+
+
+def test_record_cli_markdown_json_and_atomic_output(tmp_path, capsys):
+    p = sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    before = snapshot(p)
+    assert main(["record", str(p)]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("# Launch page: ") and "saturated" in page and "observed limit 1022" in page
+    out = tmp_path / "page.json"
+    assert main(["record", str(p), "--json", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "launchtui-record/1"
+    assert main(["record", str(p), "--json", "-o", str(out)]) == 2      # no overwrite without --force
+    assert "exists" in capsys.readouterr().err
+    assert main(["record", str(p), "--json", "-o", str(out), "--force"]) == 0
+    assert main(["report", str(p), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["record"]["schema"] == "launchtui-record/1"
+    assert rep["record"]["streams"] == doc["streams"]
+    assert snapshot(p) == before
+    assert main(["record", str(p), "--phase-level", "0"]) == 2
