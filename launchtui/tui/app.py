@@ -120,9 +120,10 @@ class LaunchApp(App):
         self.push_screen(HelpScreen(help_sections(self._keymap), help_notes()))
 
 
-def run_app(args) -> int:
-    """Entry point used by `launchtui TRACE`: returns the exit status (2 on a loading error)."""
-    app = LaunchApp(args)
+def run_app(args, app_cls=None) -> int:
+    """Entry point used by `launchtui TRACE` (and, with `app_cls`, by `--compare`): returns the exit
+    status (2 on a loading error)."""
+    app = (app_cls or LaunchApp)(args)
     rc = app.run()
     if app.error_message:
         print(f"launchtui: {app.error_message}", file=sys.stderr)

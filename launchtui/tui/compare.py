@@ -208,10 +208,5 @@ class CompareApp(LaunchApp):
 
 def run_compare(args) -> int:
     """Entry point of `launchtui BEFORE --compare AFTER`: the exit status (2 on a loading error)."""
-    import sys
-    app = CompareApp(args)
-    rc = app.run()
-    if app.error_message:
-        print(f"launchtui: {app.error_message}", file=sys.stderr)
-        return 2
-    return app.return_code if app.return_code is not None else (rc if isinstance(rc, int) else 0)
+    from launchtui.tui.app import run_app
+    return run_app(args, CompareApp)
