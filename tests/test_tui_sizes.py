@@ -85,6 +85,12 @@ def test_80_columns_keep_the_ranking_columns_and_the_device(demo_trace):
             assert table.sort_key == "total_api_ms"
             await pilot.pause()
             assert "total API ms▼" in screen_text(app)                          # the arrow is not cut off
+            # one device shown: no device prefix needed
+            await pilot.press("d")
+            await settle(app, pilot)
+            lines = _lines(app)
+            assert not any("(GPUn=dev)" in ln or ln.startswith("GPU0 ") for ln in lines)
+            assert any(ln.startswith(table.visible_rows()[0]["kernel_name"][:20]) for ln in lines)
     run(go())
 
 

@@ -51,7 +51,7 @@ def describe_op(trace: Trace, k: int, origin: int | None) -> list[str]:
     full = trace.strings[int(ops.full_name[k])]
     dur = int(ops.end[k] - ops.start[k])
     kind = OP_KIND_NAMES[int(ops.kind[k])]
-    small = " (small: < 10 µs)" if kind == "kernel" and dur < ln.SMALL_KERNEL_NS else ""
+    small = f" (small: < {fmt_d(ln.SMALL_KERNEL_NS)})" if kind == "kernel" and dur < ln.SMALL_KERNEL_NS else ""
     l1 = (f"{kind} {name}  {fmt_d(dur)}{small}  GPU {int(ops.device[k])} stream {int(ops.stream[k])}"
           f"  at {fmt_time(int(ops.start[k]), origin)}")
     a = int(ops.api[k])

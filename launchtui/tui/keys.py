@@ -57,7 +57,10 @@ MAIN_BINDINGS = [
 BINDINGS = MAIN_BINDINGS
 
 
-def help_notes(threshold: int = 1000, small_us: float = 10.0) -> str:
+def help_notes() -> str:
+    """The reading of the timeline, with the thresholds of the analysis config."""
+    from launchtui.analysis.config import CONFIG
+    threshold, small_us = CONFIG.queue_threshold, CONFIG.small_kernel_ns / 1000
     return (
         "Timeline: the cursor is the middle column (▼); panning moves it, zooming keeps it.\n"
         "Rows: NVTX ranges, then per GPU the CUDA API row of each launching thread and, per stream, the CUDA HW\n"
@@ -71,9 +74,6 @@ def help_notes(threshold: int = 1000, small_us: float = 10.0) -> str:
         "Remap keys: LAUNCHTUI_KEYS='pan_left=a;pan_right=d' or ~/.config/launchtui/keys.conf (id=key lines);\n"
         "ids: " + ", ".join(b.id for b in BINDINGS)
     )
-
-
-HELP_NOTES = help_notes()
 
 
 def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str, str]]]]:

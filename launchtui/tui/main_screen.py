@@ -26,6 +26,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
 from launchtui.tui.keys import MAIN_BINDINGS
@@ -109,7 +110,7 @@ class MainScreen(Screen):
         tl = self.timeline
         tl.device = self.device
         tl.on_change = self.update_details
-        self.table.multi_device = len(ld.lanes.devices) > 1
+        self.table.multi_device = self.device is None and len(ld.lanes.devices) > 1
         tl.focus()
         sel = ld.selection
         if sel.t0 is not None and sel.t1 is not None and sel.ranges is None:
@@ -138,7 +139,8 @@ class MainScreen(Screen):
         src = tr.source
         w = tr.window()
         win = f"{w[0] / 1e9:.6f}–{w[1] / 1e9:.6f} s ({fmt_duration(w[1] - w[0])})" if w else "no GPU ops"
-        devs = ", ".join(f"{d}: {n}" for d, n in sorted(tr.devices.items())) or "none"
+        devs = ", ".join(f"{d}: {n}" if n and n != f"GPU {d}" else str(d)
+                         for d, n in sorted(tr.devices.items())) or "none"
         shown = "all" if self.device is None else str(self.device)
         ver = f" {src.version}" if src.version else ""
         l1 = f" {Path(src.path).name} │ {src.producer}{ver} │ GPUs {devs}"
@@ -208,7 +210,7 @@ class MainScreen(Screen):
         filt = f" │ filter '{t.filter_text}'" if t.filter_text else ""
         nccl = " │ NCCL hidden" if t.hide_nccl else ""
         self.stats_line.set_lines([
-            f" Small & frequent (≥100 launches, <10 µs) in {label}: {len(t.order)} rows │ {s['launches']:,} "
+            f" Small & frequent (≥{CONFIG.min_launches} launches, <{CONFIG.max_avg_us:g} µs) in {label}: {len(t.order)} rows │ {s['launches']:,} "
             f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {len(self.visible_marks())} backpressure marks"
             f"{filt}{nccl}"])
 
@@ -251,7 +253,7 @@ class MainScreen(Screen):
             return base + ": the trace has no GPU ops)"
         if self.spec.ranges is not None and self.nvtx_occ is not None and not self.nvtx_all \
                 and len(self.nvtx_occ[1]) > 1:
-            return base + f" in this occurrence: no kernel reaches 100 launches; press a to pool all " \
+            return base + f" in this occurrence: no kernel reaches {CONFIG.min_launches} launches; press a to pool all " \
                           f"{len(self.nvtx_occ[1])} occurrences)"
         if self.spec != self._whole() and self.selection is not None and self.selection.t0 is not None:
             return base + " in this selection; Esc widens it)"
@@ -542,6 +544,7 @@ class MainScreen(Screen):
         i = devs.index(self.device) if self.device in devs else 0
         self.spec = replace(self.spec, device=devs[(i + 1) % len(devs)])
         self.timeline.device = self.device
+        self.table.multi_device = self.device is None and len(self.loaded.lanes.devices) > 1
         self.context = "showing all devices" if self.device is None else f"showing GPU {self.device}"
         self.refresh_selection()
         self._changed()

@@ -13,6 +13,7 @@ MODAL_CSS = """
 ModalScreen { align: center middle; }
 ModalScreen > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
                          border: round $accent; background: $panel; padding: 0 1; }
+ModalScreen Label { width: 100%; }
 ModalScreen #title { text-style: bold; }
 ModalScreen #hint { color: $text-muted; }
 ModalScreen OptionList { height: auto; max-height: 20; }

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from launchtui.analysis import lanes as ln
+from launchtui.analysis.config import CONFIG
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
 
@@ -76,8 +77,13 @@ LABEL_SEL_STYLE = Style(color="#000000", bgcolor="#d0d0d0", bold=True)
 LABEL_DEV_STYLE = Style(color="#ffffff", bold=True)
 LABEL_WARN_STYLE = Style(color="#ff3030", bold=True)
 
-LEGEND = ("HW █ kernel ⣿ small<10µs ▓ NCCL ═ mem ◆ chosen │ API █ busy launching ! spike │ "
-          "queue ▁▇ pending █ ≥1000 │ axis ━ episode ▲ spike")
+def legend(cfg=CONFIG) -> str:
+    """The glyph legend, with the thresholds of the analysis config."""
+    return (f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen │ API █ busy launching "
+            f"! spike │ queue ▁▇ pending █ ≥{cfg.queue_threshold} │ axis ━ episode ▲ spike")
+
+
+LEGEND = legend()
 
 
 def cells_to_strip(text: str, codes: np.ndarray, styles=STYLES) -> Strip:
@@ -125,7 +131,7 @@ class Timeline(Widget, can_focus=True):
     pending_mark: reactive[int | None] = reactive(None, init=False)
     highlight: reactive[ln.Instances | None] = reactive(None, init=False, always_update=True)
 
-    def __init__(self, trace, lanes, marks, *, threshold: int = 1000, full: int = 1020,
+    def __init__(self, trace, lanes, marks, *, threshold: int = CONFIG.queue_threshold, full: int = CONFIG.queue_full,
                  fit_window: tuple[int, int] | None = None, min_ns_per_col: float = 1.0, **kw):
         super().__init__(**kw)
         self.trace = trace
