@@ -159,7 +159,7 @@ class TraceFrames:
         """Call sites of the launches (`report --by source --json` sites, all rows); `coverage` and
         the how-to-record hint are in `frame.attrs`."""
         doc = src.source_table(self._trace, self._sel, src.SourceFilter.parse(source_filter), 0, names)
-        df = pd.DataFrame(doc["sites"], columns=["site", "frame", "file", "line", "function", "launches",
+        df = pd.DataFrame(doc["sites"], columns=["site", "frame", "file", "line", "function", "launches", "small_launches",
                                                  "launch_api_ms", "launches_per_iteration", "top_kernels"])
         df.attrs.update(coverage=doc["coverage"], per=doc["per"], iterations=doc["iterations"], hint=doc["hint"])
         return df

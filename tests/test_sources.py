@@ -96,7 +96,9 @@ def test_b200_all_launches_attributed():
     ar = rows["vllm/distributed/device_communicators/symm_mem.py:127 all_reduce"]
     assert ar["launches"] == 73 and ar["top_kernels"][0] == {"kernel_name": "multimem_all_reduce_kernel",
                                                                "launches": 73}
-    assert rows["vllm/_custom_ops.py:334 fused_add_rms_norm"]["launches"] == 72
+    assert ar["small_launches"] == 0  # every multimem_all_reduce_kernel runs >= 10 µs (checked in the JSON)
+    rms = rows["vllm/_custom_ops.py:334 fused_add_rms_norm"]
+    assert rms["launches"] == rms["small_launches"] == 72  # all 72 fused_add_rms_norm_kernel < 10 µs
     # two launches inside aten::index with no inner python frame: the enclosing execute_model
     assert rows["vllm/v1/worker/gpu_model_runner.py:2907 execute_model"]["launches"] == 2
     assert sum(s["launches"] for s in doc["sites"]) == 768
@@ -160,3 +162,17 @@ def test_annotation_file_line_sites(tmp_path):
     trace = read_trace(path)
     assert _sites_by_corr(trace) == truth.site
     assert trace.source.extra["stacks"] == "range text file:line"
+
+
+def test_stacks_survive_the_cache(tmp_path):
+    from launchtui.trace.load import open_trace
+    path = tmp_path / "k.json.gz"
+    stacks_synth.write(path, "kineto")
+    cold = open_trace(path)              # read and cached
+    stages = []
+    warm = open_trace(path, progress=lambda stage, n: stages.append(stage))
+    assert "loaded from cache" in stages and len(warm.stacks) == len(cold.stacks) > 0
+    assert (warm.api_stacks.node == cold.api_stacks.node).all()
+    assert (warm.api_stacks.via == cold.api_stacks.via).all()
+    assert source_table(warm) == source_table(cold)
+    assert warm.source.extra["stacks"] == cold.source.extra["stacks"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.launches import launched_kernels, name_ids
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.grouping import dense_groups
@@ -157,7 +158,7 @@ def iterations(trace: Trace, sel: Selection = WHOLE) -> int:
 
 
 def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter(),
-                 limit: int = 20, names: str = "short") -> dict:
+                 limit: int = CONFIG.table_limit, names: str = CONFIG.names) -> dict:
     """Call sites of the selected kernel launches: launches, launch-API time, per iteration, and
     the kernels each site launches most (definitions.md §S3)."""
     k = launched_kernels(trace, sel)
@@ -182,6 +183,7 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
     dur = (api.end[a] - api.start[a])[m]
     count = np.bincount(inv, minlength=len(keys))
     api_ns = np.bincount(inv, weights=dur, minlength=len(keys))
+    small = np.bincount(inv, weights=(ops.end - ops.start)[k[m]] < CONFIG.small_kernel_ns, minlength=len(keys))
     kname = name_ids(trace, names)[k[m]]
     order = np.lexsort((keys, -count))
     if limit:
@@ -194,7 +196,8 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
         file, line, func = parse_frame(frame)
         doc["sites"].append({
             "site": site_label(frame), "frame": frame, "file": file, "line": line, "function": func,
-            "launches": int(count[g]), "launch_api_ms": round(float(api_ns[g]) / 1e6, 3),
+            "launches": int(count[g]), "small_launches": int(small[g]),
+            "launch_api_ms": round(float(api_ns[g]) / 1e6, 3),
             "launches_per_iteration": round(int(count[g]) / iters, 2) if iters else int(count[g]),
             "top_kernels": [{"kernel_name": trace.strings[int(kn[i])], "launches": int(kc[i])} for i in top],
         })
@@ -214,6 +217,10 @@ def launch_stack(trace: Trace, api_row: int, flt: SourceFilter = SourceFilter())
             "via_backward": bool(trace.api_stacks.via[api_row] == STACK_BACKWARD)}
 
 
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 1] + "…"
+
+
 def render_sources(doc: dict, limit_kernels: int = TOP_KERNELS) -> list[str]:
     c = doc["coverage"]
     out = ["-- Call sites of kernel launches (innermost user frame) --"]
@@ -227,18 +234,20 @@ def render_sources(doc: dict, limit_kernels: int = TOP_KERNELS) -> list[str]:
         return out
     per = f"/iter ({doc['iterations']})" if doc["per"] == "iteration" else "/window"
     w = min(max([len("Call site")] + [len(s["site"]) for s in doc["sites"]]), 90)
-    head = f"{'Call site':<{w}} {'Launches':>9} {'API(ms)':>9} {'Launches' + per:>{max(16, len(per) + 9)}}  Top kernels"
+    small_h = f"<{CONFIG.small_kernel_ns / 1000:g}µs"
+    head = (f"{'Call site':<{w}} {'Launches':>9} {small_h:>8} {'API(ms)':>9} {'Launches' + per:>{max(16, len(per) + 9)}}"
+            "  Top kernels")
     out += [head, "-" * len(head)]
     for s in doc["sites"]:
         name = s["site"] if len(s["site"]) <= w else "…" + s["site"][-(w - 1):]
-        top = ", ".join(f"{k['kernel_name']} ×{k['launches']}" for k in s["top_kernels"][:limit_kernels])
-        out.append(f"{name:<{w}} {s['launches']:>9} {s['launch_api_ms']:>9.3f} "
+        top = ", ".join(f"{_clip(k['kernel_name'], 48)} ×{k['launches']}" for k in s["top_kernels"][:limit_kernels])
+        out.append(f"{name:<{w}} {s['launches']:>9} {s['small_launches']:>8} {s['launch_api_ms']:>9.3f} "
                    f"{s['launches_per_iteration']:>{max(16, len(per) + 9)}}  {top}")
     return out
 
 
 def build_source_report(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter(),
-                        limit: int = 20, names: str = "short") -> dict:
+                        limit: int = CONFIG.table_limit, names: str = CONFIG.names) -> dict:
     """`launchtui report --by source` as one JSON document."""
     from launchtui.analysis.report import SCHEMA_VERSION, launch_totals, trace_json
     return {"schema_version": SCHEMA_VERSION, "by": "source", "trace": trace_json(trace, sel),

@@ -12,6 +12,7 @@ Three sources, tried in this order for each API call:
 """
 from __future__ import annotations
 
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from launchtui.trace.stacks import (Carriers, StackTrie, attach, attach_nvtx_sites, forest_parents,
                                     innermost_at)
+from launchtui.trace.grouping import distinct_runs
 from launchtui.trace.model import Trace
 
 _PY, _OP = 1, 2
@@ -55,12 +57,12 @@ def extract(events: list) -> dict:
         return {}
     kind = np.fromiter(map(kind_of.__getitem__, cats), np.int8, len(cats))
     out = {}
-    py = [e for e in _select(events, kind == _PY) if e.ph == "X"]
+    py = _complete(_select(events, kind == _PY))
     if py:
         s, e, _ = _times(py)
         out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
                      "pid": _ids(list(map(attrgetter("pid"), py))), "tid": _ids(list(map(attrgetter("tid"), py)))}
-    ops = [e for e in _select(events, kind == _OP) if e.ph == "X"]
+    ops = _complete(_select(events, kind == _OP))
     if ops:
         buf = b"[" + b",".join(map(bytes, map(attrgetter("args"), ops))) + b"]"
         try:
@@ -85,8 +87,14 @@ def extract(events: list) -> dict:
 
 
 def _select(events: list, mask: np.ndarray) -> list:
-    from itertools import compress
     return list(compress(events, mask.tolist()))
+
+
+def _complete(events: list) -> list:
+    """Only complete ('X') events: one C-level set of phases, a Python filter only when mixed."""
+    if events and set(map(attrgetter("ph"), events)) != {"X"}:
+        return [e for e in events if e.ph == "X"]
+    return events
 
 
 def build(trace: Trace, py: dict | None, op: dict | None) -> None:
@@ -95,24 +103,21 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
         attach_nvtx_sites(trace)
         return
     th = trace.threads
-    api_pairs = np.stack([th.pid[trace.api.thread], th.tid[trace.api.thread]], axis=1).astype(np.int64)
-    parts = [api_pairs] + [np.stack([x["pid"], x["tid"]], axis=1) for x in (py, op) if x]
-    _, inv = np.unique(np.concatenate(parts), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    api_thread = inv[:len(api_pairs)]
-    off = len(api_pairs)
+    api_key = _thread_key(th.pid[trace.api.thread], th.tid[trace.api.thread])
+    parts = [api_key] + [_thread_key(x["pid"], x["tid"]) for x in (py, op) if x]
+    _, inv = distinct_runs(np.concatenate(parts))  # a thread's events come in long runs
+    api_thread = inv[:len(api_key)]
+    off = len(api_key)
     trie = StackTrie(trace.strings)
     carriers, kinds = [], []
+    ot = inv[len(inv) - len(op["start"]):] if op else None
     if py:
         n = len(py["start"])
         pt = inv[off:off + n]
-        off += n
-        node = trie.add_tree(forest_parents(pt, py["start"], py["end"]), trace.strings.intern_many(py["name"]))
-        carriers.append(Carriers(pt, py["start"], py["end"], node))
+        carriers.append(_python_carriers(trace, trie, pt, py, api_thread, ot, op))
         kinds.append("python_function")
     backward = None
     if op:
-        ot = inv[off:off + len(op["start"])]
         has = np.fromiter(map(bool, op["stack"]), bool, len(op["stack"]))
         if has.any():
             sid = trace.strings.intern_many([s for s, h in zip(op["stack"], has.tolist()) if h])
@@ -132,6 +137,39 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
         if (trace.api_stacks.via == 2).any():
             kinds.append("backward via Sequence number")
         trace.source.extra["stacks"] = ", ".join(kinds)
+
+
+def _python_carriers(trace: Trace, trie: StackTrie, pt, py: dict, api_thread, ot, op) -> Carriers:
+    """Python frames as carriers. Only the frames some lookup can land on (the innermost frame at an
+    API call or at a forward operator's start) and their callers are interned: most frames of a
+    `with_stack` trace never enclose a launch innermost."""
+    c = Carriers(pt, py["start"], py["end"], np.full(len(pt), -1, np.int64))
+    q_thread, q_t = [api_thread], [trace.api.start]
+    if op is not None:
+        fw = (op["seq"] >= 0) & (op["fwd"] == 0)
+        q_thread.append(ot[fw])
+        q_t.append(op["start"][fw])
+    hit = c.index().lookup(np.concatenate(q_thread), np.concatenate(q_t))
+    parent = forest_parents(pt, py["start"], py["end"])
+    need = np.zeros(len(pt), bool)
+    cur = np.unique(hit[hit >= 0])
+    while len(cur):  # one round per stack level: mark the callers
+        need[cur] = True
+        cur = parent[cur]
+        cur = np.unique(cur[cur >= 0])
+        cur = cur[~need[cur]]
+    sub = np.nonzero(need)[0]
+    pos = np.full(len(pt), -1, np.int64)
+    pos[sub] = np.arange(len(sub))
+    sub_parent = np.where(parent[sub] >= 0, pos[np.maximum(parent[sub], 0)], -1)
+    names = [py["name"][i] for i in sub.tolist()]
+    c.node[sub] = trie.add_tree(sub_parent, trace.strings.intern_many(names))
+    return c
+
+
+def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """(pid, tid) as one int64; tids are 32-bit OS ids (negative ones wrap, staying distinct)."""
+    return (np.asarray(pid, np.int64) << 32) | (np.asarray(tid, np.int64) & 0xFFFFFFFF)
 
 
 def _backward_linker(trace: Trace, api_thread, ot, op, carriers):

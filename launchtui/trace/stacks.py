@@ -56,14 +56,14 @@ class StackTrie:
         while (live := anc >= 0).any():  # one round per nesting level
             depth += live
             anc = np.where(live, parent[np.maximum(anc, 0)], -1)
+        width = int(frame.max()) + 1 if n else 1
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
         for a, b in zip(bounds[:-1], bounds[1:]):
             idx = order[a:b]
             pnode = np.where(parent[idx] >= 0, node[np.maximum(parent[idx], 0)], -1)
-            pairs, inv = np.unique(np.stack([pnode, frame[idx].astype(np.int64)], axis=1), axis=0,
-                                   return_inverse=True)
-            ids = np.array([self.node(int(p), int(f)) for p, f in pairs], np.int64)
+            pairs, inv = np.unique((pnode + 1) * width + frame[idx], return_inverse=True)  # one int64 key
+            ids = np.array([self.node(int(p) - 1, int(f)) for p, f in zip(*np.divmod(pairs, width))], np.int64)
             node[idx] = ids[inv.reshape(-1)]
         return node
 
