@@ -90,13 +90,18 @@ class NvtxPicker(ModalScreen):
         self.fmt = fmt_duration
         self.shown: list = []
 
+    PLACEHOLDER = "range name"
+    HINT = "[ / ] then step through the occurrences of the chosen name"
+
+    def title_text(self) -> str:
+        return f"NVTX ranges ({len(self.entries)} names) — type to filter, Enter zooms to the first occurrence"
+
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"NVTX ranges ({len(self.entries)} names) — type to filter, Enter zooms to the first "
-                        "occurrence", id="title")
-            yield Input(placeholder="range name", id="picker-input")
+            yield Label(self.title_text(), id="title")
+            yield Input(placeholder=self.PLACEHOLDER, id="picker-input")
             yield OptionList(id="picker-list")
-            yield Label("[ / ] then step through the occurrences of the chosen name", id="hint")
+            yield Label(self.HINT, id="hint")
 
     def on_mount(self) -> None:
         if not self.query(OptionList):   # dismissed / app closing before compose finished

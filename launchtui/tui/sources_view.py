@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import Input, Label, OptionList
-
 from launchtui.tui.screens import NvtxPicker
 
 
@@ -28,14 +24,12 @@ class SitePicker(NvtxPicker):
         super().__init__(entries, fmt_duration)
         self.coverage = coverage
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(f"Call sites ({len(self.entries)}) — {self.coverage}; type to filter, Enter highlights "
-                        "the site's launches", id="title")
-            yield Input(placeholder="file, line or function", id="picker-input")
-            yield OptionList(id="picker-list")
-            yield Label("n / N then step through the chosen site's launches; c: whole stack at the cursor",
-                        id="hint")
+    PLACEHOLDER = "file, line or function"
+    HINT = "n / N then step through the chosen site's launches; c: whole stack at the cursor"
+
+    def title_text(self) -> str:
+        return (f"Call sites ({len(self.entries)}) — {self.coverage}; type to filter, Enter highlights the "
+                "site's launches")
 
 
 def site_entries(trace, sel) -> tuple[list[SiteEntry], str, str]:
