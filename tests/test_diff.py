@@ -7,7 +7,8 @@ import pytest
 
 from conftest import sample
 from fixtures import pairs
-from launchtui.analysis.diff_inputs import diff_document
+from launchtui.analysis.diff import METRICS
+from launchtui.analysis.diff_inputs import diff_document, record_of
 from launchtui.cli import main
 from launchtui.trace.load import read_trace
 
@@ -27,6 +28,21 @@ def pair_files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def docs(pair_files):
     return {k: diff_document(read_trace(b), read_trace(a)) for k, (b, a) in pair_files.items()}
+
+
+def assert_agrees_with_records(doc, rec_b, rec_a):
+    """Every per-iteration figure of the diff is the record's median on that side."""
+    for key, (_, _, path) in METRICS.items():
+        if path is None or key not in doc["per_iteration"]:
+            continue
+        for side, rec in (("before", rec_b), ("after", rec_a)):
+            v = rec
+            for p in path:
+                v = v[p]
+            v = v["median"] if isinstance(v, dict) else v
+            assert doc["per_iteration"][key][side] == pytest.approx(v, abs=1e-6), (key, side)
+    assert doc["before"]["iterations"]["count"] == rec_b["iterations"]["count"]
+    assert doc["after"]["iterations"]["median_ns"] == rec_a["iterations"]["median_ns"]
 
 
 def truth(pair, fmt="kineto"):
@@ -62,7 +78,9 @@ def test_fused_optimizer_pair(docs):
     assert phases["forward"]["delta"] == 0 and phases["backward"]["before"] == tb["phases_per_iter"]["backward"]
     v = doc["verdict"]
     assert v["status"] == "improved"
-    assert "removed 380 launches/iter (−78.8 %)" in v["line"]
+    assert v["line"].startswith("launch-bound → not launch-bound: the fix removed 380 launches/iter (−78.8 %) and ")
+    ex = per["exposed_overhead_ms"]
+    assert ex["delta"] < 0 and f"and {-ex['delta']:.3f} ms of exposed overhead; " in v["line"]
     assert per["iteration_ms"]["delta"] < 0 and f"iteration {-per['iteration_ms']['rel'] * 100:.1f}" \
         .replace("iteration ", "iteration −") in v["line"]
 
@@ -89,8 +107,16 @@ def test_sync_removed_pair(docs):
     per = doc["per_iteration"]
     assert per["launches_per_iter"]["delta"] == 0 and launches(tb) == launches(ta)
     assert per["iteration_ms"]["delta"] < 0
+    # the CPU no longer waits for the GPU to drain mid-step: less of the step is exposed launch time
+    assert per["exposed_overhead_ms"]["delta"] < 0 and per["gpu_idle_ms"]["delta"] < 0
     assert doc["verdict"]["status"] == "improved"
-    assert "launches per iteration unchanged" in doc["verdict"]["line"]
+    assert "left launches per iteration unchanged and removed" in doc["verdict"]["line"]
+
+
+def test_diff_figures_are_the_records_medians(pair_files, docs):
+    for key in ("fused", "fused_cross"):
+        b, a = pair_files[key]
+        assert_agrees_with_records(docs[key], record_of(read_trace(b)), record_of(read_trace(a)))
 
 
 def test_no_change_pair(docs):
@@ -211,18 +237,21 @@ def real(a, b):
     return diff_document(read_trace(sample(f"kineto/{a}")), read_trace(sample(f"kineto/{b}")))
 
 
-def test_real_xdit_flux1_pair():
-    doc = real("xdit_flux1__baseline__rank0.json.gz", "xdit_flux1__aiter_sage__rank0.json.gz")
+def test_real_xdit_flux1_pair_agrees_with_the_record_on_each_side():
+    b = read_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"))
+    a = read_trace(sample("kineto/xdit_flux1__aiter_sage__rank0.json.gz"))
+    doc = diff_document(b, a)
+    assert_agrees_with_records(doc, record_of(b), record_of(a))
     per = doc["per_iteration"]
-    assert per["graph_launches_per_iter"]["before"] == per["graph_launches_per_iter"]["after"] == 1
-    # launch calls that ran an op on the device: the extra calls in `after` were made during graph
-    # capture (CUDAGraphNode.record) and launched nothing
-    assert per["launches_per_iter"]["before"] == per["launches_per_iter"]["after"] == 1548
-    assert "whole capture windows compared" in doc["verdict"]["line"]
-    assert [(s["before"]["stream_id"], s["after"]["stream_id"]) for s in doc["streams"]] == [(0, 0), (1, 1)] or \
-        len(doc["streams"]) == 2
-    assert doc["kernels"]["new"] or doc["kernels"]["gone"]
-    assert doc["verdict"]["status"] in ("regressed", "no_improvement", "improved")
+    # the record finds the repeating launch period (one block of the denoiser): 41 launches each side
+    assert doc["before"]["iterations"]["source"] == "periodic launch sequence"
+    assert per["launches_per_iter"]["before"] == per["launches_per_iter"]["after"] == 41
+    assert not doc["kernels"]["gone"] and not doc["kernels"]["new"]
+    # the kernel rows add up to the record's launches per iteration (no graph launch inside a period)
+    assert per["graph_launches_per_iter"]["after"] == 0
+    assert sum(r["launches_per_iteration"]["after"] for r in doc["kernels"]["changed"]) == 41
+    assert [(s["before"]["stream_id"], s["after"]["stream_id"]) for s in doc["streams"]][0] == (0, 0)
+    assert doc["verdict"]["status"] in ("improved", "no_improvement", "regressed")
 
 
 def test_real_cross_vendor_stream_matching():

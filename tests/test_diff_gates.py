@@ -164,7 +164,7 @@ def test_verdict_no_improvement_because_queue_saturated():
     per = _per(launches_per_iter=(1000, 500), iteration_ms=(10, 9.9))
     v = diff.verdict(b, a, per, EMPTY_K, [], streams)
     assert v["status"] == "no_improvement"
-    assert v["line"].startswith("no improvement: the fix removed 500 launches/iter (−50.0 %), but iteration "
+    assert v["line"].startswith("no improvement (not launch-bound): the fix removed 500 launches/iter (−50.0 %), but iteration "
                                 "time moved −1.0 %, within the runs' iteration spread (±0.500 ms)")
     assert "queue was already saturated before (device 0 stream 7)" in v["line"]
 

@@ -219,7 +219,7 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
             line += " (one iteration per run: no spread to judge noise by)"
     else:
         why = _no_improvement_reason(side_b, ln, streams)
-        line = (f"no improvement: the fix {what}, but iteration time moved {_pct(it['rel'])}, within the runs' "
+        line = (f"no improvement{' (' + classes + ')' if classes else ''}: the fix {what}, but iteration time moved {_pct(it['rel'])}, within the runs' "
                 f"iteration spread (±{noise_ms:.3f} ms){'; ' + why if why else ''}")
     out.update(status=status, line=line)
     return out
@@ -227,17 +227,13 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
 
 def _what_changed(ln: dict, ex: dict) -> str:
     """'removed N launches/iter (−x %) and y ms of exposed overhead', in the directions found."""
-    parts = []
-    if ln["delta"]:
-        parts.append((ln["delta"] < 0, f"{_count(abs(ln['delta']))} launches/iter ({_pct(ln['rel'])})"))
-    if ex["delta"]:
-        parts.append((ex["delta"] < 0, f"{abs(ex['delta']):.3f} ms of exposed overhead"))
-    if not parts:
-        return "left launches per iteration unchanged"
     verb = {True: "removed", False: "added"}
-    text = f"{verb[parts[0][0]]} {parts[0][1]}"
-    if len(parts) == 2:
-        text += f" and {parts[1][1]}" if parts[1][0] == parts[0][0] else f" but {verb[parts[1][0]]} {parts[1][1]}"
+    ov = f"{abs(ex['delta']):.3f} ms of exposed overhead" if ex["delta"] else ""
+    if not ln["delta"]:
+        return "left launches per iteration unchanged" + (f" and {verb[ex['delta'] < 0]} {ov}" if ov else "")
+    text = f"{verb[ln['delta'] < 0]} {_count(abs(ln['delta']))} launches/iter ({_pct(ln['rel'])})"
+    if ov:
+        text += f" and {ov}" if (ex["delta"] < 0) == (ln["delta"] < 0) else f" but {verb[ex['delta'] < 0]} {ov}"
     return text
 
 
@@ -271,7 +267,7 @@ def build_diff(before: dict, after: dict) -> dict:
         rec = s["record"]
         return {"source": s["source"], "iterations": rec.get("iterations"), "device_id": rec.get("device_id"),
                 "devices": rec.get("devices"),
-                "launch_class": launch_class(rec), "provisional_record": bool(rec.get("provisional"))}
+                "launch_class": launch_class(rec)}
 
     return {"schema": SCHEMA, "before": head(before), "after": head(after), "per_iteration": per,
             "streams": streams, "phases": phases, "kernels": kernels,

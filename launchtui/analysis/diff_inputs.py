@@ -9,8 +9,10 @@ from launchtui.trace.model import Trace
 
 
 def record_of(trace: Trace, iter_name: str | None = None) -> dict:
-    from launchtui.analysis.provisional_record import provisional_record
-    return provisional_record(trace, iter_name)
+    """The case record with its default options: the side's iterations, device and figures."""
+    from launchtui.analysis.record import RecordOptions, build_record
+    from launchtui.analysis.select import WHOLE
+    return build_record(trace, WHOLE, RecordOptions(iter_name=iter_name))
 
 
 def diff_side(trace: Trace, iter_name: str | None = None) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from launchtui.analysis.diff import METRICS, _count, _pct
 
 MAX_ROWS = 15
+MAX_NAME = 90      # kernel names beyond this are cut in the page (the JSON keeps them whole)
 
 
 def _val(x, unit: str) -> str:
@@ -26,6 +27,10 @@ def _delta(c: dict, unit: str) -> str:
         return ("+" if d > 0 else "−" if d < 0 else "±") + f"{abs(d) * 100:.1f} pt"
     sign = "+" if d > 0 else "−" if d < 0 else "±"
     return sign + _val(abs(d), unit)
+
+
+def _name(s: str) -> str:
+    return s if len(s) <= MAX_NAME else s[:MAX_NAME - 1] + "…"
 
 
 def _us(x) -> str:
@@ -57,9 +62,6 @@ def render_markdown(doc: dict) -> str:
     v = doc["verdict"]
     out = ["# launchtui diff", "", _side_line("before", doc["before"]), _side_line("after", doc["after"]), "",
            f"**Verdict:** {v['line']}", ""]
-    if doc["before"]["provisional_record"] or doc["after"]["provisional_record"]:
-        out += ["_Exposed overhead, share, Amdahl bound and queue class need the case record "
-                "(`launchtui record`), which this build lacks: shown as n/a._", ""]
     out += ["## Per iteration (median)", "", "| metric | before | after | Δ | Δ % |", "|---|---:|---:|---:|---:|"]
     for key, c in doc["per_iteration"].items():
         label, unit, _ = METRICS[key]
@@ -98,7 +100,7 @@ def render_markdown(doc: dict) -> str:
         out += [f"### {title}", "", "| kernel | launches/iter | graph ops/iter | avg API µs | avg queue µs "
                 "| avg kernel µs |", "|---|---:|---:|---:|---:|---:|"]
         for r in rows[:MAX_ROWS]:
-            out.append(f"| `{r['kernel_name']}` | {_count(r['launches_per_iteration'])} "
+            out.append(f"| `{_name(r['kernel_name'])}` | {_count(r['launches_per_iteration'])} "
                        f"| {_count(r['graph_ops_per_iteration'])} | {_us(r['avg_api_us'])} | {_us(r['avg_queue_us'])} "
                        f"| {_us(r['avg_kernel_us'])} |")
         out += _more(len(rows)) + [""]
@@ -106,7 +108,7 @@ def render_markdown(doc: dict) -> str:
         out += ["### Changed (before → after)", "", "| kernel | launches/iter | graph ops/iter | avg API µs "
                 "| avg queue µs | avg kernel µs |", "|---|---:|---:|---:|---:|---:|"]
         for r in k["changed"][:MAX_ROWS]:
-            out.append(f"| `{r['kernel_name']}` | {_arrow(r['launches_per_iteration'], _count)} "
+            out.append(f"| `{_name(r['kernel_name'])}` | {_arrow(r['launches_per_iteration'], _count)} "
                        f"| {_arrow(r['graph_ops_per_iteration'], _count)} | {_arrow(r['avg_api_us'], _us)} "
                        f"| {_arrow(r['avg_queue_us'], _us)} | {_arrow(r['avg_kernel_us'], _us)} |")
         out += _more(len(k["changed"]))

@@ -3,27 +3,19 @@ record does not carry (definitions.md §D).
 
 Iterations are given as spans [start, end) on the trace clock. A GPU op counts for the iteration
 whose span holds the start of its launch call. Kernels group by their distinguishing name
-(`launches.name_ids(trace, "full")`) over all devices, so that `elementwise_kernel<AddcmulFunctor>`
-and `<SqrtFunctor>` stay apart while device ids, which differ between runs, do not split a row.
+(`launches.name_ids(trace, "full")`) over the record's device, all streams together, so that
+`elementwise_kernel<AddcmulFunctor>` and `<SqrtFunctor>` stay apart while ids that differ between
+runs do not split a row. Phase names are normalised as the record's are (`phases.normalise`).
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
 from launchtui.analysis.launches import name_ids
+from launchtui.analysis.phases import normalise
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 from launchtui.trace.nesting import InnermostIndex
-
-# emit_nvtx appends per-call details that make every range name unique; they are not the phase
-_EMIT_NVTX_TAIL = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$", re.S)
-
-
-def phase_name(text: str) -> str:
-    """A range name without emit_nvtx's `, seq = N, op_id = M, sizes = [...]` tail."""
-    return _EMIT_NVTX_TAIL.sub("", text)
 
 
 def merge_spans(spans) -> np.ndarray:
@@ -117,7 +109,7 @@ def _phase_rows(trace: Trace, k: np.ndarray, graph: np.ndarray, ph: np.ndarray, 
     cnt = np.bincount(g, minlength=len(uniq))
     acc: dict[str | None, float] = {}
     for t, c in zip(uniq.tolist(), cnt.tolist()):  # once per distinct range text
-        name = phase_name(trace.strings[t]) if t >= 0 else None
+        name = normalise(trace.strings[t]) if t >= 0 else None
         acc[name] = acc.get(name, 0.0) + c / n_iter
     rows = [{"phase": p, "launches_per_iteration": v} for p, v in acc.items()]
     rows.sort(key=lambda r: (-r["launches_per_iteration"], r["phase"] or ""))
