@@ -330,7 +330,7 @@ def test_navigation_keys_change_the_view(synth):
             assert {r["device_id"] for r in app.main.table.rows} == {0}
             await pilot.press("D")
             await settle(app, pilot)
-            assert app.main.names == "full"
+            assert app.main.name_mode == "full"
             assert any("<" in r["kernel_name"] for r in app.main.table.rows)
     run(go())
 

@@ -19,7 +19,7 @@ class LaunchCommands(Provider):
             ("Toggle NCCL rows in the table", scr.action_toggle_nccl, "hide or show NCCL kernels"),
             ("Jump to the optimizer phase", scr.action_optimizer, "first range whose name contains 'optim'"),
             ("Pick an NVTX range", scr.action_nvtx_picker, "fuzzy list of range names"),
-            ("Fit the whole trace", scr.action_fit, ""),
+            ("Fit the GPU activity and its launches", scr.action_fit, ""),
             ("Toggle absolute / relative time", scr.action_toggle_time, ""),
             ("Toggle kernel names short / distinguishing", scr.action_toggle_names, ""),
             ("Cycle device", scr.action_cycle_device, ""),

@@ -8,12 +8,12 @@ import weakref
 
 import numpy as np
 
-from launchtui.analysis import lanes as ln
+from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis import nvtx, sources
 from launchtui.analysis.queue import depth_before_launch
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
 
-fmt_d = ln.fmt_duration
+fmt_d = lanes_fn.fmt_duration
 
 
 def fmt_time(t: int, origin: int | None) -> str:
@@ -51,7 +51,7 @@ def describe_op(trace: Trace, k: int, origin: int | None) -> list[str]:
     full = trace.strings[int(ops.full_name[k])]
     dur = int(ops.end[k] - ops.start[k])
     kind = OP_KIND_NAMES[int(ops.kind[k])]
-    small = f" (small: < {fmt_d(ln.SMALL_KERNEL_NS)})" if kind == "kernel" and dur < ln.SMALL_KERNEL_NS else ""
+    small = f" (small: < {fmt_d(lanes_fn.SMALL_KERNEL_NS)})" if kind == "kernel" and dur < lanes_fn.SMALL_KERNEL_NS else ""
     l1 = (f"{kind} {name}  {fmt_d(dur)}{small}  GPU {int(ops.device[k])} stream {int(ops.stream[k])}"
           f"  at {fmt_time(int(ops.start[k]), origin)}")
     a = int(ops.api[k])

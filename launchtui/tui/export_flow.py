@@ -37,7 +37,7 @@ class ExportFlow:
     def command(self, a_s: float, b_s: float, out: str) -> str:
         scr = self.screen
         dev = f" --device {scr.device}" if scr.device is not None else ""
-        names = " --names full" if scr.names == "full" else ""
+        names = " --names full" if scr.name_mode == "full" else ""
         return f"launchtui export {scr.loaded.trace.source.path} --trim {a_s!r} {b_s!r}{dev}{names} -o {out}"
 
     def start(self) -> None:
@@ -80,7 +80,7 @@ class ExportFlow:
             self.app.push_screen(ConfirmScreen(f"{path} exists. Overwrite it?"), answer)
             return
         self.app.notify(f"Exporting to {path}…", timeout=3)
-        names = self.screen.names
+        names = self.screen.name_mode
         self.screen.run_worker(lambda: self._write(path, sel, force, names), thread=True, group="export")
 
     def _write(self, path: str, sel, force: bool, names: str) -> None:

@@ -8,23 +8,27 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from launchtui.analysis.backpressure import Options
-from launchtui.analysis.select import WHOLE, Selection
+from launchtui.analysis.lanes import Lanes
+from launchtui.analysis.select import WHOLE, Selection, SelectionSpec
+from launchtui.trace.model import Trace
 
 
 @dataclass
 class Loaded:
-    trace: object
-    lanes: object
+    trace: Trace
+    lanes: Lanes
     marks: list                     # backpressure episodes and spikes, time order (whole trace)
     selection: Selection            # from --trim / --device / --nvtx
-    device: object = None           # None = all, else int
-    nvtx_hits: object = None        # range indices from --nvtx
+    device: int | None = None       # None = all
+    nvtx_hits: np.ndarray | None = None   # range indices from --nvtx
     optimizer: tuple = (-1, "")     # (range index, note) for O; see optimizer_range()
     timings: dict = field(default_factory=dict)
     fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
-    spec: object = None             # the SelectionSpec the command line asked for
+    spec: SelectionSpec | None = None   # what the command line asked for
     _nvtx_summary: list | None = None
 
     def nvtx_summary(self) -> list:

@@ -65,7 +65,7 @@ class MainScreen(Screen):
     def __init__(self, loaded) -> None:
         super().__init__()
         self.loaded = loaded
-        self.names = "short"
+        self.name_mode = "short"      # kernel names: "short" (Nsight) or "full" (distinguishing)
         self.spec: SelectionSpec = loaded.spec or SelectionSpec(device=loaded.device)
         self.selection = loaded.selection
         self.sel_gen = 0
@@ -145,7 +145,7 @@ class MainScreen(Screen):
         ver = f" {src.version}" if src.version else ""
         l1 = f" {Path(src.path).name} │ {src.producer}{ver} │ GPUs {devs}"
         l2 = (f" selected: {self._spec_label()} │ device shown: {shown} │ GPU-op window {win} │ "
-              f"names: {self.names}")
+              f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
 
     def _spec_label(self) -> str:
@@ -221,7 +221,7 @@ class MainScreen(Screen):
         self.sel_gen += 1
         self.table_busy = True
         self.update_header()
-        gen, spec, names = self.sel_gen, self.spec, self.names
+        gen, spec, names = self.sel_gen, self.spec, self.name_mode
         self.run_worker(lambda: self._compute_table(gen, spec, names), thread=True,
                         exclusive=True, group="table")
 
@@ -451,7 +451,7 @@ class MainScreen(Screen):
         nid = tr.strings.lookup(r["kernel_name"])
         # the kernels this row counts: launched inside the current selection (so n / N step through
         # exactly `launch_count` instances)
-        ids = name_ids(tr, self.names)
+        ids = name_ids(tr, self.name_mode)
         counted = np.full(len(ids), -1, ids.dtype)
         sel = self.selection
         k = launched_kernels(tr, sel) if sel is not None else launched_kernels(tr)
@@ -555,9 +555,9 @@ class MainScreen(Screen):
         self._changed()
 
     def action_toggle_names(self) -> None:
-        self.names = "full" if self.names == "short" else "short"
+        self.name_mode = "full" if self.name_mode == "short" else "short"
         self.timeline.highlight = None
-        self.context = ("distinguishing kernel names (elementwise_kernel<AddcmulFunctor>)" if self.names == "full"
+        self.context = ("distinguishing kernel names (elementwise_kernel<AddcmulFunctor>)" if self.name_mode == "full"
                         else "short kernel names (Nsight-compatible)")
         self.refresh_selection()
         self._changed()

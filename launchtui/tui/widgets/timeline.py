@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from launchtui.analysis import lanes as ln
+from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis.config import CONFIG
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
@@ -129,7 +129,7 @@ class Timeline(Widget, can_focus=True):
     relative: reactive[bool] = reactive(False, init=False)
     sel_range: reactive[tuple[int, int] | None] = reactive(None, init=False)
     pending_mark: reactive[int | None] = reactive(None, init=False)
-    highlight: reactive[ln.Instances | None] = reactive(None, init=False, always_update=True)
+    highlight: reactive[lanes_fn.Instances | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, trace, lanes, marks, *, threshold: int = CONFIG.queue_threshold, full: int = CONFIG.queue_full,
                  fit_window: tuple[int, int] | None = None, min_ns_per_col: float = 1.0, **kw):
@@ -327,7 +327,7 @@ class Timeline(Widget, can_focus=True):
         k = self.view.key()
         if k != self._edges_key:
             self._edges_key = k
-            self._edges = ln.bin_edges(self.view.start, self.view.ns_per_col, self.view.width)
+            self._edges = lanes_fn.bin_edges(self.view.start, self.view.ns_per_col, self.view.width)
         return self._edges
 
     def _row_strip(self, row: Row) -> Strip:
@@ -346,7 +346,7 @@ class Timeline(Widget, can_focus=True):
     def _render_row(self, row: Row, edges: np.ndarray) -> Strip:
         w = len(edges) - 1
         if row.kind == "api":
-            c = ln.api_cells(row.lane, edges)
+            c = lanes_fn.api_cells(row.lane, edges)
             glyph = BLOCKS[c.level]
             codes = np.where(c.level > 0, S_API, S_NONE).astype(np.int16)
             if c.spike.any():
@@ -354,7 +354,7 @@ class Timeline(Widget, can_focus=True):
                 codes[c.spike] = S_SPIKE
             return cells_to_strip("".join(glyph.tolist()), codes)
         if row.kind == "hw":
-            c = ln.hw_cells(row.lane, edges)
+            c = lanes_fn.hw_cells(row.lane, edges)
             glyph = HW_GLYPHS[c.cat, c.level]
             codes = np.where(c.level > 0, HW_STYLE[c.cat], S_NONE).astype(np.int16)
             inst = self.highlight.by_stream.get((row.lane.device, row.lane.stream)) if self.highlight else None
@@ -382,7 +382,7 @@ class Timeline(Widget, can_focus=True):
         return Strip([Segment(" " * w, PLAIN)], w)
 
     def _render_nvtx(self, lane, edges: np.ndarray) -> Strip:
-        c = ln.nvtx_cells(lane, edges)
+        c = lanes_fn.nvtx_cells(lane, edges)
         rid = c.range_idx
         w = len(rid)
         text_ids = self.trace.ranges.text
@@ -425,7 +425,7 @@ class Timeline(Widget, can_focus=True):
             spk = [e for e in eps if e.kind == "spike"]
 
             def iv(lst):
-                return ln.Intervals(np.array([e.start for e in lst], np.int64), np.array([e.end for e in lst], np.int64))
+                return lanes_fn.Intervals(np.array([e.start for e in lst], np.int64), np.array([e.end for e in lst], np.int64))
             m = self._marks_cache[key] = (iv(sat), iv(near), iv(spk))
         return m
 
@@ -435,7 +435,7 @@ class Timeline(Widget, can_focus=True):
         edges = self.edges()
         origin = self.origin_ns if self.relative else None
         # tick labels
-        tks, step = ln.ticks(v.start, v.end, max(1, w // 14))
+        tks, step = lanes_fn.ticks(v.start, v.end, max(1, w // 14))
         label = [" "] * w
         ruler = np.array(["─"] * w, dtype=object)
         rcode = np.full(w, S_RULER, np.int16)
@@ -445,7 +445,7 @@ class Timeline(Widget, can_focus=True):
             col = int((t - v.start) // v.ns_per_col)
             if 0 <= col < w:
                 ruler[col] = "┬"
-                txt = ln.fmt_tick(t, step, origin, ref)
+                txt = lanes_fn.fmt_tick(t, step, origin, ref)
                 if col >= next_free and col + len(txt) <= w:
                     label[col:col + len(txt)] = list(txt)
                     next_free = col + len(txt) + 2
@@ -483,7 +483,7 @@ class Timeline(Widget, can_focus=True):
                 mode = "rel" if self.relative else "abs"
                 lab = Strip([Segment(f"time ({mode})".ljust(GUTTER)[:GUTTER], STYLES[S_TICK])], GUTTER)
                 return Strip.join([lab, top])
-            lab = Strip([Segment(ln.fmt_duration(self.view.ns_per_col).rjust(GUTTER - 4)[:GUTTER - 4] + "/col",
+            lab = Strip([Segment(lanes_fn.fmt_duration(self.view.ns_per_col).rjust(GUTTER - 4)[:GUTTER - 4] + "/col",
                                  STYLES[S_RULER])], GUTTER)
             return Strip.join([lab, ruler])
         r = self.row_offset + y - AXIS_ROWS
