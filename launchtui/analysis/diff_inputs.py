@@ -16,12 +16,14 @@ def record_of(trace: Trace, iter_name: str | None = None) -> dict:
 
 
 def diff_side(trace: Trace, iter_name: str | None = None) -> dict:
-    """The record, and the kernel/phase tables over the same iterations and primary device."""
+    """The record, and the kernel/phase tables over the same iterations and primary device; the
+    streams paired are those the record classifies."""
     record = record_of(trace, iter_name)
     it = record.get("iterations") or {}
     spans = np.stack([np.asarray(it.get("starts_ns", []), np.int64), np.asarray(it.get("ends_ns", []), np.int64)], 1)
     src = trace.source
-    return side(record, iteration_tables(trace, spans, record.get("device_id")),
+    streams = {(r["device_id"], r["stream_id"]) for r in record.get("streams") or []}
+    return side(record, iteration_tables(trace, spans, record.get("device_id"), streams),
                 {"path": src.path, "format": src.format, "producer": src.producer, "version": src.version})
 
 

@@ -116,14 +116,15 @@ def _phase_rows(trace: Trace, k: np.ndarray, graph: np.ndarray, ph: np.ndarray, 
     return rows
 
 
-def stream_order(trace: Trace, spans: np.ndarray | None = None) -> list[dict]:
-    """Streams that run GPU ops inside the spans (all streams when none does), with their first
-    use (first op start), ranked by device id and, within a device, by first use: the keys that
-    pair streams across runs whose ids differ."""
+def stream_order(trace: Trace, keep=None) -> list[dict]:
+    """Streams (those in `keep`, a set of (device, stream), when given) with their first use (first
+    GPU op start), ranked by device id and, within a device, by first use: the keys that pair
+    streams across runs whose ids differ."""
     ops = trace.ops
-    sel = in_spans(ops.start, spans) if spans is not None and len(spans) else np.ones(len(ops), bool)
-    if not sel.any():
-        sel[:] = True
+    sel = np.ones(len(ops), bool)
+    if keep:
+        key = ops.device.astype(np.int64) * (1 << 40) + ops.stream
+        sel = np.isin(key, [d * (1 << 40) + s for d, s in keep])
     if not len(ops):
         return []
     key = ops.device[sel].astype(np.int64) * (1 << 40) + ops.stream[sel]
@@ -142,9 +143,9 @@ def stream_order(trace: Trace, spans: np.ndarray | None = None) -> list[dict]:
     return rows
 
 
-def iteration_tables(trace: Trace, spans, device: int | None = None) -> dict:
+def iteration_tables(trace: Trace, spans, device: int | None = None, streams=None) -> dict:
     """Kernels and phases per iteration on `device` (all devices when None), graph launches per
-    iteration, and the order of the streams that run ops inside the iterations."""
+    iteration, and the order of `streams` ((device, stream) pairs; all streams when None)."""
     spans = np.asarray(spans, np.int64).reshape(-1, 2)
     n_iter = max(len(spans), 1)
     merged = merge_spans(spans)
@@ -162,5 +163,5 @@ def iteration_tables(trace: Trace, spans, device: int | None = None) -> dict:
         "kernels": _kernel_rows(trace, k, graph, n_iter),
         "phases": _phase_rows(trace, k, graph, ph, n_iter),
         "graph_launches_per_iteration": float(len(gl)) / n_iter,
-        "streams": stream_order(trace, merged),
+        "streams": stream_order(trace, streams),
     }
