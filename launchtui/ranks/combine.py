@@ -25,20 +25,30 @@ def rank_row(rank: int, rank_from: str, res: dict) -> dict:
     s = res.get("summary")
     if s is None:
         return row
-    it, q, rec = s["iterations"], s["queues"], s.get("record") or {}
+    q, rec = s["queues"], s["record"]
+    it = rec.get("iterations") or {}
+    per = rec.get("per_iteration") or {}
+    steps = it.get("source") not in (None, "none")  # per-iteration figures only with real iterations
+
+    def med(key, nd):
+        v = (per.get(key) or {}).get("median") if steps else None
+        return None if v is None else round(float(v), nd)
+    deepest = max(rec.get("streams") or [], key=lambda x: (x["max_depth"], x["queue_class"] is not None),
+                  default={})
     row.update({
         "devices": s["devices"],
-        "iterations": it["count"],
-        "iteration_median_ms": it["median_ms"],
-        "launches_per_iter": it["launches_per_iter"],
-        "launch_api_ms_per_iter": it["launch_api_ms_per_iter"],
-        "exposed_overhead_ms": rec.get("exposed_overhead_ms"),
-        "exposed_share": rec.get("exposed_share"),
-        "queue_class": rec.get("queue_class"),
+        "iterations": it.get("count", 0) if steps else 0,
+        "iteration_median_ms": round(it["median_ns"] / 1e6, 3) if steps else None,
+        "launches_per_iter": med("launches", 1),
+        "launch_api_ms_per_iter": med("launch_api_ms", 3),
+        "exposed_overhead_ms": med("exposed_overhead_ms", 3),
+        "exposed_share": rec.get("overhead_share"),
+        "queue_class": deepest.get("queue_class"),
         "max_depth": q["max_depth"],
         "launches": s["launches"],
         "launch_api_ms": s["launch_api_ms"],
         "queues": q,
+        "record_provisional": bool(rec.get("provisional")),
     })
     return row
 

@@ -1,17 +1,17 @@
 """The per-rank summary a worker sends back: small, JSON-able, the same whatever engine ran it.
 
-`rank_summary(trace)` is the seam to the case record (issue 8): until `analysis/record.py` exists it
-is built from the report's own analyses (launch totals, per-kernel table, queue summary,
-backpressure counts) plus iterations from ProfilerStep ranges (docs/definitions.md §Ranks).
+`rank_summary(trace)` is the seam to the case record (issue 8): it carries the record (today the
+provisional one, `analysis/provisional_record.py`, until `analysis/record.py` lands) plus the
+report's launch totals, a bounded per-kernel table and queue/backpressure counts
+(docs/definitions.md §R).
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
 from launchtui.analysis.backpressure import backpressure
-from launchtui.analysis.launches import kernel_groups, launched_kernels
+from launchtui.analysis.launches import kernel_groups
+from launchtui.analysis.provisional_record import provisional_record
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.report import launch_totals
 from launchtui.analysis.select import WHOLE
@@ -20,55 +20,14 @@ from launchtui.trace.model import Trace
 # Kernels kept per rank (by total launch-API time): bounds the summary, and so the parent's memory,
 # whatever the trace's size; the cross-rank table needs only the kernels that matter somewhere.
 KERNELS_PER_RANK = 50
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
 
 
-def iteration_spans(trace: Trace) -> np.ndarray:
-    """(n, 2) int64 [start, end) per ProfilerStep#N, over all threads that mark it, in time order."""
-    rg = trace.ranges
-    if not len(rg):
-        return np.zeros((0, 2), np.int64)
-    texts = np.unique(rg.text)
-    step_ids = [int(t) for t in texts.tolist() if _STEP.match(trace.strings[int(t)])]
-    if not step_ids:
-        return np.zeros((0, 2), np.int64)
-    m = np.isin(rg.text, step_ids)
-    tx, st, en = rg.text[m], rg.start[m], rg.end[m]
-    u, inv = np.unique(tx, return_inverse=True)
-    inv = inv.reshape(-1)
-    lo = np.full(len(u), np.iinfo(np.int64).max)
-    hi = np.full(len(u), np.iinfo(np.int64).min)
-    np.minimum.at(lo, inv, st)
-    np.maximum.at(hi, inv, en)
-    spans = np.stack([lo, hi], axis=1)
-    return spans[np.argsort(lo, kind="stable")]
-
-
-def _in_spans(t: np.ndarray, spans: np.ndarray) -> np.ndarray:
-    """Mask of times inside any span (spans sorted by start; overlaps tolerated via running max end)."""
-    if not len(spans) or not len(t):
-        return np.zeros(len(t), bool)
-    i = np.searchsorted(spans[:, 0], t, side="right") - 1
-    run_end = np.maximum.accumulate(spans[:, 1])
-    return (i >= 0) & (t < run_end[np.maximum(i, 0)])
-
-
-def _iterations(trace: Trace) -> dict:
-    spans = iteration_spans(trace)
-    n = len(spans)
-    if not n:
-        return {"count": 0, "median_ms": None, "launches_per_iter": None, "launch_api_ms_per_iter": None}
-    k = launched_kernels(trace)
-    a = trace.ops.api[k]
-    s, e = trace.api.start[a], trace.api.end[a]
-    inside = _in_spans(s, spans)
-    dur = spans[:, 1] - spans[:, 0]
-    return {
-        "count": n,
-        "median_ms": round(float(np.median(dur)) / 1e6, 3),
-        "launches_per_iter": round(int(inside.sum()) / n, 1),
-        "launch_api_ms_per_iter": round(float((e[inside] - s[inside]).sum()) / n / 1e6, 3),
-    }
+def _record(trace: Trace) -> dict:
+    """The case record without its per-iteration span lists (they grow with the run's length)."""
+    rec = provisional_record(trace)
+    if rec.get("iterations"):
+        rec["iterations"] = {k: v for k, v in rec["iterations"].items() if k not in ("starts_ns", "ends_ns")}
+    return rec
 
 
 def _kernels(trace: Trace) -> list[dict]:
@@ -110,8 +69,7 @@ def rank_summary(trace: Trace) -> dict:
         "devices": sorted(int(d) for d in trace.device_ids()),
         "launches": tot["kernel_launches"],
         "launch_api_ms": tot["launch_api_ms"],
-        "iterations": _iterations(trace),
         "queues": _queues(trace),
         "kernels": _kernels(trace),
-        "record": None,  # the case record (launchtui-record/1) once analysis/record.py lands
+        "record": _record(trace),
     }
