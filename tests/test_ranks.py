@@ -97,6 +97,27 @@ def test_dask_local_cluster_gives_byte_identical_json(job8, pool_doc):
     assert len({r["pid"] for r in results}) == 2  # both workers did work
 
 
+def test_cli_scheduler_address_and_scheduler_file_use_the_cluster(job8, pool_doc, tmp_path):
+    """`--scheduler ADDRESS` and $LAUNCHTUI_DASK_SCHEDULER naming a scheduler file both run on the
+    cluster (its workers' pids) and give the default engine's results byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        sched_file = tmp_path / "scheduler.json"
+        client.write_scheduler_file(str(sched_file))
+        p = _cli("report", job8[0], "--json", "--scheduler", cluster.scheduler_address, env_cache=tmp_path / "c1")
+        assert p.returncode == 0, p.stderr
+        by_address = json.loads(p.stdout)
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c2"), "LAUNCHTUI_DASK_SCHEDULER": str(sched_file)}
+        q = subprocess.run([sys.executable, "-m", "launchtui", "report", str(job8[0]), "--json"], capture_output=True,
+                           text=True, cwd=ROOT, env=env, timeout=120)
+        assert q.returncode == 0, q.stderr
+        by_file = json.loads(q.stdout)
+    for doc, where in ((by_address, cluster.scheduler_address), (by_file, str(sched_file))):
+        assert doc["run"]["engine"] == "dask" and doc["run"]["scheduler"] == where
+        assert dumps(results_only(doc)) == dumps(results_only(pool_doc))
+
+
 def test_dask_worker_killed_mid_run_still_completes(job8, pool_doc):
     distributed = pytest.importorskip("distributed")
     paths = [str(p) for p in find_traces([str(job8[0])])] * 1

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 # options of the ranks view that take a value (so the single-trace parser can skip their values)
-RANKS_VALUE_OPTIONS = ("--workers", "--scheduler", "--engine")
+RANKS_VALUE_OPTIONS = ("--workers", "--scheduler")
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
@@ -21,8 +21,6 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on this Dask cluster: scheduler address or scheduler file (also "
                         "$LAUNCHTUI_DASK_SCHEDULER); workers read the files by path")
-    p.add_argument("--engine", choices=("pool", "dask"), default="pool",
-                   help="local engine: process pool (default, measured faster) or a Dask LocalCluster")
     return p
 
 
@@ -34,7 +32,7 @@ def main(cmd: str, argv: list[str]) -> int:
     a = build_parser(cmd).parse_args(argv)
     if a.workers is not None and a.workers < 1:
         raise UsageError(f"--workers {a.workers}: needs at least 1")
-    doc = run_job(a.traces, engine=a.engine, scheduler=a.scheduler, workers=a.workers, use_cache=not a.no_cache)
+    doc = run_job(a.traces, scheduler=a.scheduler, workers=a.workers, use_cache=not a.no_cache)
     text = dumps(doc) if (a.json or cmd == "record") else render_markdown(doc)
     if a.output:
         from launchtui.output import write_atomic

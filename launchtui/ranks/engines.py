@@ -106,8 +106,9 @@ def run_dask(paths: list[str], workers: int, use_cache: bool, on_done, address: 
 
 def run(paths: list[str], engine: str | None = None, scheduler: str | None = None, workers: int | None = None,
         use_cache: bool = True, on_done=lambda i, r: None) -> tuple[list[dict], dict]:
-    """Dispatch: a scheduler (option or $LAUNCHTUI_DASK_SCHEDULER) always means Dask; otherwise
-    `engine` ('pool' default, measured faster on one machine: bench/README.md, or 'dask')."""
+    """Dispatch: a scheduler (option or $LAUNCHTUI_DASK_SCHEDULER) always means Dask; otherwise the
+    process pool, measured faster than a Dask LocalCluster on one machine (bench/README.md §Many
+    ranks), so the CLI offers no other local engine; `engine='dask'` exists for that benchmark."""
     scheduler = scheduler or os.environ.get(ENV_SCHEDULER) or None
     workers = workers or default_workers()
     t0 = time.perf_counter()
