@@ -32,6 +32,9 @@ def main(cmd: str, argv: list[str]) -> int:
     a = build_parser(cmd).parse_args(argv)
     if a.workers is not None and a.workers < 1:
         raise UsageError(f"--workers {a.workers}: needs at least 1")
+    if cmd == "tui":
+        from launchtui.tui.ranks_view import run_ranks_app
+        return run_ranks_app(a)
     doc = run_job(a.traces, scheduler=a.scheduler, workers=a.workers, use_cache=not a.no_cache)
     text = dumps(doc) if (a.json or cmd == "record") else render_markdown(doc)
     if a.output:
