@@ -176,3 +176,17 @@ def test_stacks_survive_the_cache(tmp_path):
     assert (warm.api_stacks.via == cold.api_stacks.via).all()
     assert source_table(warm) == source_table(cold)
     assert warm.source.extra["stacks"] == cold.source.extra["stacks"]
+
+
+def test_dlprof_trace_markers_are_stacks():
+    """pyprof/DLProf NVTX markers carry the whole stack; checked by hand against the SQLite rows
+    (innermost enclosing marker range on the launching thread, last non-site-packages entry)."""
+    trace = read_trace(sample("nsys/MohanadOdema__DLProf__nsys_profile.sqlite"))
+    doc = source_table(trace, limit=0)
+    assert doc["coverage"]["attributed"] == doc["coverage"]["launches"] == 46
+    assert {s["site"]: s["launches"] for s in doc["sites"]} == {"dummy_network.py:25": 24,
+                                                                 "dummy_network.py:26": 22}
+    row = int(trace.ops.api[trace.ops.api >= 0][0])  # the first copy: model.to("cuda") at line 34
+    st = launch_stack(trace, row)
+    assert st["site"] == "dummy_network.py:34" and st["frames"][-1] == "dummy_network.py(34): "
+    assert st["frames"][0].endswith("site-packages/torch/nn/modules/module.py(680): ")

@@ -50,7 +50,7 @@ def parse_frame(frame: str) -> tuple[str, int, str]:
 def site_label(frame: str) -> str:
     """'file:line function' ('file function' when the line is unknown), as tables show call sites."""
     f, line, fn = parse_frame(frame)
-    return f"{f}:{line} {fn}" if line > 0 else (f"{f} {fn}" if line == 0 else f)
+    return (f"{f}:{line} {fn}" if line > 0 else (f"{f} {fn}" if line == 0 else f)).rstrip()
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,8 @@ def stack_frames(trace: Trace, node: int) -> list[str]:
 
 
 _NVTX_SITE_RE = re.compile(r"(?P<file>[\w./\\-]+\.py):(?P<line>\d+)")
+_TRACE_MARKER_RE = re.compile(r"'traceMarker': \[([^\]]*)\]")
+_MARKER_ENTRY_RE = re.compile(r"'([^']+?):(\d+)'")
 
 
 def nvtx_site_carriers(trace: Trace, trie: StackTrie) -> Carriers | None:
@@ -153,6 +155,11 @@ def nvtx_site_carriers(trace: Trace, trie: StackTrie) -> Carriers | None:
     node_of = np.full(len(texts), -1, np.int64)
     for i, t in enumerate(texts.tolist()):  # once per distinct range text
         s = trace.strings[int(t)]
+        marker = _TRACE_MARKER_RE.search(s)
+        if marker:  # pyprof / DLProf: the whole stack as 'file:line' strings, outermost first
+            frames = [f"{f}({ln}): " for f, ln in _MARKER_ENTRY_RE.findall(marker[1])]
+            node_of[i] = trie.add_chain(frames) if frames else -1
+            continue
         m = _NVTX_SITE_RE.search(s)
         if m:
             rest = (s[:m.start()] + s[m.end():]).strip(" :-@()") or "range"
