@@ -6,15 +6,61 @@ import sys
 
 from launchtui import __version__
 from launchtui.analysis.config import CONFIG
-from launchtui.errors import TraceError
+from launchtui.errors import TraceError, memory_message, printable
 
 SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
+MAX_TRIM_S = 9.2e9       # int64 ns on any clock, epoch clocks included
+MAX_US = 1e12            # µs options: larger values select nothing a real trace holds
+MAX_FACTOR = 1e6
+MAX_COUNT = 2**62
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors are one line (`launchtui: report: argument --trim: ...`), exit status 2."""
+
+    def error(self, message):
+        from launchtui.errors import UsageError
+        raise UsageError(f"{self.prog.removeprefix('launchtui').strip() or 'launchtui'}: {message} "
+                         f"(see {self.prog} --help)")
+
+
+def _number(kind, lo, hi, what):
+    """A parse-time type: a finite number of `kind` in [lo, hi] (NaN, inf, 1e400 refused)."""
+    def parse(text: str):
+        try:
+            v = float(text) if kind is float else int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (lo <= v <= hi):  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} between {lo:g} and {hi:g}")
+        return v
+    parse.__name__ = what
+    return parse
+
+
+_seconds = _number(float, -MAX_TRIM_S, MAX_TRIM_S, "a finite number of seconds")
+_micros = _number(float, 0, MAX_US, "a finite number of µs")
+_factor = _number(float, 0, MAX_FACTOR, "a finite factor")
+_count = _number(int, 0, MAX_COUNT, "a whole number")
+_depth = _number(int, 1, 2**31 - 1, "a queue depth")
+
+
+def _device(text: str) -> str:
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        d = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device number or 'all'") from None
+    if not 0 <= d < 2**31:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device number (0 or more)")
+    return str(d)
 
 
 def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> None:
-    p.add_argument("--trim", nargs=2, type=float, metavar=("A", "B"), required=trim_required,
+    p.add_argument("--trim", nargs=2, type=_seconds, metavar=("A", "B"), required=trim_required,
                    help="window in seconds on the trace's own clock; a GPU op counts when fully inside")
-    p.add_argument("--device", default="all", help="device number, or 'all' (default)")
+    p.add_argument("--device", default="all", type=_device, help="device number, or 'all' (default)")
     p.add_argument("--nvtx", metavar="NAME", help="only ops launched inside ranges whose name contains NAME "
                                                   "(case-insensitive), e.g. optim")
     p.add_argument("--no-cache", action="store_true", help="read the trace afresh; do not use or fill the cache")
@@ -22,33 +68,33 @@ def _selection_args(p: argparse.ArgumentParser, trim_required: bool = False) -> 
 
 def _table_args(p: argparse.ArgumentParser) -> None:
     c = CONFIG
-    p.add_argument("--min-launches", type=int, default=c.min_launches, metavar="N",
+    p.add_argument("--min-launches", type=_count, default=c.min_launches, metavar="N",
                    help=f"launches a kernel needs ({c.min_launches})")
-    p.add_argument("--max-avg-us", type=float, default=c.max_avg_us, metavar="X",
+    p.add_argument("--max-avg-us", type=_micros, default=c.max_avg_us, metavar="X",
                    help=f"average kernel time below X µs ({c.max_avg_us:g})")
-    p.add_argument("--limit", type=int, default=c.table_limit, metavar="N",
+    p.add_argument("--limit", type=_count, default=c.table_limit, metavar="N",
                    help=f"rows to show; 0 = no limit ({c.table_limit})")
     p.add_argument("--names", choices=("short", "full"), default=c.names,
                    help="group by Nsight's short name (default) or a distinguishing name "
                         "(elementwise_kernel<AddcmulFunctor>)")
-    p.add_argument("--thresholds", type=int, nargs="+", default=list(c.thresholds), metavar="T",
+    p.add_argument("--thresholds", type=_depth, nargs="+", default=list(c.thresholds), metavar="T",
                    help=f"queue depths to report time at or above ({c.queue_threshold} {c.queue_full}); "
                         "the first marks episodes, the second saturation")
-    p.add_argument("--spike-us", type=float, default=c.spike_us,
+    p.add_argument("--spike-us", type=_micros, default=c.spike_us,
                    help=f"launch spike: API time above this ({c.spike_us:g} µs)")
-    p.add_argument("--spike-factor", type=float, default=c.spike_factor,
+    p.add_argument("--spike-factor", type=_factor, default=c.spike_factor,
                    help=f"... and above this × the thread median ({c.spike_factor:g})")
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
     parsers = {}
-    p = argparse.ArgumentParser(prog="launchtui info", description="What a trace holds and what its gaps disable.")
+    p = _Parser(prog="launchtui info", description="What a trace holds and what its gaps disable.")
     p.add_argument("trace")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-cache", action="store_true")
     parsers["info"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui report", description="Launch-overhead report: small-and-frequent "
+    p = _Parser(prog="launchtui report", description="Launch-overhead report: small-and-frequent "
                                 "kernels, queue depth per stream, backpressure.")
     p.add_argument("trace")
     p.add_argument("--json", action="store_true", help="one JSON document (schema in README)")
@@ -64,14 +110,14 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                    "rule (site-packages, standard library, torch/triton internals); comma-separated")
     parsers["report"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui record", description="The case record (launch page): launches "
+    p = _Parser(prog="launchtui record", description="The case record (launch page): launches "
                                 "and exposed launch overhead per iteration, queue class per stream, top small "
                                 "kernels with phase and fix, Amdahl bound, cross-checks.")
     p.add_argument("trace")
     p.add_argument("--iter", metavar="NAME", help="iterations are the NVTX ranges whose name contains NAME "
                                                   "(case-insensitive); default: ProfilerStep#N, a step-like "
                                                   "range, a repeating launch sequence, else the whole window")
-    p.add_argument("--phase-level", type=int, default=1, metavar="N",
+    p.add_argument("--phase-level", type=_count, default=1, metavar="N",
                    help="phase path depth below the iteration (1 = outermost range inside it)")
     p.add_argument("--json", action="store_true", help="JSON (schema launchtui-record/1) instead of Markdown")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
@@ -80,7 +126,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     _table_args(p)
     parsers["record"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
+    p = _Parser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
                                 "ops and NVTX ranges, plus the analyses restricted to it.")
     p.add_argument("trace")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
@@ -89,7 +135,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     _table_args(p)
     parsers["export"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui diff", description="Before/after comparison of two traces (any "
+    p = _Parser(prog="launchtui diff", description="Before/after comparison of two traces (any "
                                 "formats): per-iteration launches, overhead and time, streams, kernels, verdict.")
     p.add_argument("before")
     p.add_argument("after")
@@ -104,11 +150,11 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--no-cache", action="store_true", help="read the traces afresh; do not use or fill the cache")
     parsers["diff"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui cache", description="The per-user cache of loaded traces.")
+    p = _Parser(prog="launchtui cache", description="The per-user cache of loaded traces.")
     p.add_argument("action", choices=("clear", "info"))
     parsers["cache"] = p
 
-    p = argparse.ArgumentParser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
+    p = _Parser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
                                 "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
     p.add_argument("trace")
     p.add_argument("--version", action="version", version=f"launchtui {__version__}")
@@ -130,10 +176,10 @@ def _report_options(a):
 
 
 def _emit(text: str, a) -> None:
-    if getattr(a, "output", None):
+    if getattr(a, "output", None) is not None:
         from launchtui.output import write_atomic
         path = write_atomic(a.output, text, force=a.force)
-        print(f"launchtui: wrote {path}", file=sys.stderr)
+        print(f"launchtui: wrote {printable(path)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
 
@@ -275,14 +321,16 @@ def main(argv: list[str] | None = None) -> int:
         cmd, rest = argv[0], argv[1:]
     else:
         cmd, rest = "tui", argv
-    ranks = _ranks_command(cmd, argv)
-    if ranks:
-        return _guard(lambda: _ranks_main(*ranks))
-    a = parsers[cmd].parse_args(rest)
     handler = {"info": cmd_info, "report": cmd_report, "record": cmd_record, "export": cmd_export, "diff": cmd_diff,
                "cache": cmd_cache,
                "tui": cmd_tui}[cmd]
-    return _guard(lambda: handler(a))
+
+    def run() -> int:  # argument errors too are one line (inside the guard)
+        ranks = _ranks_command(cmd, argv)
+        if ranks:
+            return _ranks_main(*ranks)
+        return handler(parsers[cmd].parse_args(rest))
+    return _guard(run)
 
 
 def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
@@ -316,6 +364,9 @@ def _guard(run) -> int:
         return run()
     except TraceError as e:
         print(f"launchtui: {e}", file=sys.stderr)
+        return 2
+    except MemoryError:  # outside a reader (which names the file and what it needs)
+        print(f"launchtui: {memory_message()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -46,7 +46,7 @@ SMALL_BYTES = 3_000_000  # seeds above this are used only by the byte family wit
 
 
 # --- seeds --------------------------------------------------------------------------------
-def collect_seeds(work: Path, samples: Path | None, big: bool) -> dict[str, list[Path]]:
+def collect_seeds(work: Path, samples: Path | None, big: bool, max_bytes: int = SMALL_BYTES) -> dict[str, list[Path]]:
     """{'sqlite': [...], 'kineto': [...], 'rep': [...]} from the generator and the shared samples."""
     sys.path.insert(0, str(ROOT))
     from fixtures import synth
@@ -63,7 +63,7 @@ def collect_seeds(work: Path, samples: Path | None, big: bool) -> dict[str, list
                 continue
             if p.suffix == ".nsys-rep":
                 seeds["rep"].append(p)
-            elif p.stat().st_size <= SMALL_BYTES or big:
+            elif p.stat().st_size <= max_bytes or big:
                 seeds["sqlite" if p.suffix == ".sqlite" else "kineto"].append(p)
     return seeds
 
@@ -452,7 +452,7 @@ def special_input(rng: random.Random, seeds: dict, d: Path, case_dir: Path) -> t
         bindir.mkdir()
         (bindir / "nsys").write_text(FAKE_NSYS_HANG if kind == "nsys-hang" else FAKE_NSYS_GARBAGE)
         (bindir / "nsys").chmod(0o755)
-        env = {"PATH": f"{bindir}:{os.environ.get('PATH', '')}", "LAUNCHTUI_NSYS_TIMEOUT_S": "3"}
+        env = {"PATH": f"{bindir}:{os.environ.get('PATH', '')}", "LAUNCHTUI_NSYS_TIMEOUT_S": "1"}
     return p, kind, env, pre
 
 
@@ -546,7 +546,7 @@ class Case:
         self.rng = random.Random(f"launchtui-fuzz:{seed}:{index}")
 
 
-def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path) -> dict:
+def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path, max_runs: int = 3) -> dict:
     rng = case.rng
     fam = rng.choice(families)
     d = case_dir / "in"
@@ -570,7 +570,7 @@ def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path) -> dict
         path, desc, env, pre = special_input(rng, seeds, d, case_dir)
         src = None
     cmds = []
-    for cmd in rng.sample(["info", "report", "export"], rng.choice([1, 2, 2, 3])):
+    for cmd in rng.sample(["info", "report", "export"], min(max_runs, rng.choice([1, 2, 2, 3]))):
         args = [cmd, str(path)]
         if cmd == "info":
             args.append("--json") if rng.random() < 0.6 else None
@@ -584,7 +584,7 @@ def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path) -> dict
             _, e = odd_options(rng, cmd, case_dir)
             opts_env.update(e)
         cmds.append(args)
-    return {"family": fam, "seed_file": str(src) if src else None, "input": str(path), "desc": desc,
+    return {"family": fam, "families": ",".join(families), "seed_file": str(src) if src else None, "input": str(path), "desc": desc,
             "env": {**env, **opts_env}, "pre": pre, "cmds": cmds, "input_dir": str(d)}
 
 
@@ -597,12 +597,12 @@ def run_one(args: list[str], env: dict, cwd: Path, timeout: float):
         return None, (e.stdout or b"").decode("utf-8", "replace"), (e.stderr or b"").decode("utf-8", "replace"), True
 
 
-def execute(case: Case, seeds: dict, families: tuple, work: Path, timeout: float) -> dict:
+def execute(case: Case, seeds: dict, families: tuple, work: Path, timeout: float, max_runs: int = 3) -> dict:
     case_dir = work / f"case-{case.index}"
     if case_dir.exists():
         shutil.rmtree(case_dir)
     case_dir.mkdir(parents=True)
-    spec = build_case(case, seeds, families, case_dir)
+    spec = build_case(case, seeds, families, case_dir, max_runs)
     cache = case_dir / "cache"
     cwd = case_dir / "cwd"
     cwd.mkdir()
@@ -656,7 +656,7 @@ def save_repro(result: dict, run: dict, repro_root: Path, seed: int) -> str:
     except OSError:
         pass
     (d / "case.json").write_text(json.dumps({
-        "replay": f"scripts/fuzz.py --seed {seed} --case {result['index']} --keep",
+        "replay": f"scripts/fuzz.py --seed {seed} --families {result['families']} --case {result['index']} --keep",
         "family": result["family"], "mutation": result["desc"], "seed_file": result["seed_file"],
         "env": result["env"], "args": run["args"], "class": run["class"], "signature": run["sig"],
         "stderr": run["stderr"]}, indent=1, ensure_ascii=True))
@@ -713,6 +713,8 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="also mutate samples over 3 MB (slow)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds before a run counts as a hang (30)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run in parallel (1)")
+    ap.add_argument("--runs-per-case", type=int, default=3, help="at most this many commands per case (3)")
+    ap.add_argument("--max-seed-bytes", type=int, default=SMALL_BYTES, help="largest shared sample used (3 MB)")
     ap.add_argument("--out", type=Path, help="summary and reproducers (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep every case's files")
     ap.add_argument("--quiet", action="store_true")
@@ -723,13 +725,13 @@ def main(argv=None) -> int:
     out = a.out or Path(tempfile.mkdtemp(prefix=f"launchtui-fuzz-{a.seed}-"))
     out.mkdir(parents=True, exist_ok=True)
     work = out / "cases"
-    seeds = collect_seeds(out / "seeds", None if a.no_samples else a.samples, a.big)
+    seeds = collect_seeds(out / "seeds", None if a.no_samples else a.samples, a.big, a.max_seed_bytes)
     t0 = time.monotonic()
     deadline = t0 + a.minutes * 60 if a.minutes else None
     indices = [a.case] if a.case is not None else None
 
     def job(i):
-        r = execute(Case(a.seed, i), seeds, families, work, a.timeout)
+        r = execute(Case(a.seed, i), seeds, families, work, a.timeout, a.runs_per_case)
         if not a.keep:
             shutil.rmtree(work / f"case-{i}", ignore_errors=True)
         return r

@@ -121,11 +121,24 @@ def test_subprocess_error_has_no_traceback(tmp_path):
 
 
 def test_nsys_rep_without_nsys_gives_the_command(tmp_path, capsys, monkeypatch):
-    p = sample("nsys/0x822a5b87__test-cuda__report1.nsys-rep")
+    import shutil
+    p = tmp_path / "alone" / "report1.nsys-rep"
+    p.parent.mkdir()
+    shutil.copy(sample("nsys/0x822a5b87__test-cuda__report1.nsys-rep"), p)
     monkeypatch.setenv("PATH", str(tmp_path))  # no nsys anywhere
     rc, out, err, written = run_cli(["info", p], capsys, tmp_path, monkeypatch)
     assert_one_line_error(rc, err, p, "nsys export --type sqlite --output")
     assert "2026.1.1.204" in err
+
+
+def test_nsys_rep_without_nsys_names_the_export_beside_it(tmp_path, capsys, monkeypatch):
+    """The sample has its .sqlite export beside it: the hint names it instead of a command that
+    would create a file that already exists."""
+    p = sample("nsys/0x822a5b87__test-cuda__report1.nsys-rep")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rc, out, err, written = run_cli(["info", p], capsys, tmp_path, monkeypatch)
+    assert_one_line_error(rc, err, p, "0x822a5b87__test-cuda__report1.sqlite is beside it: open that")
+    assert "nsys export --type sqlite" not in err
 
 
 def test_samples_untouched_by_every_command(shared, tmp_path, capsys, monkeypatch):

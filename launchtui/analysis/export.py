@@ -43,7 +43,9 @@ def export_document(trace: Trace, sel: Selection, opt: ReportOptions = ReportOpt
         for s, e, n, k, t, c in zip(api.start[a].tolist(), api.end[a].tolist(), _names(trace, api.name[a]),
                                     api.kind[a].tolist(), thread_label(api.thread[a]), api.corr[a].tolist())]
     range_names = {int(i): nvtx.range_name(trace, int(i)) for i in np.unique(op_rng[op_rng >= 0]).tolist()}
-    queue = np.where(launch >= 0, ops.start[o] - api.end[np.maximum(launch, 0)], 0)
+    # no API table at all (GPU activity only): every op is unmatched
+    queue = np.where(launch >= 0, ops.start[o] - api.end[np.maximum(launch, 0)], 0) if len(api) else \
+        np.zeros(len(o), np.int64)
     op_rows = [
         {"start_ns": s, "end_ns": e, "name": n, "kind": OP_KIND_NAMES[k], "device_id": d, "stream_id": st,
          "correlation": c, "api_index": a_pos.get(la) if la >= 0 else None,

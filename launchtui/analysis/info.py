@@ -12,9 +12,9 @@ def trace_info(trace: Trace) -> dict:
     streams = {}
     for d, s in trace.streams():
         streams.setdefault(str(d), []).append(s)
-    return {
+    out = {
         "source": trace.source.to_json(),
-        "details": {k: v for k, v in trace.source.extra.items()},
+        "details": {k: v for k, v in trace.source.extra.items() if k != "skipped"},
         "window_s": [w[0] / 1e9, w[1] / 1e9] if w else None,
         "window_ns": list(w) if w else None,
         "extent_s": [ext[0] / 1e9, ext[1] / 1e9] if ext else None,
@@ -32,6 +32,11 @@ def trace_info(trace: Trace) -> dict:
         },
         "missing": list(trace.missing),
     }
+    # what the reader tolerated, by reason (present only when something was skipped, so the JSON
+    # of a clean trace is unchanged)
+    if trace.source.extra.get("skipped"):
+        out["skipped"] = dict(trace.source.extra["skipped"])
+    return out
 
 
 def render_info(info: dict) -> str:
@@ -64,4 +69,6 @@ def render_info(info: dict) -> str:
         out.append(f"overhead  {c['command_buffer_full_events']} 'command buffer full' events")
     for m in info["missing"]:
         out.append(f"missing   {m}")
+    for reason, n in info.get("skipped", {}).items():
+        out.append(f"skipped   {n:,} × {reason}")
     return "\n".join(out) + "\n"

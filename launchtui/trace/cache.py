@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import stat
+import time
 import shutil
 import tempfile
 import zipfile
@@ -23,6 +26,8 @@ from launchtui.trace.model import (ApiCalls, ApiStacks, GpuOps, Overheads, Range
 
 FORMAT_VERSION = 5
 DEFAULT_MAX_MB = 2048
+NO_LIMIT = 2**62
+STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads,
            "stacks": StackFrames, "api_stacks": ApiStacks}
 
@@ -36,14 +41,23 @@ def models_dir() -> Path:
 
 
 def max_bytes() -> int:
+    """LAUNCHTUI_CACHE_MAX_MB in bytes: `inf` means no limit; NaN, negative or unparsable values
+    give the default (2048 MB) rather than an error after the command's work is done."""
+    text = os.environ.get("LAUNCHTUI_CACHE_MAX_MB", "").strip()
     try:
-        return int(float(os.environ.get("LAUNCHTUI_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 1e6)
+        mb = float(text) if text else DEFAULT_MAX_MB
     except ValueError:
-        return int(DEFAULT_MAX_MB * 1e6)
+        mb = DEFAULT_MAX_MB
+    if mb == math.inf:
+        return NO_LIMIT
+    if not (0 <= mb < NO_LIMIT / 1e6):  # NaN fails too
+        mb = DEFAULT_MAX_MB
+    return int(mb * 1e6)
 
 
 def entry_path(path: Path, st: os.stat_result) -> Path:
-    key = f"v{FORMAT_VERSION}|{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
+    # fsencode: a file name that is not UTF-8 keys by its bytes
+    key = b"v%d|%s|%d|%d" % (FORMAT_VERSION, os.fsencode(path.resolve()), st.st_size, st.st_mtime_ns)
     return models_dir() / (hashlib.sha256(key).hexdigest()[:32] + ".npz")
 
 
@@ -160,7 +174,7 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
     if not path.is_file():
         return reader(path, progress)
     entry = entry_path(path, st)
-    if entry.exists():
+    if _usable_entry(entry):
         try:
             trace = load(path, st, entry)
             if progress:
@@ -176,6 +190,36 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
     return trace
 
 
+def _usable_entry(entry: Path) -> bool:
+    """True for a regular file. Anything else at the entry's name (a FIFO would block the read, a
+    directory fails it) is removed so the entry can be rebuilt."""
+    try:
+        st = os.lstat(entry)
+    except OSError:
+        return False
+    if stat.S_ISREG(st.st_mode):
+        return True
+    try:
+        shutil.rmtree(entry) if stat.S_ISDIR(st.st_mode) else entry.unlink()
+    except OSError:
+        pass
+    return False
+
+
+def sweep_stale_temporaries(directory: Path, pattern: str, age_s: float = STALE_TMP_S) -> None:
+    """Remove temporaries left by a save that was killed (`kill -9` mid-write), once they are old."""
+    cutoff = time.time() - age_s
+    try:
+        for p in directory.glob(pattern):
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    p.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+
 def commit(trace: Trace) -> None:
     """Write a freshly read trace to the cache (no-op when it came from there or was committed)."""
     entry = trace.derived.pop("cache_entry", None)
@@ -183,6 +227,7 @@ def commit(trace: Trace) -> None:
         return
     try:
         save(trace, entry)
+        sweep_stale_temporaries(entry.parent, ".tmp-*")
         _evict(keep=entry)
     except OSError:
         pass  # a read-only or full cache directory must not stop the user

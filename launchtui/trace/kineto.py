@@ -11,9 +11,12 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections import Counter
 from itertools import chain, compress
 from operator import attrgetter
 from pathlib import Path
+
+import sys
 
 import msgspec
 import numpy as np
@@ -27,6 +30,14 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPO
 from launchtui.trace.nesting import range_depths
 
 MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # longer durations are CUPTI overflow (HTA drops them too)
+MAX_ABS_NS = 2**62  # |ts| and dur bound: ts + dur stays inside int64
+MAX_DEVICE = 2**31 - 1  # device ids are int32 in the model
+
+# reasons an event is skipped (counted in trace.source.extra["skipped"], shown by `info`)
+SKIP_FIELD_TYPE = "event field of the wrong type (ph, cat, name, pid or tid)"
+SKIP_TIME = "ts or dur not a finite number in range"
+SKIP_ARGS = "args not an object, or correlation/device/stream of the wrong type"
+SKIP_DEVICE = "device id out of range"
 
 
 class _OpArgs(msgspec.Struct, gc=False):
@@ -70,12 +81,22 @@ class _DeviceProp(msgspec.Struct):
 
 class _Doc(msgspec.Struct):
     # first pass: every event stays an undecoded slice of the input (one small object each); the
-    # slices are decoded into _Event structs a chunk at a time
+    # slices are decoded into _Event structs a chunk at a time. The other top-level fields stay raw
+    # too, so one of an unexpected type is ignored (and counted) instead of failing the trace.
     traceEvents: list[msgspec.Raw] | None = None
-    baseTimeNanoseconds: int | None = None
-    deviceProperties: list[_DeviceProp] | None = None
-    schemaVersion: int | str | None = None
-    distributedInfo: dict | None = None
+    baseTimeNanoseconds: msgspec.Raw = msgspec.Raw(b"null")
+    deviceProperties: msgspec.Raw = msgspec.Raw(b"null")
+    schemaVersion: msgspec.Raw = msgspec.Raw(b"null")
+    distributedInfo: msgspec.Raw = msgspec.Raw(b"null")
+
+
+def _field(raw: msgspec.Raw, typ, skipped: Counter, what: str):
+    """A top-level field decoded as `typ`; None (counted) when it has another type."""
+    try:
+        return msgspec.json.decode(raw, type=typ | None)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        skipped[f"top-level {what} of an unexpected type (ignored)"] += 1
+        return None
 
 
 # Roles by category. Legacy 2021 names are capitalised; other spellings are matched lower-cased.
@@ -101,11 +122,15 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def parse_decimal_ns(tokens: list[bytes]) -> np.ndarray:
-    """µs number tokens (e.g. b'1712195495521133.783') -> exact int64 ns, vectorised."""
+def parse_decimal_ns(tokens: list[bytes], valid: bool = False):
+    """µs number tokens (e.g. b'1712195495521133.783') -> exact int64 ns, vectorised.
+
+    Tokens that are not numbers (`"abc"`, `null`, `[1]`), or whose value is not finite or lies
+    outside ±2**62 ns (`1e400`), give 0; with `valid=True` the mask of good tokens comes back too.
+    """
     n = len(tokens)
     if n == 0:
-        return np.zeros(0, np.int64)
+        return (np.zeros(0, np.int64), np.ones(0, bool)) if valid else np.zeros(0, np.int64)
     a = np.array(tokens, dtype="S")
     odd = np.strings.find(a, b"e") >= 0
     odd |= np.strings.find(a, b"E") >= 0
@@ -113,54 +138,129 @@ def parse_decimal_ns(tokens: list[bytes]) -> np.ndarray:
     body = np.where(neg, np.strings.lstrip(a, b"-"), a)
     ip, _, fp = np.strings.partition(body, b".")
     ip = np.where(ip == b"", b"0", ip)
+    # plain decimals: digits only, at most 16 integer digits (µs), which keeps ns inside int64
+    ok = ~odd & np.strings.isdigit(ip) & (np.strings.isdigit(fp) | (fp == b"")) & (np.strings.str_len(ip) <= 16)
+    ok &= (np.strings.str_len(ip) < 16) | (ip < b"4611686018427387")
     frac = np.strings.ljust(fp, 3, b"0").astype("S3")  # ns digits; sub-ns digits are dropped
-    ok = ~odd
     out = np.zeros(n, np.int64)
     out[ok] = ip[ok].astype(np.int64) * 1000 + frac[ok].astype(np.int64)
     out = np.where(neg, -out, out)
     if odd.any():  # exponent notation: rare, not exact-representable anyway
-        out[odd] = np.round(a[odd].astype(np.float64) * 1000).astype(np.int64)
-    return out
+        for i in np.flatnonzero(odd).tolist():  # rare tokens only
+            try:
+                v = float(a[i]) * 1000
+            except ValueError:
+                continue
+            if abs(v) < MAX_ABS_NS:  # NaN and inf fail
+                out[i] = round(v)
+                ok[i] = True
+    if not valid:
+        return out
+    return out, ok & (np.abs(out) < MAX_ABS_NS)
 
 
 def _as_int_array(values) -> np.ndarray:
-    """Int-like values (ints, floats or numeric strings) -> int64; others -> -1."""
+    """Int-like values (ints, floats or numeric strings) -> int64; others, and values outside
+    [-2**62, 2**62], -> -1."""
     try:
         return np.asarray(values, dtype=np.int64)
     except (ValueError, TypeError, OverflowError):
         out = np.full(len(values), -1, np.int64)
         for i, v in enumerate(values):  # rare fallback for malformed args only
             try:
-                out[i] = int(float(v))
-            except (ValueError, TypeError):
-                pass
+                x = int(float(v))
+            except (ValueError, TypeError, OverflowError):
+                continue
+            if abs(x) <= MAX_ABS_NS:
+                out[i] = x
         return out
 
 
-def _decode(path: Path, data: bytes) -> _Doc:
+# a lone UTF-16 surrogate escape (a valid pair is matched first and kept)
+_SURROGATE_RE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _replace_lone_surrogates(data: bytes) -> tuple[bytes, int]:
+    """Lone surrogate escapes (`"\\ud800"`, invalid in UTF-8) -> U+FFFD; valid pairs are kept."""
+    n = 0
+
+    def fix(m):
+        nonlocal n
+        if len(m.group()) == 12:
+            return m.group()
+        n += 1
+        return rb"\ufffd"
+    return _SURROGATE_RE.sub(fix, data), n
+
+
+def _decode(path: Path, data: bytes, skipped: Counter) -> _Doc:
     try:
-        return msgspec.json.decode(data, type=_Doc)
+        try:
+            return msgspec.json.decode(data, type=_Doc)
+        except msgspec.DecodeError:
+            if not _SURROGATE_RE.search(data):
+                raise
+            data, n = _replace_lone_surrogates(data)  # rare: only after a failed decode
+            if not n:
+                raise
+            doc = msgspec.json.decode(data, type=_Doc)
+            skipped["lone UTF-16 surrogate in a string (replaced by U+FFFD)"] += n
+            return doc
     except msgspec.ValidationError as e:
         raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
     except msgspec.DecodeError as e:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
+    except RecursionError:
+        raise TraceError(path, f"JSON nested deeper than the decoder allows (about "
+                               f"{sys.getrecursionlimit()} levels); a profiler never writes that") from None
 
 
 def _decode_args(raws: list, typ, loose):
-    """Decode many raw `args` objects in one C-level call (a JSON array of them)."""
+    """Decode many raw `args` objects in one C-level call (a JSON array of them).
+
+    Returns (args, ok): an args value that is not an object, or has fields of the wrong type,
+    gives a default struct and ok False (decoded one by one only in that rare case).
+    """
     if not raws:
-        return []
+        return [], np.ones(0, bool)
     buf = b"[" + b",".join(map(bytes, raws)) + b"]"
     try:
-        return msgspec.json.decode(buf, type=list[typ])
-    except msgspec.ValidationError:
-        return msgspec.json.decode(buf, type=list[loose])
+        return msgspec.json.decode(buf, type=list[typ]), np.ones(len(raws), bool)
+    except (msgspec.ValidationError, RecursionError):
+        pass
+    try:
+        return msgspec.json.decode(buf, type=list[loose]), np.ones(len(raws), bool)
+    except (msgspec.ValidationError, RecursionError):
+        pass
+    out, ok = [], np.ones(len(raws), bool)
+    for i, raw in enumerate(raws):  # rare: some args are not objects
+        try:
+            out.append(msgspec.json.decode(raw, type=loose))
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            out.append(loose())
+            ok[i] = False
+    return out, ok
 
 
-def _times(evs: list):
-    ts = parse_decimal_ns(list(map(bytes, map(attrgetter("ts"), evs))))
-    dur = parse_decimal_ns(list(map(bytes, map(attrgetter("dur"), evs))))
-    return ts, ts + dur, dur
+def _timed(evs: list, skipped: Counter):
+    """(events with valid ts and dur, start, end, dur); the others are counted as skipped."""
+    ts, ok_ts = parse_decimal_ns(list(map(bytes, map(attrgetter("ts"), evs))), valid=True)
+    dur, ok_dur = parse_decimal_ns(list(map(bytes, map(attrgetter("dur"), evs))), valid=True)
+    ok = ok_ts & ok_dur
+    if not ok.all():
+        skipped[SKIP_TIME] += int((~ok).sum())
+        evs = list(compress(evs, ok.tolist()))
+        ts, dur = ts[ok], dur[ok]
+    return evs, ts, ts + dur, dur
+
+
+def _keep(evs: list, cols: dict, ok: np.ndarray, skipped: Counter, reason: str):
+    """Drop the events (and their already-computed columns) where `ok` is False; count them."""
+    if ok.all():
+        return evs, cols
+    skipped[reason] += int((~ok).sum())
+    return list(compress(evs, ok.tolist())), {k: (list(compress(v, ok.tolist())) if isinstance(v, list) else v[ok])
+                                              for k, v in cols.items()}
 
 
 def _ids(values: list) -> np.ndarray:
@@ -169,6 +269,24 @@ def _ids(values: list) -> np.ndarray:
         return np.asarray(values, dtype=np.int64)
     except (ValueError, TypeError, OverflowError):
         return np.fromiter(map(_num, values), np.int64, len(values))
+
+
+def _decode_events(raws: list, skipped: Counter) -> list:
+    """Raw event slices -> _Event structs in one C-level call; an event with a field of the wrong
+    type is skipped and counted (decoded one by one only in that rare case)."""
+    buf = b"[" + b",".join(raws) + b"]"
+    try:
+        return msgspec.json.decode(buf, type=list[_Event])
+    except (msgspec.ValidationError, RecursionError):
+        pass
+    del buf
+    out = []
+    for raw in raws:  # rare fallback: some event has an odd field
+        try:
+            out.append(msgspec.json.decode(raw, type=_Event))
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            skipped[SKIP_FIELD_TYPE] += 1
+    return out
 
 
 CHUNK_EVENTS = 200_000  # events decoded into structs at a time: bounds peak memory
@@ -185,7 +303,7 @@ def _names(evs: list) -> list[str]:
     return list(map(str, map(attrgetter("name"), evs)))
 
 
-def _extract(events: list) -> dict:
+def _extract(events: list, skipped: Counter) -> dict:
     """The columns launchtui needs from one chunk of decoded events, per role."""
     cats = list(map(attrgetter("cat"), events))
     role_of = {c: _ROLE_BY_CAT.get(str(c).lower(), ROLE_NONE) for c in set(cats)}
@@ -194,16 +312,22 @@ def _extract(events: list) -> dict:
     out = {}
     api_ev = _pick(events, roles == ROLE_API)
     if api_ev:
-        start, end, _ = _times(api_ev)
-        args = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
+        api_ev, start, end, _ = _timed(api_ev, skipped)
+        args, ok = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
+        api_ev, c = _keep(api_ev, {"start": start, "end": end, "args": args}, ok, skipped, SKIP_ARGS)
+        start, end, args = c["start"], c["end"], c["args"]
+    if api_ev:
         out["api"] = {"start": start, "end": end, "name": _names(api_ev),
                       "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
                       "pid": _ids(list(map(attrgetter("pid"), api_ev))),
                       "tid": _ids(list(map(attrgetter("tid"), api_ev)))}
     op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET))
     if op_ev:
-        start, end, dur = _times(op_ev)
-        args = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
+        op_ev, start, end, dur = _timed(op_ev, skipped)
+        args, ok = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
+        op_ev, c = _keep(op_ev, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
+        start, end, dur, args = c["start"], c["end"], c["dur"], c["args"]
+    if op_ev:
         role = np.fromiter(map(role_of.__getitem__, map(attrgetter("cat"), op_ev)), np.int8, len(op_ev))
         kind = np.zeros(len(op_ev), np.int8)
         for r, k in _OP_KIND.items():
@@ -214,19 +338,22 @@ def _extract(events: list) -> dict:
         stream = _as_int_array(list(map(attrgetter("stream"), args)))
         if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
             stream = np.where(stream >= 0, stream, _ids(list(map(attrgetter("tid"), op_ev))))
-        out["ops"] = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
-                      "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
-                      "name": _names(op_ev)}
+        cols = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
+                "corr": _as_int_array(list(map(attrgetter("correlation"), args))), "name": _names(op_ev)}
+        op_ev, cols = _keep(op_ev, cols, dev <= MAX_DEVICE, skipped, SKIP_DEVICE)
+        if op_ev:
+            out["ops"] = cols
     rng_ev = _pick(events, roles == ROLE_RANGE)
     if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
         rng_ev += [e for e in _pick(events, roles == ROLE_LEGACY_OP)
                    if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
     if rng_ev:
-        start, end, _ = _times(rng_ev)
+        rng_ev, start, end, _ = _timed(rng_ev, skipped)
+    if rng_ev:
         out["ranges"] = {"start": start, "end": end, "name": _names(rng_ev),
                          "pid": _ids(list(map(attrgetter("pid"), rng_ev))),
                          "tid": _ids(list(map(attrgetter("tid"), rng_ev)))}
-    out.update(kineto_stacks.extract(events))  # python frames, call stacks, backward links
+    out.update(kineto_stacks.extract(events, skipped))  # python frames, call stacks, backward links
     return out
 
 
@@ -246,7 +373,8 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     if stripped[:1] == b"[":  # bare event array (old Chrome trace form)
         data = b'{"traceEvents":' + stripped + b"}"
     del stripped
-    doc = _decode(path, data)
+    skipped: Counter = Counter()
+    doc = _decode(path, data, skipped)
     if doc.traceEvents is None:
         raise TraceError(path, "JSON is not a Chrome/Kineto trace (no traceEvents array)")
     raw_events = doc.traceEvents
@@ -255,28 +383,34 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
 
     parts = []
     for i in range(0, total, CHUNK_EVENTS):  # one iteration per chunk of 200k events
-        buf = b"[" + b",".join(raw_events[i:i + CHUNK_EVENTS]) + b"]"
-        try:
-            events = msgspec.json.decode(buf, type=list[_Event])
-        except (msgspec.ValidationError, msgspec.DecodeError) as e:
-            raise TraceError(path, f"JSON is not a Chrome/Kineto trace ({e})") from None
-        del buf
-        parts.append(_extract(events))
+        events = _decode_events(raw_events[i:i + CHUNK_EVENTS], skipped)
+        parts.append(_extract(events, skipped))
         del events
         progress("decoded events", min(i + CHUNK_EVENTS, total))
     del raw_events, data
+    base_ns = _field(doc.baseTimeNanoseconds, int, skipped, "baseTimeNanoseconds")
+    schema = _field(doc.schemaVersion, int | str, skipped, "schemaVersion")
+    dist = _field(doc.distributedInfo, dict, skipped, "distributedInfo")
+    dev_props = _field(doc.deviceProperties, list[_DeviceProp], skipped, "deviceProperties")
+    if base_ns is not None and not abs(base_ns) < MAX_ABS_NS:
+        skipped["top-level baseTimeNanoseconds out of range (ignored)"] += 1
+        base_ns = None
+    if not any(parts) and any(r in skipped for r in (SKIP_FIELD_TYPE, SKIP_TIME, SKIP_ARGS, SKIP_DEVICE)):
+        raise TraceError(path, "no usable events: " + _skip_summary(skipped))
 
     source.format = "kineto-json"
     source.producer = "PyTorch profiler (Kineto)"
-    source.version = f"schema {doc.schemaVersion}" if doc.schemaVersion is not None else "schema unknown"
-    if doc.baseTimeNanoseconds is not None:
-        source.wall_offset_ns = int(doc.baseTimeNanoseconds)
+    source.version = f"schema {schema}" if schema is not None else "schema unknown"
+    if base_ns is not None:
+        source.wall_offset_ns = int(base_ns)
         source.extra["clock"] = "relative to baseTimeNanoseconds"
     else:
         source.wall_offset_ns = 0
         source.extra["clock"] = "Unix epoch µs"
-    if doc.distributedInfo:
-        source.extra["rank"] = doc.distributedInfo.get("rank", 0)
+    if dist:
+        source.extra["rank"] = dist.get("rank", 0)
+    if skipped:
+        source.extra["skipped"] = dict(sorted(skipped.items()))
 
     strings = StringTable()
     a, o, r = _concat(parts, "api"), _concat(parts, "ops"), _concat(parts, "ranges")
@@ -329,7 +463,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         ranges = Ranges.empty()
 
     devices = {}
-    for d in doc.deviceProperties or []:
+    for d in dev_props or []:
         did = _num(d.id) if d.id is not None else -1
         if did >= 0:
             devices[did] = str(d.name or "")
@@ -358,8 +492,13 @@ _DIGITS = re.compile(r"-?\d+")
 
 
 def _num(v) -> int:
-    """pid/tid value -> int: ints pass, strings like '25738' or 'stream 7' give their number."""
-    if isinstance(v, int):
-        return v
-    m = _DIGITS.search(str(v))
-    return int(m.group()) if m else -1
+    """pid/tid value -> int: ints pass, strings like '25738' or 'stream 7' give their number;
+    -1 when there is none or it does not fit int64."""
+    if not isinstance(v, int):
+        m = _DIGITS.search(str(v))
+        v = int(m.group()) if m else -1
+    return v if -2**63 <= v < 2**63 else -1
+
+
+def _skip_summary(skipped: Counter) -> str:
+    return "; ".join(f"{n:,} {reason}" for reason, n in sorted(skipped.items()))

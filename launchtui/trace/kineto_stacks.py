@@ -42,15 +42,19 @@ class _LooseOpArgs(msgspec.Struct):  # only for a chunk whose operator args carr
 
 def _int_or(v, default: int = -1) -> int:
     try:
-        return int(v)
-    except (TypeError, ValueError):
+        x = int(v)
+    except (TypeError, ValueError, OverflowError):
         return default
+    return x if -2**62 <= x <= 2**62 else default
 
 
-def extract(events: list) -> dict:
+def extract(events: list, skipped=None) -> dict:
     """The stack-related columns of one decoded chunk (python frames; operators with a sequence
-    number or a call stack). Cheap when absent: one category lookup per event."""
-    from launchtui.trace.kineto import _ids, _times
+    number or a call stack). Cheap when absent: one category lookup per event. Events with bad
+    times or args are dropped and counted in `skipped` (kineto's reasons)."""
+    from collections import Counter
+    from launchtui.trace.kineto import SKIP_ARGS, _decode_args, _ids, _keep, _timed
+    skipped = Counter() if skipped is None else skipped
     cats = list(map(attrgetter("cat"), events))
     kind_of = {c: _KIND.get(str(c).lower(), 0) for c in set(cats)}
     if not any(kind_of.values()):
@@ -59,26 +63,29 @@ def extract(events: list) -> dict:
     out = {}
     py = _complete(_select(events, kind == _PY))
     if py:
-        s, e, _ = _times(py)
+        py, s, e, _ = _timed(py, skipped)
+    if py:
         out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
                      "pid": _ids(list(map(attrgetter("pid"), py))), "tid": _ids(list(map(attrgetter("tid"), py)))}
     ops = _complete(_select(events, kind == _OP))
     if ops:
-        buf = b"[" + b",".join(map(bytes, map(attrgetter("args"), ops))) + b"]"
-        try:
-            args = msgspec.json.decode(buf, type=list[_OpArgs])
+        ops, t_start, t_end, _ = _timed(ops, skipped)
+        args, ok = _decode_args(list(map(attrgetter("args"), ops)), _OpArgs, _LooseOpArgs)
+        ops, c = _keep(ops, {"start": t_start, "end": t_end, "args": args}, ok, skipped, SKIP_ARGS)
+        t_start, t_end, args = c["start"], c["end"], c["args"]
+    if ops:
+        if type(args[0]) is _OpArgs:  # one batch decode gives one type for all
             seq = np.fromiter(map(attrgetter("seq"), args), np.int64, len(args))
             fwd = np.fromiter(map(attrgetter("fwd"), args), np.int64, len(args))
             stack = list(map(attrgetter("stack"), args))
-        except msgspec.ValidationError:
-            args = msgspec.json.decode(buf, type=list[_LooseOpArgs])
+        else:
             seq = np.fromiter((_int_or(a.seq) for a in args), np.int64, len(args))
             fwd = np.fromiter((_int_or(a.fwd, 0) for a in args), np.int64, len(args))
             stack = [a.stack if isinstance(a.stack, str) else "" for a in args]
         keep = np.nonzero((seq >= 0) | np.fromiter(map(bool, stack), bool, len(stack)))[0]
         if len(keep):
             ops = [ops[i] for i in keep.tolist()]
-            s, e, _ = _times(ops)
+            s, e = t_start[keep], t_end[keep]
             out["op"] = {"start": s, "end": e, "seq": seq[keep], "fwd": fwd[keep],
                          "stack": [stack[i] for i in keep.tolist()],
                          "pid": _ids(list(map(attrgetter("pid"), ops))),

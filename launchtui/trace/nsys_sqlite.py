@@ -6,7 +6,10 @@ between versions, so everything is probed first. The file is opened read-only an
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
+import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,11 +25,12 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPO
 from launchtui.trace.grouping import dense_groups, distinct_runs
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
-                                             table_columns)
+                                             private_snapshot, side_files, snapshot_dir, table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
 PACK = 1 << 32       # two small non-negative ids in one SQL integer
+MAX_ID_GAP = 1 << 20  # StringIds ids are dense from 0; ids far past the row count are ignored
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}
@@ -50,18 +54,48 @@ def resolve_tables(columns: dict[str, set[str]]) -> dict[str, str]:
 class _Reader:
     def __init__(self, path: Path, progress=None):
         self.path = path
+        self.db = path  # the file actually read: a private snapshot when side files hold data
+        self.snapshot_dir: Path | None = None
+        self.dropped: Counter = Counter()  # rows dropped per table (NULL in a required column)
         self.progress = progress or (lambda stage, rows: None)
+        sides = side_files(path)
+        if sides:
+            self._snapshot(sides)
         try:
-            self.con = connect_readonly(path)
+            self.con = connect_readonly(self.db, immutable=self.snapshot_dir is None)
             self.cols = table_columns(self.con)
         except sqlite3.DatabaseError as e:
+            self.cleanup()
             raise TraceError(path, f"cannot read SQLite database ({e})") from None
         self.tables = resolve_tables(self.cols)
         if not any(m in self.tables for m in _NSIGHT_MARKERS):
+            self.con.close()
+            self.cleanup()
             raise TraceError(path, "SQLite database is not an Nsight Systems export (no StringIds, "
                                    "CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)")
         self.strings = StringTable()
         self._sid_values: np.ndarray | None = None
+
+    def _snapshot(self, sides: list[Path]) -> None:
+        """Read a consistent private copy: the WAL applied, a hot journal rolled back."""
+        from launchtui.paths import cache_dir
+        try:
+            try:
+                self.snapshot_dir = snapshot_dir(cache_dir() / "snapshots")
+            except OSError:
+                self.snapshot_dir = snapshot_dir(Path(tempfile.gettempdir()) / "launchtui-snapshots")
+            self.db = private_snapshot(self.path, sides, self.snapshot_dir)
+        except (OSError, sqlite3.Error) as e:
+            self.cleanup()
+            names = ", ".join(s.name[len(self.path.name):] for s in sides)
+            raise TraceError(self.path, f"has a {names} file beside it (a writer's unfinished or uncheckpointed "
+                                        f"changes) and a private copy to read it safely failed ({e})") from None
+        self.progress(f"read a private snapshot ({', '.join(s.suffix or s.name for s in sides)} applied)", 0)
+
+    def cleanup(self) -> None:
+        if self.snapshot_dir is not None:
+            shutil.rmtree(self.snapshot_dir, ignore_errors=True)
+            self.snapshot_dir = None
 
     # --- helpers ---------------------------------------------------------
     def has(self, canon: str) -> bool:
@@ -71,7 +105,7 @@ class _Reader:
         return self.cols[self.tables[canon]]
 
     def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None) -> dict[str, np.ndarray]:
-        out = fetch_int_columns(con or self.con, self.tables[canon], exprs, where)
+        out = fetch_int_columns(con or self.con, self.tables[canon], exprs, where, self.dropped)
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
         return out
 
@@ -82,11 +116,13 @@ class _Reader:
                 self._sid_values = np.zeros(0, object)
             else:
                 rows = self.con.execute(f'SELECT id, value FROM "{self.tables["StringIds"]}"').fetchall()
+                if not all(type(i) is int and 0 <= i < len(rows) + MAX_ID_GAP for i, _ in rows):
+                    rows = [(i, v) for i, v in rows if type(i) is int and 0 <= i < len(rows) + MAX_ID_GAP]
                 n = max((r[0] for r in rows), default=-1) + 1
                 vals = np.full(n, "", dtype=object)
                 if rows:
                     ids, values = zip(*rows)
-                    vals[np.asarray(ids, np.int64)] = values
+                    vals[np.asarray(ids, np.int64)] = [v if isinstance(v, str) else str(v) for v in values]
                 self._sid_values = vals
         return self._sid_values
 
@@ -103,10 +139,12 @@ class _Reader:
         return mapped[inv]
 
     def meta(self) -> dict[str, str]:
+        """name -> value from whichever meta table exists with those columns; {} otherwise (the
+        version then shows as unknown, as for a 2021 export without one)."""
         for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
-            if self.has(t):
+            if self.has(t) and {"name", "value"} <= self.colset(t):
                 return {str(k): str(v) for k, v in
-                        self.con.execute(f'SELECT name, value FROM "{self.tables[t]}"')}
+                        self.con.execute(f'SELECT name, value FROM "{self.tables[t]}"') if k is not None}
         return {}
 
     # --- tables ----------------------------------------------------------
@@ -173,7 +211,7 @@ class _Reader:
         exprs = {"start": "start", "end": "end", "gtid": "globalTid", "packed": packed}
         if "textId" in cs:
             exprs["text_id"] = "textId"
-        c = fetch_int_columns(con, table, exprs, where)
+        c = fetch_int_columns(con, table, exprs, where, self.dropped)
         c["type"] = np.where(c["packed"] & 1, NVTX_STARTEND, NVTX_PUSHPOP)
         c["has_text"] = (c["packed"] >> 1) & 1
         c["domain"] = c["packed"] >> 2
@@ -185,7 +223,8 @@ class _Reader:
         if "domainId" in cs:
             q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {"textId" if "textId" in cs else "NULL"} '
                  f'FROM "{table}" WHERE eventType = {NVTX_DOMAIN_CREATE}')
-            domains = {int(d): (txt, tid) for d, txt, tid in con.execute(q) if d is not None}
+            domains = {d: (txt, tid if type(tid) is int else None) for d, txt, tid in con.execute(q)
+                       if type(d) is int}
         return c, inline, domains
 
     def intern_nvtx(self, raw):
@@ -226,7 +265,7 @@ class _Reader:
             idcol = "id" if "id" in cs else ("deviceId" if "deviceId" in cs else None)
             if idcol and "name" in cs:
                 for i, name in self.con.execute(f'SELECT {idcol}, name FROM "{self.tables["TARGET_INFO_GPU"]}"'):
-                    if i is not None and name:
+                    if type(i) is int and name:
                         out.setdefault(int(i), str(name))
         return out
 
@@ -236,22 +275,31 @@ class _Reader:
         sids = self.string_ids()
         out = {}
         for nid, gtid in self.con.execute(f'SELECT nameId, globalTid FROM "{self.tables["ThreadNames"]}"'):
-            if nid is not None and gtid is not None and 0 <= nid < len(sids):
+            if type(nid) is int and type(gtid) is int and 0 <= nid < len(sids):  # other types: unnamed
                 out[int(gtid)] = str(sids[nid])
         return out
 
 
 def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
     r = _Reader(path, progress)
-    meta = r.meta()
     try:
-        return _build(r, path, source, meta)
+        meta = r.meta()
+        trace = _build(r, path, source, meta)
+        if r.dropped:
+            source.extra["skipped"] = {f"{t} rows with NULL in a NOT NULL column or start/end": n
+                                       for t, n in sorted(r.dropped.items())}
+        return trace
     except sqlite3.DatabaseError as e:
-        raise TraceError(path, f"cannot read Nsight export ({e})") from None
+        raise TraceError(path, f"cannot read Nsight export ({_one_line(e)})") from None
     except ValueError as e:
         raise TraceError(path, f"unexpected values in Nsight export ({e})") from None
     finally:
         r.con.close()
+        r.cleanup()
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())
 
 
 def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
@@ -269,14 +317,14 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     if r.has("TARGET_INFO_SESSION_START_TIME") and "utcEpochNs" in r.colset("TARGET_INFO_SESSION_START_TIME"):
         normalized = meta.get("EXPORT_PARAM_TIME_NORMALIZE", "false").lower() in ("true", "1", "yes")
         row = r.con.execute(f'SELECT utcEpochNs FROM "{r.tables["TARGET_INFO_SESSION_START_TIME"]}"').fetchone()
-        if row and row[0] is not None:
-            source.wall_offset_ns = 0 if normalized else int(row[0])
+        if row and type(row[0]) is int:  # a REAL (±inf) or text value: the wall clock stays unknown
+            source.wall_offset_ns = 0 if normalized else row[0]
 
     # The big scans run on their own connections in parallel: SQLite releases the GIL while it
     # scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
     # integer columns; strings are interned here on the main thread.
     def on_own_connection(fn, *args):
-        con = connect_readonly(path)
+        con = connect_readonly(r.db, immutable=r.snapshot_dir is None)
         try:
             return fn(*args, con=con)
         finally:

@@ -6,8 +6,12 @@ keeps the reader close to the cost of SQLite's own table scan, with no per-row P
 """
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import tempfile
 import warnings
+from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
@@ -16,40 +20,120 @@ import numpy as np
 NULL_INT = -1
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open read-only and immutable: SQLite writes nothing (no journal, no -shm/-wal beside it)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def connect_readonly(path: Path, immutable: bool = True) -> sqlite3.Connection:
+    """Open read-only and immutable: SQLite writes nothing (no journal, no -shm/-wal beside it).
+
+    Text comes back as bytes decoded with replacement, so invalid UTF-8 in a name is shown as
+    U+FFFD instead of failing the read. `immutable=False` is for a private snapshot (see
+    `side_files`), where SQLite must apply the WAL or roll back the journal.
+    """
+    uri = f"file:{quote(os.fsencode(path.resolve()), safe='/')}?mode={'ro&immutable=1' if immutable else 'rw'}"
     con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    con.text_factory = _text
     con.execute("PRAGMA temp_store=MEMORY")
     return con
 
 
-def _parse_ints(text: str | None, n: int) -> np.ndarray:
+def side_files(path: Path) -> list[Path]:
+    """A `-wal` or `-journal` beside the database that holds data: read immutably, the file alone
+    would give numbers SQLite itself would not (uncheckpointed WAL frames missed, uncommitted pages
+    from a killed or active writer read as if committed)."""
+    out = []
+    for suffix in ("-wal", "-journal"):
+        side = Path(str(path) + suffix)
+        try:
+            if side.stat().st_size > 0:
+                out.append(side)
+        except OSError:
+            pass
+    return out
+
+
+def private_snapshot(path: Path, sides: list[Path], where: Path) -> Path:
+    """Copy the database and its side files into `where` (a fresh directory of ours) and open the
+    copy once read-write, so SQLite applies the WAL or rolls back the hot journal there; the
+    user's files are only read. Returns the consistent copy's path."""
+    copy = where / "trace.sqlite"
+    shutil.copyfile(path, copy)
+    for side in sides:
+        shutil.copyfile(side, str(copy) + str(side)[len(str(path)):])
+    con = sqlite3.connect(copy)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # recovery happens here
+        if any(s.name.endswith("-wal") for s in sides):
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    return copy
+
+
+def snapshot_dir(base: Path) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="snapshot-", dir=base))
+
+
+class _Short(ValueError):
+    pass
+
+
+def _parse_ints(text: str | None, n: int, table: str = "") -> np.ndarray:
     if not text:
+        if n > 0:
+            raise _Short()
         return np.zeros(0, np.int64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        arr = np.fromstring(text, dtype=np.int64, sep=",")
+        try:
+            arr = np.fromstring(text, dtype=np.int64, sep=",")
+        except ValueError:  # text such as 'abc' in the column
+            raise ValueError(f"a column of {table} holds values that are not integers") from None
     if n >= 0 and len(arr) != n:
-        raise ValueError(f"column parse gave {len(arr)} values, expected {n}")
+        if len(arr) < n and text.count(",") + 1 < n:
+            raise _Short()  # NULLs in a required column: group_concat skipped them
+        raise ValueError(f"a column of {table} holds values that are not integers")
     return arr
 
 
+REQUIRED = ("start", "end")  # a row without them cannot be placed in time
+
+
 def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str],
-                      where: str = "") -> dict[str, np.ndarray]:
-    """Integer columns of `table` as int64 arrays, in one table scan. NULLs become -1.
+                      where: str = "", dropped: Counter | None = None) -> dict[str, np.ndarray]:
+    """Integer columns of `table` as int64 arrays, in one table scan. NULLs become -1, except in
+    NOT NULL columns and start/end: a row with a NULL there is dropped whole (all columns keep one
+    length) and counted in `dropped[table]`.
 
     `exprs` maps output names to SQL expressions over the table's columns.
     """
     names = list(exprs)
     where_sql = f" WHERE {where}" if where else ""
     notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
-    # NOT NULL integer columns concatenate as they are; anything else needs a NULL sentinel
-    sel = ", ".join(f"group_concat({e}, ',')" if e in notnull else f"group_concat(ifnull({e}, {NULL_INT}), ',')"
+    required = [e for e in exprs.values() if e in notnull or e in REQUIRED]
+    # required integer columns concatenate as they are (group_concat skips a NULL, which shows as
+    # a short column); anything else needs a NULL sentinel
+    sel = ", ".join(f"group_concat({e}, ',')" if e in required else f"group_concat(ifnull({e}, {NULL_INT}), ',')"
                     for e in exprs.values())
     row = con.execute(f'SELECT count(*), {sel} FROM "{table}"{where_sql}').fetchone()
     count = row[0]
-    return {k: _parse_ints(v, count) for k, v in zip(names, row[1:])}
+    try:
+        return {k: _parse_ints(v, count, table) for k, v in zip(names, row[1:])}
+    except _Short:
+        pass
+    # rare: NULLs where the schema says there are none; read again without those rows
+    # typeof(), not IS NOT NULL: SQLite optimises the latter away on a column declared NOT NULL
+    keep = " AND ".join(f"typeof({e}) != 'null'" for e in required)
+    row = con.execute(f'SELECT count(*), {sel} FROM "{table}" WHERE {keep}'
+                      + (f" AND ({where})" if where else "")).fetchone()
+    if dropped is not None:
+        dropped[table] += count - row[0]
+    try:
+        return {k: _parse_ints(v, row[0], table) for k, v in zip(names, row[1:])}
+    except _Short:
+        raise ValueError(f"a column of {table} holds values that are not integers") from None
 
 
 UNIT_SEP = "\x1f"
