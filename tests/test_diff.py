@@ -172,6 +172,17 @@ def test_cli_markdown_and_json(pair_files, capsys):
     assert doc["per_iteration"]["launches_per_iter"]["after"] == 102
 
 
+def test_cli_iter_names_the_iteration_ranges(pair_files, capsys):
+    b, a = pair_files["fused"]
+    rc, out, err = run(capsys, "diff", b, a, "--iter", "FORWARD", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["before"]["iterations"]["source"] == "named range"
+    assert doc["before"]["iterations"]["count"] == doc["after"]["iterations"]["count"] == 4
+    # the forward pass launches 4 kernels per layer (12 layers) on either side of the optimizer fix
+    assert doc["per_iteration"]["launches_per_iter"]["before"] == doc["per_iteration"]["launches_per_iter"]["after"] == 48
+    assert not doc["kernels"]["gone"] and not doc["kernels"]["new"]
+
+
 def test_cli_output_file_atomic_and_force(pair_files, capsys, tmp_path):
     b, a = pair_files["same"]
     o = tmp_path / "d.md"
@@ -274,4 +285,6 @@ def test_real_docs_before_after_fix_tiny():
     per = doc["per_iteration"]
     assert per["launches_per_iter"]["before"] == per["launches_per_iter"]["after"] == 1
     assert doc["before"]["iterations"]["count"] == 1
-    assert doc["verdict"]["line"]
+    assert doc["verdict"]["status"] == "no_change"   # the same 40 ns kernel on both sides
+    from launchtui.analysis.diff_markdown import render_markdown
+    assert "median 0.00004 ms" in render_markdown(doc)

@@ -7,6 +7,11 @@ MAX_ROWS = 15
 MAX_NAME = 90      # kernel names beyond this are cut in the page (the JSON keeps them whole)
 
 
+def _ms(x: float) -> str:
+    """Milliseconds: 3 decimals, down to the ns below 0.1 ms (a 40 ns kernel is 0.00004, not 0.000)."""
+    return f"{x:,.3f}" if abs(x) >= 0.1 or x == 0 else f"{x:.6f}".rstrip("0")
+
+
 def _val(x, unit: str) -> str:
     if x is None:
         return "n/a"
@@ -15,7 +20,7 @@ def _val(x, unit: str) -> str:
     if unit == "x":
         return f"{x:.2f}×"
     if unit == "ms":
-        return f"{x:,.3f}"
+        return _ms(x)
     return _count(x)
 
 
@@ -44,13 +49,13 @@ def _arrow(c: dict, fmt) -> str:
 def _side_line(label: str, h: dict) -> str:
     src, it = h["source"], h["iterations"] or {}
     med = it.get("median_ns")
-    spread = (f", {it['min_ns'] / 1e6:.3f}–{it['max_ns'] / 1e6:.3f} ms"
+    spread = (f", {_ms(it['min_ns'] / 1e6)}–{_ms(it['max_ns'] / 1e6)} ms"
               if it.get("count", 0) > 1 and it.get("min_ns") is not None else "")
     devs = h.get("devices") or []
     dev = (f"device {h['device_id']}" + (f" (of {', '.join(map(str, devs))})" if len(devs) > 1 else "") + "; "
            if h.get("device_id") is not None else "")
     return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {dev}{it.get('count', 0)} iteration(s) "
-            f"from {it.get('source', '?')}, median {med / 1e6:.3f} ms{spread}" if med is not None else
+            f"from {it.get('source', '?')}, median {_ms(med / 1e6)} ms{spread}" if med is not None else
             f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); no iterations")
 
 
