@@ -48,7 +48,6 @@ def rank_row(rank: int, rank_from: str, res: dict) -> dict:
         "launches": s["launches"],
         "launch_api_ms": s["launch_api_ms"],
         "queues": q,
-        "record_provisional": bool(rec.get("provisional")),
     })
     return row
 

@@ -1,9 +1,8 @@
 """The per-rank summary a worker sends back: small, JSON-able, the same whatever engine ran it.
 
-`rank_summary(trace)` is the seam to the case record (issue 8): it carries the record (today the
-provisional one, `analysis/provisional_record.py`, until `analysis/record.py` lands) plus the
-report's launch totals, a bounded per-kernel table and queue/backpressure counts
-(docs/definitions.md §R).
+`rank_summary(trace)` carries the case record (`analysis/record.py`, launchtui-record/1, less its
+per-iteration span lists) plus the report's launch totals, a bounded per-kernel table and
+queue/backpressure counts (docs/definitions.md §R).
 """
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from launchtui.analysis.backpressure import backpressure
 from launchtui.analysis.launches import kernel_groups
-from launchtui.analysis.provisional_record import provisional_record
+from launchtui.analysis.record import build_record
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.report import launch_totals
 from launchtui.analysis.select import WHOLE
@@ -23,8 +22,9 @@ KERNELS_PER_RANK = 50
 
 
 def _record(trace: Trace) -> dict:
-    """The case record without its per-iteration span lists (they grow with the run's length)."""
-    rec = provisional_record(trace)
+    """The case record without its per-iteration span lists (they grow with the run's length) and
+    without the source and options (the row has the file)."""
+    rec = {k: v for k, v in build_record(trace).items() if k not in ("source", "options")}
     if rec.get("iterations"):
         rec["iterations"] = {k: v for k, v in rec["iterations"].items() if k not in ("starts_ns", "ends_ns")}
     return rec
