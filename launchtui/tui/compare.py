@@ -27,7 +27,7 @@ CompareScreen { layout: vertical; }
 CompareScreen #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 CompareScreen .side { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 CompareScreen Timeline { height: 1fr; min-height: 5; }
-CompareScreen #verdict { height: 3; background: $boost; }
+CompareScreen #verdict { height: 4; background: $boost; }
 CompareScreen DataTable { height: 30%; min-height: 4; max-height: 14; }
 """
 
@@ -59,7 +59,15 @@ def _delta(c: dict, unit: str = "") -> str:
     d = c.get("delta")
     if d is None:
         return "–"
-    return ("+" if d > 0 else "−" if d < 0 else "±") + _fmt(abs(d), unit)
+    mag = _fmt(abs(d), unit)
+    return ("±" if float(mag.replace(",", "")) == 0 else "+" if d > 0 else "−") + mag
+
+
+NAME_WIDTH = 50    # the table keeps its figures on screen; the JSON and the page have whole names
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"
 
 
 def kernel_rows(doc: dict) -> list[tuple]:
@@ -68,20 +76,21 @@ def kernel_rows(doc: dict) -> list[tuple]:
     rows = []
     for r in k["gone"]:
         n = (r["launches_per_iteration"] or 0) + (r["graph_ops_per_iteration"] or 0)
-        rows.append((r["kernel_name"], "gone", _fmt(n), "–", _delta({"delta": -n}), _fmt(r["avg_kernel_us"]), "–", "–"))
+        rows.append((_short(r["kernel_name"]), "gone", _fmt(n), "–", _delta({"delta": -n}), _fmt(r["avg_kernel_us"]), "–", "–"))
     for r in k["new"]:
         n = (r["launches_per_iteration"] or 0) + (r["graph_ops_per_iteration"] or 0)
-        rows.append((r["kernel_name"], "new", "–", _fmt(n), _delta({"delta": n}), "–", _fmt(r["avg_kernel_us"]), "–"))
+        rows.append((_short(r["kernel_name"]), "new", "–", _fmt(n), _delta({"delta": n}), "–", _fmt(r["avg_kernel_us"]), "–"))
     for r in k["changed"]:
         ln, gr, kt = r["launches_per_iteration"], r["graph_ops_per_iteration"], r["avg_kernel_us"]
-        tag = "changed" if not gr["after"] or gr["before"] == gr["after"] else "→ graph" if not gr["before"] \
-            else "changed"
-        rows.append((r["kernel_name"], tag, _fmt(ln["before"]), _fmt(ln["after"]), _delta(ln),
+        tag = "→ graph" if not gr["before"] and gr["after"] else "changed"   # now run by graph launches
+        rows.append((_short(r["kernel_name"]), tag, _fmt(ln["before"]), _fmt(ln["after"]), _delta(ln),
                      _fmt(kt["before"]), _fmt(kt["after"]), _delta(kt)))
     return rows
 
 
-def verdict_lines(doc: dict) -> list[str]:
+def verdict_lines(doc: dict, width: int = 120) -> list[str]:
+    """The diff's verdict (wrapped to `width`) and one line of the headline figures."""
+    import textwrap
     per = doc["per_iteration"]
 
     def fig(key, label, unit=""):
@@ -90,7 +99,7 @@ def verdict_lines(doc: dict) -> list[str]:
     share = per.get("share") or {}
     sh = ("share " + " → ".join("–" if x is None else f"{x * 100:.1f} %" for x in (share.get("before"), share.get("after")))
           if share else "")
-    return [f"Verdict: {doc['verdict']['line']}",
+    return textwrap.wrap(f"Verdict: {doc['verdict']['line']}", max(width - 1, 20))[:3] + [
             " │ ".join(x for x in (fig("launches_per_iter", "launches/iter"),
                                    fig("exposed_overhead_ms", "exposed ms", "ms"), sh,
                                    fig("iteration_ms", "iteration ms", "ms")) if x)]
@@ -123,7 +132,7 @@ class CompareScreen(Screen):
         self.verdict = TextPanel(verdict_lines(self.doc), id="verdict")
         yield self.verdict
         table = DataTable(id="kernels", zebra_stripes=True, cursor_type="row")
-        table.add_columns("kernel", "status", "launch/it before", "after", "Δ", "kernel µs before", "after", "Δ")
+        table.add_columns("kernel", "status", "launches/it", "→ after", "Δ", "kernel µs", "→ after", "Δ")
         table.add_rows(kernel_rows(self.doc))
         yield table
         yield Footer()
@@ -131,6 +140,9 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.timelines[0].focus()
         self.show_iteration()
+
+    def on_resize(self, event) -> None:
+        self.verdict.set_lines(verdict_lines(self.doc, self.size.width))
 
     def show_iteration(self) -> None:
         """Fit each timeline to its own run's iteration k."""
