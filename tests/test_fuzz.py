@@ -386,8 +386,13 @@ def test_stale_temporaries_are_swept(tmp_path, capsys, monkeypatch):
         f.write_bytes(bytes(1000))
     old = time.time() - 2 * cache.STALE_TMP_S
     os.utime(stale, (old, old))
-    rc, out, err = run(["report", _demo_copy(tmp_path)], capsys, monkeypatch, tmp_path)
+    p = _demo_copy(tmp_path)
+    rc, out, err = run(["report", p], capsys, monkeypatch, tmp_path)
     assert rc == 0 and not stale.exists() and fresh.exists(), "a save in progress elsewhere is left alone"
+    stale.write_bytes(bytes(1000))
+    os.utime(stale, (old, old))
+    rc, out, err = run(["report", p], capsys, monkeypatch, tmp_path)  # warm: read from the cache
+    assert rc == 0 and not stale.exists(), "a warm run sweeps too"
 
 
 @pytest.mark.parametrize("value,limit", [("inf", 2**62), ("nan", 2048 * 10**6), ("-1", 2048 * 10**6),

@@ -174,6 +174,7 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
     if not path.is_file():
         return reader(path, progress)
     entry = entry_path(path, st)
+    sweep_stale_temporaries(entry.parent, ".tmp-*")  # a directory listing: cheap, and warm runs sweep too
     if _usable_entry(entry):
         try:
             trace = load(path, st, entry)
