@@ -29,6 +29,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -36,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -737,30 +738,38 @@ def main(argv=None) -> int:
         return r
 
     results = []
-    with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        i = 0
-        pending = []
+    # SIGTERM/Ctrl-C stop the campaign early: the summary then covers the finished cases
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    pool = ThreadPoolExecutor(max_workers=max(1, a.jobs))
+    todo = iter(indices) if indices is not None else (i for i in range(10**9))
+
+    def more(i) -> bool:
+        return indices is not None or (time.monotonic() < deadline if deadline else i < a.cases)
+    try:
+        pending, submitted = set(), 0
         while True:
-            if indices is not None:
-                if i >= len(indices) and not pending:
+            while len(pending) < max(1, a.jobs) and more(submitted):
+                k = next(todo, None)
+                if k is None:
                     break
-            elif (deadline is None and i >= a.cases and not pending) or (deadline and time.monotonic() > deadline
-                                                                         and not pending):
+                pending.add(pool.submit(job, k))
+                submitted += 1
+            if not pending:
                 break
-            more = (indices is not None and i < len(indices)) or (
-                indices is None and (deadline is None and i < a.cases or deadline and time.monotonic() < deadline))
-            while more and len(pending) < max(1, a.jobs):
-                pending.append(pool.submit(job, indices[i] if indices is not None else i))
-                i += 1
-                more = (indices is not None and i < len(indices)) or (
-                    indices is None and (deadline is None and i < a.cases or deadline and time.monotonic() < deadline))
-            done = pending.pop(0).result()
-            results.append(done)
-            if not a.quiet:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:  # a slow case does not hold the others back
+                done = f.result()
+                results.append(done)
+                if len(results) % 100 == 0:
+                    print(f"{len(results)} cases done in {time.monotonic() - t0:.0f} s", flush=True)
                 bad = [r for r in done["runs"] if r["class"] not in OK_CLASSES]
-                if bad:
+                if bad and not a.quiet:
                     print(f"case {done['index']} {done['family']} ({done['desc']}): "
                           + "; ".join(f"{r['class']} {r['sig']}" for r in bad), flush=True)
+    except KeyboardInterrupt:
+        print(f"stopped early: {len(results)} cases finished", flush=True)
+    pool.shutdown(wait=False, cancel_futures=True)
+    results.sort(key=lambda r: r["index"])
     summary = summarize(results, out, a.seed, time.monotonic() - t0)
     summary["out"] = str(out)
     print_summary(summary)

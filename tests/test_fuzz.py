@@ -256,38 +256,23 @@ def test_wrong_type_in_an_integer_column_is_one_line(tmp_path, capsys, monkeypat
 
 # --- WAL, hot journal: never silently wrong numbers ---------------------------------------------
 def test_wal_database_is_read_with_its_wal_applied(tmp_path, capsys, monkeypatch):
-    src = _demo_copy(tmp_path)
-    con = sqlite3.connect(src, isolation_level=None)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA wal_autocheckpoint=0")
-    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0")
-    d = tmp_path / "wal"
-    d.mkdir()
-    shutil.copy(src, d / "w.sqlite")
-    shutil.copy(str(src) + "-wal", d / "w.sqlite-wal")  # as a writer left it
-    con.close()
-    listing = sorted(os.listdir(d))
-    info = _kernels(d / "w.sqlite", capsys, monkeypatch, tmp_path)
+    """Half the kernel rows deleted in a WAL a writer has not checkpointed: SQLite sees 2,723."""
+    snap = fuzz._side_file_state(None, _demo_copy(tmp_path), "wal")
+    listing = sorted(os.listdir(snap.parent))
+    assert "snap-t.sqlite-wal" in listing
+    info = _kernels(snap, capsys, monkeypatch, tmp_path)
     assert info["counts"]["gpu_ops"]["kernel"] == 5445 - 5445 // 2
-    assert sorted(os.listdir(d)) == listing, "nothing written beside the trace (no -shm)"
+    assert sorted(os.listdir(snap.parent)) == listing, "nothing written beside the trace (no -shm)"
 
 
 def test_hot_journal_is_rolled_back_not_read(tmp_path, capsys, monkeypatch):
-    src = _demo_copy(tmp_path)
-    con = sqlite3.connect(src, isolation_level=None)
-    con.execute("PRAGMA cache_size=1")  # uncommitted pages spill into the file
-    con.execute("BEGIN")
-    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0")
-    d = tmp_path / "hot"
-    d.mkdir()
-    shutil.copy(src, d / "h.sqlite")
-    shutil.copy(str(src) + "-journal", d / "h.sqlite-journal")  # as a killed writer left it
-    con.execute("ROLLBACK")
-    con.close()
-    before = {n: (d / n).read_bytes() for n in os.listdir(d)}
-    info = _kernels(d / "h.sqlite", capsys, monkeypatch, tmp_path)
+    """Uncommitted deletions spilled into the file, with the killed writer's hot journal beside it."""
+    snap = fuzz._side_file_state(None, _demo_copy(tmp_path), "journal")
+    before = {n: (snap.parent / n).read_bytes() for n in os.listdir(snap.parent)}
+    assert "snap-t.sqlite-journal" in before
+    info = _kernels(snap, capsys, monkeypatch, tmp_path)
     assert info["counts"]["gpu_ops"]["kernel"] == 5445, "the committed state, not the writer's pages"
-    assert {n: (d / n).read_bytes() for n in os.listdir(d)} == before
+    assert {n: (snap.parent / n).read_bytes() for n in os.listdir(snap.parent)} == before
 
 
 # --- special files and odd paths ----------------------------------------------------------------
