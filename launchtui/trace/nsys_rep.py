@@ -73,7 +73,7 @@ def valid_export(path: Path) -> bool:
         finally:
             con.close()
         return any(m in names for m in _NSIGHT_MARKERS)
-    except (OSError, sqlite3.Error):
+    except (OSError, sqlite3.Error, ValueError):  # ValueError: undecodable text in a corrupt schema
         return False
 
 

@@ -64,9 +64,9 @@ class _Reader:
         try:
             self.con = connect_readonly(self.db, immutable=self.snapshot_dir is None)
             self.cols = table_columns(self.con)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # a corrupt schema's message can be bytes
             self.cleanup()
-            raise TraceError(path, f"cannot read SQLite database ({e})") from None
+            raise TraceError(path, f"cannot read SQLite database ({_one_line(e)})") from None
         self.tables = resolve_tables(self.cols)
         if not any(m in self.tables for m in _NSIGHT_MARKERS):
             self.con.close()
@@ -85,7 +85,7 @@ class _Reader:
             except OSError:
                 self.snapshot_dir = snapshot_dir(Path(tempfile.gettempdir()) / "launchtui-snapshots")
             self.db = private_snapshot(self.path, sides, self.snapshot_dir)
-        except (OSError, sqlite3.Error) as e:
+        except (OSError, sqlite3.Error, UnicodeDecodeError) as e:
             self.cleanup()
             names = ", ".join(s.name[len(self.path.name):] for s in sides)
             raise TraceError(self.path, f"has a {names} file beside it (a writer's unfinished or uncheckpointed "
