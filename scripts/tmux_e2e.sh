@@ -34,9 +34,9 @@ check() {  # check NAME REGEX [seconds]: polls, so a slow machine only makes it 
   done
   echo "FAIL $1  (no /$2/ on screen)"; cap | sed 's/^/     | /'; fail=1
 }
-open_trace() {
+open_trace() {  # open_trace TRACE [COLS ROWS]
   tm kill-session -t "$sess" 2>/dev/null
-  tm new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+  tm new-session -d -s "$sess" -x "${2:-120}" -y "${3:-40}" -e TERM=xterm-256color -e PYTHONPATH="$here" \
     "cd '$here' && $py -m launchtui '$1'; echo \"EXIT=\$?\"; sleep 60"
   wait_for 'q Quit' 60 && wait_for 'Launches' 60
 }
@@ -78,6 +78,18 @@ if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite"; then
   check "d: one device"         'device shown: 0'
   keys O
   check "O without optimizer"   'no optimizer range'
+  keys q
+  wait_for 'EXIT=0' 10 && echo "ok   q quits (status 0)" || fail=1
+else fail=1; fi
+
+echo "== H100 Nsight at 80x24 (the table keeps its ranking columns; the device leads the name)"
+if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite" 80 24; then
+  check "ranking columns"       'Kernel .*Launches +API avg +Kernel avg +total API ms'
+  check "device in name"        '^GPU1 vectorized_ele.*437 +282\.0'
+  check "rows hint"             'rows? (above|below)'
+  cap > "${E2E_CAPTURE_80:-/dev/null}"
+  keys Tab Right Right
+  check "sideways scroll"       'max API|queue count'
   keys q
   wait_for 'EXIT=0' 10 && echo "ok   q quits (status 0)" || fail=1
 else fail=1; fi

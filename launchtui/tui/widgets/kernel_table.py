@@ -59,6 +59,7 @@ COLUMNS = (
 PINNED = frozenset(("kernel_name", "launch_count", "avg_api_us", "avg_kernel_us", "total_api_ms"))
 SORT_CYCLE = (None,) + tuple(c.key for c in COLUMNS)
 MIN_NAME = 24
+MIN_NAME_FLOOR = 16
 MIN_PHASE = 12
 
 HEADER_STYLE = Style(bold=True, color="#ffffff", bgcolor="#303030")
@@ -99,6 +100,7 @@ class KernelTable(Widget, can_focus=True):
     multi_device: reactive[bool] = reactive(False, init=False)
     empty_text: reactive[str] = reactive("(No small-and-frequent kernel launch data found)", init=False)
     col_offset: reactive[int] = reactive(0, init=False)       # first optional column shown
+    cols_scrolled: reactive[bool] = reactive(False, init=False)  # → pressed: optional columns before names
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -126,6 +128,9 @@ class KernelTable(Widget, can_focus=True):
         return max(0, min(int(v), len(self._optional()) - 1))
 
     def watch_col_offset(self) -> None:
+        self._colcache = None
+
+    def watch_cols_scrolled(self) -> None:
         self._colcache = None
 
     # ---- data -----------------------------------------------------------------------------
@@ -214,12 +219,20 @@ class KernelTable(Widget, can_focus=True):
     def columns(self, width: int) -> list[tuple[Col, int]]:
         """(column, cells) shown at `width`: the pinned columns, then optional ones from col_offset as
         they fit; the name, then Phase, get the cells they need from what is left."""
-        ck = (width, self.multi_device, self._need, self.col_offset)
+        ck = (width, self.multi_device, self._need, self.col_offset, self.cols_scrolled)
         if self._colcache and self._colcache[0] == ck:
             return self._colcache[1]
         pinned = [c for c in COLUMNS if c.key in PINNED and c.width]
-        used = MIN_NAME + 1 + sum(c.cells + 1 for c in pinned)
         opt = self._optional()
+        # scrolled sideways, the name gives up a few cells so that an optional column shows (80 columns)
+        name_min = MIN_NAME
+        if opt and self.cols_scrolled:
+            first = opt[min(self.col_offset, len(opt) - 1)]
+            room = width - (MIN_NAME + 1 + sum(c.cells + 1 for c in pinned))
+            need = (MIN_PHASE if first.key == "nvtx_range" else first.cells) + 1
+            if need > room:
+                name_min = max(MIN_NAME_FLOOR, MIN_NAME - (need - room))
+        used = name_min + 1 + sum(c.cells + 1 for c in pinned)
         shown = []
         for c in opt[self.col_offset:]:
             w = MIN_PHASE if c.key == "nvtx_range" else c.cells
@@ -229,8 +242,8 @@ class KernelTable(Widget, can_focus=True):
             used += w + 1
         self.hidden_cols = len(opt) - len(shown)
         spare = max(0, width - used)
-        name_w = MIN_NAME + min(spare, max(0, self._need[0] - MIN_NAME))
-        spare -= name_w - MIN_NAME
+        name_w = name_min + min(spare, max(0, self._need[0] - name_min))
+        spare -= name_w - name_min
         out = [(COLUMNS[0], name_w)] + [(c, c.cells) for c in pinned]
         for c in shown:
             if c.key == "nvtx_range":
@@ -374,12 +387,27 @@ class KernelTable(Widget, can_focus=True):
         self.sort_by("nvtx_range")
 
     def action_scroll_cols(self, step: int) -> None:
+        """→ / ←: scroll the optional columns. The first → on a narrow table first makes room for one
+        by shortening the names; ← back at the first column gives the names their room again."""
+        step = int(step)
         self.columns(self.size.width)
-        if int(step) > 0 and self.hidden_cols <= self.col_offset:
-            self.notify("Every column is shown: ← scrolls back." if self.col_offset else
-                        "Every column is shown at this width.")
-            return
-        self.col_offset = self.col_offset + int(step)
+        right_hidden = self.hidden_cols - self.col_offset
+        if step > 0:
+            if not self.cols_scrolled and right_hidden > 0:
+                self.cols_scrolled = True
+                self.columns(self.size.width)
+                if self.hidden_cols - self.col_offset < right_hidden:
+                    self.refresh()
+                    return                        # the names made room: that was this step
+            if right_hidden <= 0:
+                self.notify("Every column is shown: ← scrolls back." if self.col_offset else
+                            "Every column is shown at this width.")
+                return
+            self.col_offset += 1
+        elif self.col_offset > 0:
+            self.col_offset -= 1
+        else:
+            self.cols_scrolled = False
         self.refresh()
 
     def on_click(self, event) -> None:
