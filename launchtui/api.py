@@ -19,7 +19,7 @@ from launchtui.analysis.select import (WHOLE, SelectionSpec, build_selection, op
                                       time_window)
 from launchtui.trace.model import API_KIND_NAMES, OP_KERNEL, OP_KIND_NAMES, Trace
 
-_STEP = "ProfilerStep#"
+_RECORD_TABLES = ("top", "nccl", "near_misses", "streams")
 
 
 def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, device: int | str | None = None,
@@ -37,6 +37,17 @@ def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, devic
     sel = build_selection(trace, spec)
     commit(trace)
     return TraceFrames(trace, sel)
+
+
+def open_ranks(*inputs: str | os.PathLike, workers: int | None = None, use_cache: bool = True) -> pd.DataFrame:
+    """One job's per-rank summary (`launchtui report DIR --json` ranks, one row per rank): a
+    directory, several files or a glob. The job's kernel table, stragglers and verdict are in
+    `frame.attrs`."""
+    from launchtui.ranks.job import run_job
+    doc = run_job([str(p) for p in inputs], workers=workers, use_cache=use_cache, progress=lambda i, r: None)
+    df = pd.DataFrame(doc["ranks"])
+    df.attrs.update(kernels=doc["kernels"], stragglers=doc["stragglers"], verdict=doc["verdict"])
+    return df
 
 
 class TraceFrames:
@@ -144,16 +155,20 @@ class TraceFrames:
             "duration": self._td(rg.end[idx] - rg.start[idx]),
         }, index=pd.Index(idx, name="range"))
 
-    def iterations(self) -> pd.DataFrame:
-        """`ProfilerStep#N` ranges (the PyTorch profiler's iterations) with their kernel launches."""
-        df = self.nvtx()
-        df = df[df["text"].astype(str).str.startswith(_STEP)].copy()
-        df.insert(0, "step", df["text"].astype(str).str.removeprefix(_STEP).astype(np.int64))
+    def iterations(self, name: str | None = None) -> pd.DataFrame:
+        """The iterations the case record uses (`record --json` iterations: `ProfilerStep#N` ranges,
+        ranges named `name`, or a heuristic; `attrs` say which), with the selected kernel launches
+        whose call starts inside each."""
+        from launchtui.analysis.record import RecordOptions, build_record
+        it = build_record(self._trace, self._sel, RecordOptions(iter_name=name)).get("iterations") or {}
+        start = np.asarray(it.get("starts_ns", []), np.int64)
+        end = np.asarray(it.get("ends_ns", []), np.int64)
         k = launched_kernels(self._trace, self._sel)
-        start = np.sort(self._trace.api.start[self._trace.ops.api[k]])
-        df["launches"] = (np.searchsorted(start, df["end_ns"].to_numpy(), side="left")
-                          - np.searchsorted(start, df["start_ns"].to_numpy(), side="left"))
-        return df.drop(columns=["text", "domain"]).reset_index(drop=True)
+        calls = np.sort(self._trace.api.start[self._trace.ops.api[k]])
+        df = pd.DataFrame({"start_ns": start, "end_ns": end, "duration": self._td(end - start),
+                           "launches": np.searchsorted(calls, end) - np.searchsorted(calls, start)})
+        df.attrs.update({key: it.get(key) for key in ("source", "name", "heuristic", "note")})
+        return df
 
     def sources(self, source_filter: str | None = None, names: str = "short") -> pd.DataFrame:
         """Call sites of the launches (`report --by source --json` sites, all rows); `coverage` and
@@ -163,6 +178,16 @@ class TraceFrames:
                                                  "launch_api_ms", "launches_per_iteration", "top_kernels"])
         df.attrs.update(coverage=doc["coverage"], per=doc["per"], iterations=doc["iterations"], hint=doc["hint"])
         return df
+
+    def record(self, **options) -> dict:
+        """The case record (`launchtui record --json`) as a dict whose row lists (`top`, `nccl`,
+        `near_misses`, `streams`) are DataFrames; `options` as `RecordOptions` (iter_name, top, ...)."""
+        from launchtui.analysis.record import RecordOptions, build_record
+        doc = build_record(self._trace, self._sel, RecordOptions(**options))
+        for key in _RECORD_TABLES:
+            if key in doc:
+                doc[key] = pd.DataFrame(doc[key])
+        return doc
 
     def launch_sources(self, source_filter: str | None = None) -> pd.DataFrame:
         """Per kernel launch: its call site (innermost user frame) and innermost frame."""

@@ -69,7 +69,7 @@ def test_iterations_and_queue_depth(nsys_path):
     t = launchtui.open(nsys_path)
     it = t.iterations()
     truth = synth.ground_truth(synth.simulate(), "nsys", "modern")
-    assert len(it) == 2 * synth.simulate().cfg.iterations  # one ProfilerStep range per device thread
+    assert len(it) == synth.simulate().cfg.iterations and it.attrs["source"]  # the record's ProfilerSteps
     assert (it["launches"] > 0).all()
     q = t.queue_depth(0, 7)
     want = next(x for x in truth["queue_depth"] if (x["device_id"], x["stream_id"]) == (0, 7))
@@ -97,3 +97,28 @@ def test_b200_sources_frame():
     df = t.sources()
     assert df["launches"].sum() == 768 and df.attrs["coverage"]["attributed_fraction"] == 1.0
     assert df.iloc[0]["site"] == "flashinfer/fused_moe/core.py:1633 trtllm_fp4_block_scale_moe_op"
+
+
+def test_open_ranks_equals_report_dir_json(capsys, tmp_path):
+    from fixtures.ranks import make_ranks
+    d = tmp_path / "job"
+    make_ranks(d, 3, "launches", nsys=1)
+    df = launchtui.open_ranks(d, workers=1)
+    doc = _cli(capsys, "report", str(d), "--json", "--workers", "1")
+    assert _records(df) == doc["ranks"] and len(df) == 3
+    assert df.attrs["verdict"] == doc["verdict"] and df.attrs["stragglers"] == doc["stragglers"]
+
+
+def test_record_equals_record_json(capsys, nsys_path):
+    t = launchtui.open(nsys_path)
+    rec = t.record()
+    doc = _cli(capsys, "record", str(nsys_path), "--json")
+    assert len(rec["top"]) == 3
+    for key in ("top", "nccl", "near_misses", "streams"):
+        assert isinstance(rec[key], pd.DataFrame)
+        assert _records(rec[key]) == doc[key]
+    its = t.iterations()
+    assert its["start_ns"].tolist() == doc["iterations"]["starts_ns"]
+    assert its["end_ns"].tolist() == doc["iterations"]["ends_ns"]
+    assert {k: v for k, v in rec.items() if k not in ("top", "nccl", "near_misses", "streams")} == \
+        {k: v for k, v in doc.items() if k not in ("top", "nccl", "near_misses", "streams")}

@@ -190,3 +190,29 @@ def test_dlprof_trace_markers_are_stacks():
     st = launch_stack(trace, row)
     assert st["site"] == "dummy_network.py:34" and st["frames"][-1] == "dummy_network.py(34): "
     assert st["frames"][0].endswith("site-packages/torch/nn/modules/module.py(680): ")
+
+
+def test_dominant_sites_per_group(tmp_path):
+    from launchtui.analysis.sources import dominant_sites
+    path = tmp_path / "k.json.gz"
+    truth = stacks_synth.write(path)
+    trace = read_trace(path)
+    rows = np.nonzero(trace.api.corr > 0)[0]
+    corr = trace.api.corr[rows]
+    # group 0: forward layer-0 launches (corr 1, 10) and the backward one (7, 16): one site, share 1
+    # group 1: optimizer (4, 13) and the stack-less launches (9, 18): site on half of them
+    group = np.where(np.isin(corr, [1, 10, 7, 16]), 0, np.where(np.isin(corr, [4, 13, 9, 18]), 1, 2))
+    got = dominant_sites(trace, rows, group, 3)
+    assert got[0] == {"site": stacks_synth.layer_site(0), "share": 1.0}
+    assert got[1] == {"site": stacks_synth.SITE_OPTIM, "share": 0.5}
+    assert truth.site[9] is None and truth.site[4] == stacks_synth.SITE_OPTIM
+
+
+def test_record_top_rows_name_their_call_site():
+    from launchtui.analysis.record import build_record
+    trace = read_trace(sample("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
+                              ".pt.trace.json.gz"))
+    top = build_record(trace)["top"]
+    assert top and all(r["source"] is not None for r in top)
+    assert top[0]["kernel_name"] == "computeOffsetsKernel"
+    assert top[0]["source"] == {"site": "resnet50_profiler_api.py:46 <module>", "share": 1.0}

@@ -12,6 +12,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.backpressure import Options
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
+from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.launches import kernel_groups
 from launchtui.analysis.phases import op_phase_keys
 from launchtui.analysis.queue_class import classify
@@ -109,6 +110,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
         for i in np.nonzero(cnt.sum(axis=1))[0].tolist():
             phase[i] = (texts[int(best[i])], float(cnt[i, best[i]]) / float(count[i]))
     n_it = max(len(it), 1)
+    source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     full_names = {}
     for i in range(ng):  # per group (few)
         sub = k[g == i]
@@ -123,7 +125,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
                 "avg_api_us": round(float(sum_api[i]) / count[i] / 1e3, 1),
                 "avg_queue_us": round(float(sum_q[i]) / qn[i] / 1e3, 1) if qn[i] else 0,
                 "avg_kernel_us": round(float(mean_k[i]) / 1e3, 3),
-                "phase": ph, "phase_share": round(share, 4), "fix_rule": rule, "fix": fix}
+                "phase": ph, "phase_share": round(share, 4), "fix_rule": rule, "fix": fix, "source": source[i]}
 
     # order: launch cost per iteration desc, then launches desc, name, device (definitions §4)
     order = sorted(range(ng), key=lambda i: (-sum_api[i], -count[i], names[i], int(gr.device[i])))

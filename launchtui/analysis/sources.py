@@ -283,3 +283,25 @@ def site_of_api(trace: Trace, api_row: int, flt: SourceFilter = SourceFilter()) 
     node = int(trace.api_stacks.node[api_row])
     un = int(user_nodes(trace, flt)[node]) if node >= 0 else -1
     return site_label(trace.strings[int(trace.stacks.frame[un])]) if un >= 0 else ""
+
+
+def dominant_sites(trace: Trace, api_rows: np.ndarray, group: np.ndarray, n_groups: int,
+                   flt: SourceFilter = SourceFilter()) -> list[dict | None]:
+    """Per group of launches (e.g. a kernel-table row): its most frequent call site and the share
+    of the group's launches it covers; None for a group with no attributed launch (§S2)."""
+    out: list[dict | None] = [None] * n_groups
+    _, site = launch_sites(trace, api_rows, flt)
+    m = site >= 0
+    if not m.any():
+        return out
+    frame = trace.stacks.frame[site[m]].astype(np.int64)
+    g = np.asarray(group)[m].astype(np.int64)
+    pairs, cnt = np.unique(g * (len(trace.strings) + 1) + frame, return_counts=True)
+    pg, pf = np.divmod(pairs, len(trace.strings) + 1)
+    total = np.bincount(np.asarray(group, np.int64), minlength=n_groups)
+    order = np.lexsort((pf, -cnt, pg))  # per group: most launches first, then frame id
+    first = order[np.concatenate([[True], pg[order][1:] != pg[order][:-1]])]
+    for i in first.tolist():  # one per group
+        gi = int(pg[i])
+        out[gi] = {"site": site_label(trace.strings[int(pf[i])]), "share": round(int(cnt[i]) / int(total[gi]), 4)}
+    return out
