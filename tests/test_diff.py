@@ -119,6 +119,22 @@ def test_diff_figures_are_the_records_medians(pair_files, docs):
         assert_agrees_with_records(docs[key], record_of(read_trace(b)), record_of(read_trace(a)))
 
 
+def test_gpu_bound_pair_no_improvement_with_the_reason(docs):
+    doc, (tb, ta) = docs["gpu_bound"], truth("gpu_bound")
+    per = doc["per_iteration"]
+    assert per["launches_per_iter"]["before"] == launches(tb) == 482
+    assert per["launches_per_iter"]["after"] == launches(ta) == 102
+    assert set(kernels_of(doc, "gone")) == OPTIM_KERNELS
+    # 2 ms GEMMs: the GPU sets the step time, and the fused kernels do the same GPU work
+    assert abs(per["iteration_ms"]["delta"]) <= doc["verdict"]["iteration_noise_ms"]
+    assert per["share"]["before"] < 0.10
+    v = doc["verdict"]
+    assert v["status"] == "no_improvement"
+    assert v["line"].startswith("no improvement (not launch-bound): the fix removed 380 launches/iter (−78.8 %)")
+    assert v["line"].endswith(f"exposed launch overhead was only {per['share']['before'] * 100:.1f} % of the "
+                              "iteration before, so the GPU was the bottleneck")
+
+
 def test_no_change_pair(docs):
     doc = docs["same"]
     assert all(c["delta"] in (0, None) for c in doc["per_iteration"].values())

@@ -169,7 +169,10 @@ def launch_class(rec: dict) -> str:
 
 
 def _pct(rel) -> str:
-    return "n/a" if rel is None else f"{'+' if rel > 0 else '−' if rel < 0 else '±'}{abs(rel) * 100:.1f} %"
+    if rel is None:
+        return "n/a"
+    nd = 2 if 0 < abs(rel) < 0.001 else 1     # −0.05 %, not −0.0 %
+    return f"{'+' if rel > 0 else '−' if rel < 0 else '±'}{abs(rel) * 100:.{nd}f} %"
 
 
 def _count(x) -> str:
@@ -238,16 +241,19 @@ def _what_changed(ln: dict, ex: dict) -> str:
 
 
 def _no_improvement_reason(side_b: dict, ln: dict, streams: list) -> str:
+    """Why fewer launches did not shorten the step, from the before run's record: a small exposed
+    share (the GPU, not launching, set the pace), else a saturated queue."""
     if not ln["delta"] or ln["delta"] > 0:
         return ""
+    share = _num(side_b["record"].get("overhead_share"))
+    if share is not None and share < LAUNCH_BOUND_SHARE:
+        return (f"exposed launch overhead was only {share * 100:.1f} % of the iteration before, so the GPU "
+                "was the bottleneck")
     sat = [s["before"] for s in streams if s["before"] and s["before"].get("queue_class") == "saturated"]
     if sat:
         s = sat[0]
         return (f"the queue was already saturated before (device {s['device_id']} stream {s['stream_id']}), "
                 "so the GPU never waited for launches")
-    share = _num(side_b["record"].get("overhead_share"))
-    if share is not None and share < LAUNCH_BOUND_SHARE:
-        return f"exposed launch overhead was only {share * 100:.1f} % of the iteration before, so the GPU was the bottleneck"
     return ""
 
 

@@ -1,6 +1,8 @@
 """Markdown page of a `launchtui-diff/1` document: readable in a terminal, pasteable into a PR."""
 from __future__ import annotations
 
+import numpy as np
+
 from launchtui.analysis.diff import METRICS, _count, _pct
 
 MAX_ROWS = 15
@@ -8,8 +10,10 @@ MAX_NAME = 90      # kernel names beyond this are cut in the page (the JSON keep
 
 
 def _ms(x: float) -> str:
-    """Milliseconds: 3 decimals, down to the ns below 0.1 ms (a 40 ns kernel is 0.00004, not 0.000)."""
-    return f"{x:,.3f}" if abs(x) >= 0.1 or x == 0 else f"{x:.6f}".rstrip("0")
+    """Milliseconds: 3 decimals; below 0.1 ms 3 significant digits (a 40 ns kernel is 0.00004, not 0.000)."""
+    if abs(x) >= 0.1 or x == 0:
+        return f"{x:,.3f}"
+    return np.format_float_positional(x, precision=3, unique=True, fractional=False, trim="-")
 
 
 def _val(x, unit: str) -> str:
