@@ -54,7 +54,7 @@ class Iterations:
         d = self.durations()
         return {"source": self.source, "count": len(self), "name": self.name, "heuristic": self.heuristic,
                 "median_ns": int(np.median(d)) if len(d) else 0, "min_ns": int(d.min()) if len(d) else 0,
-                "max_ns": int(d.max()) if len(d) else 0, "note": self.note,
+                "max_ns": int(d.max()) if len(d) else 0, "note": self.note, "base_depth": self.base_depth,
                 "starts_ns": self.start.tolist(), "ends_ns": self.end.tolist()}
 
 

@@ -11,6 +11,7 @@ from launchtui.analysis import exposed as ex
 from launchtui.analysis import intervals as iv
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.backpressure import Options
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.launches import kernel_groups
@@ -30,8 +31,8 @@ MIN_WINDOW_NS = 100_000
 @dataclass(frozen=True)
 class RecordOptions:
     iter_name: str | None = None
-    min_launches: int = 100
-    max_avg_us: float = 10.0
+    min_launches: int = CONFIG.min_launches
+    max_avg_us: float = CONFIG.max_avg_us
     phase_level: int = 1
     top: int = 3
     backpressure: Options = Options()
@@ -200,6 +201,13 @@ def _api_totals(trace: Trace, it: itr.Iterations, devices: list[int]) -> list[di
 
 
 def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()) -> dict:
+    """The record as one JSON-ready document (docs/record.md §8)."""
+    return record_with_streams(trace, sel, opt)[0]
+
+
+def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()):
+    """(record, per-stream verdicts): the verdicts keep what JSON does not (the stall episodes,
+    the blocked calls) for the TUI's marks."""
     devs = _launch_devices(trace, sel)
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
@@ -209,7 +217,7 @@ def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = Reco
                     "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
                     "launch_thread_cpu": {"available": False, "note": "not recorded: capture with sampling"}})
-        return doc
+        return doc, []
     primary = devs[0][0]
     devices = [d for d, _ in devs]
     window = _device_window(trace, primary, sel)
@@ -278,7 +286,7 @@ def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = Reco
         doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
                              f"{_dur(float(f.iteration_ns.sum()) / 1e6)}")
     doc["verdict"] = verdict_lines(doc)
-    return doc
+    return doc, streams
 
 
 def _launch_thread_cpu(trace: Trace) -> dict:
