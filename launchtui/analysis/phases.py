@@ -104,3 +104,25 @@ def op_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int = 1):
     texts = [" > ".join(trace.strings[int(t)] for t in row if t >= 0) for row in uniq.tolist()]
     keys[has] = inv.reshape(-1)
     return keys, texts
+
+
+def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups: int) -> list[tuple]:
+    """Per group of ops: (its most common phase, that phase's share of the group's ops). Ops outside
+    every range count as a phase of their own: when they are the most common, the phase is None and
+    the share is theirs (a kernel launched mostly from an unannotated thread has no phase)."""
+    total = np.bincount(group, minlength=n_groups)
+    has = keys >= 0
+    width = max(len(texts), 1)
+    cnt = np.bincount(group[has] * width + keys[has], minlength=n_groups * width).reshape(n_groups, width)
+    best = cnt.argmax(axis=1)
+    top = cnt[np.arange(n_groups), best]
+    none = total - cnt.sum(axis=1)
+    out = []
+    for i in range(n_groups):  # per group (the table's rows)
+        if total[i] == 0:
+            out.append((None, 0.0))
+        elif top[i] > 0 and top[i] >= none[i]:
+            out.append((texts[int(best[i])], float(top[i]) / float(total[i])))
+        else:
+            out.append((None, float(none[i]) / float(total[i])))
+    return out

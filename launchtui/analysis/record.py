@@ -15,7 +15,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.launches import kernel_groups
-from launchtui.analysis.phases import op_phase_keys
+from launchtui.analysis.phases import group_phases, op_phase_keys
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.trace import names as nm
@@ -101,15 +101,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     nccl = np.array([nm.is_nccl(n) for n in names], bool) if ng else np.zeros(0, bool)
     # phase: the most common phase key among each group's launches
     keys, texts = op_phase_keys(trace, k, it.base_depth, opt.phase_level)
-    phase = {}
-    if len(texts):
-        has = keys >= 0
-        width = len(texts)
-        pair = g[has] * width + keys[has]
-        cnt = np.bincount(pair, minlength=ng * width).reshape(ng, width)
-        best = cnt.argmax(axis=1)
-        for i in np.nonzero(cnt.sum(axis=1))[0].tolist():
-            phase[i] = (texts[int(best[i])], float(cnt[i, best[i]]) / float(count[i]))
+    phase = group_phases(keys, texts, g, ng)
     n_it = max(len(it), 1)
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     full_names = {}
@@ -118,7 +110,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
         full_names[i] = trace.strings[int(ops.full_name[sub[0]])] if len(sub) else ""
 
     def row(i: int) -> dict:
-        ph, share = phase.get(i, (None, 0.0))
+        ph, share = phase[i]
         rule, fix = rule_for(names[i], ph, full_names[i])
         return {"kernel_name": names[i], "device_id": int(gr.device[i]), "launches": int(count[i]),
                 "launches_per_iteration": round(float(count[i]) / n_it, 1),
@@ -331,6 +323,12 @@ def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else name[:width - 1] + "…"
 
 
+def phase_label(r: dict, width: int = 50) -> str:
+    """`forward (93 %)`, or `(no range: 95 %)` when most launches lie outside every range."""
+    share = f"{r['phase_share']:.0%}"
+    return f"{_short(r['phase'], width)} ({share})" if r["phase"] else f"(no range: {share})"
+
+
 def render_markdown(doc: dict) -> str:
     src = doc["source"]
     out = [f"# Launch page: {src['path'].rsplit('/', 1)[-1]}", ""]
@@ -379,7 +377,7 @@ def render_markdown(doc: dict) -> str:
                 "|---:|---|---:|---:|---:|---:|---|---|"]
         for i, r in enumerate(doc["top"], 1):
             out.append(f"| {i} | `{_short(r['kernel_name'])}` | {r['launches_per_iteration']:,.1f} | {r['avg_api_us']:.1f} | {r['avg_queue_us']:.1f} | "
-                       f"{r['avg_kernel_us']:.3f} | {_short(r['phase'] or '(no range)', 50)} | {r['fix']} |")
+                       f"{r['avg_kernel_us']:.3f} | {phase_label(r)} | {r['fix']} |")
     else:
         out.append(f"(empty) {doc['empty_reason']}")
         if doc["near_misses"]:

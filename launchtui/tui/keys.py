@@ -51,6 +51,13 @@ MAIN_BINDINGS = [
     Binding("i", "info", "Info", id="info", show=False),
     Binding("c", "call_stack", "Call stack", id="call_stack", show=False),
     Binding("C", "call_sites", "Call sites", id="call_sites"),
+    Binding("left_curly_bracket", "iteration(-1)", "Prev iteration", id="iteration_prev", key_display="{"),
+    Binding("right_curly_bracket", "iteration(1)", "Next iteration", id="iteration_next", key_display="}"),
+    Binding("m", "verdict_setting('min_launches', -1)", "Fewer min launches", id="min_launches_down", show=False),
+    Binding("M", "verdict_setting('min_launches', 1)", "More min launches", id="min_launches_up", show=False),
+    Binding("u", "verdict_setting('max_avg_us', -1)", "Lower max avg µs", id="max_avg_down", show=False),
+    Binding("U", "verdict_setting('max_avg_us', 1)", "Higher max avg µs", id="max_avg_up", show=False),
+    Binding("P", "verdict_setting('phase_level')", "Phase level", id="phase_level", show=False),
 ]
 
 # Every top-level key once (help, tests).
@@ -94,7 +101,8 @@ def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str,
 
 
 _PRETTY = {"question_mark": "?", "plus": "+", "minus": "-", "equals_sign": "=", "slash": "/",
-           "left_square_bracket": "[", "right_square_bracket": "]", "comma": ",", "full_stop": "."}
+           "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
+           "right_curly_bracket": "}", "comma": ",", "full_stop": "."}
 
 
 def pretty_key(k: str) -> str:

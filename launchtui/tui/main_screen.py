@@ -9,8 +9,8 @@ bottom:
     #legend     glyph legend (hidden on short terminals: `-short` breakpoint)
     #details    what lies under the cursor, or the table row under the table cursor
     #stats      totals of the selection
-    #verdict    **slot for the verdict panel** (issue 8): an empty container for now, height auto,
-                so a panel mounted into it takes its lines from the table, not from the timeline
+    #verdict    the verdict panel (tui/verdict.py): the case record's headline, iterations, one verdict
+                per stream and the top kernels; height follows its lines, taken from the table
     #table      the small-and-frequent kernel table
     #filter     the table's name filter (shown by /)
 
@@ -33,6 +33,7 @@ from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.messages import CursorMoved, KernelChosen, TableReady, TableRowMoved
 from launchtui.tui.widgets.kernel_table import KernelTable
 from launchtui.tui.widgets.panel import TextPanel
+from launchtui.tui.verdict import VerdictReady, VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
 
 CSS = """
@@ -77,6 +78,7 @@ class MainScreen(Screen):
         self.current_mark = None
         self.instance_pos = -1
         self.export = ExportFlow(self)
+        self.verdict = VerdictView(self)
 
     @property
     def device(self) -> int | None:
@@ -125,9 +127,11 @@ class MainScreen(Screen):
                 self.notify(line, title="Not in this trace", severity="warning", timeout=8)
         if not len(tr.ops):
             self.table.empty_text = "(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+        self.verdict.mount(self.query_one("#verdict"))
         self.update_header()
         self.update_details()
         self.refresh_selection()
+        self.verdict.refresh()
 
     # ---- header / details / stats ---------------------------------------------------------------
     def origin(self):
@@ -210,8 +214,8 @@ class MainScreen(Screen):
         filt = f" │ filter '{t.filter_text}'" if t.filter_text else ""
         nccl = " │ NCCL hidden" if t.hide_nccl else ""
         self.stats_line.set_lines([
-            f" Small & frequent (≥{CONFIG.min_launches} launches, <{CONFIG.max_avg_us:g} µs) in {label}: {len(t.order)} rows │ {s['launches']:,} "
-            f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {len(self.visible_marks())} backpressure marks"
+            f" Small & frequent ({self.verdict.settings.label()}) in {label}: {len(t.order)} rows │ {s['launches']:,} "
+            f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {self.verdict.mark_counts(self.visible_marks())}"
             f"{filt}{nccl}"])
 
     # ---- selection & table ------------------------------------------------------------------------
@@ -222,15 +226,17 @@ class MainScreen(Screen):
         self.table_busy = True
         self.update_header()
         gen, spec, names = self.sel_gen, self.spec, self.name_mode
-        self.run_worker(lambda: self._compute_table(gen, spec, names), thread=True,
+        settings, base, spans = self.verdict.settings, self.verdict.base_depth, self.verdict.spans
+        self.run_worker(lambda: self._compute_table(gen, spec, names, settings, base, spans), thread=True,
                         exclusive=True, group="table")
 
-    def _compute_table(self, gen: int, spec: SelectionSpec, names: str) -> None:
+    def _compute_table(self, gen: int, spec: SelectionSpec, names: str, settings, base: int, spans) -> None:
         from launchtui.analysis.select import build_selection
-        from launchtui.tui.loader import selection_stats, table_rows
+        from launchtui.tui.loader import selection_stats
+        from launchtui.tui.verdict import table_rows
         tr = self.loaded.trace
         sel = build_selection(tr, spec)
-        rows = table_rows(tr, sel, names)
+        rows = table_rows(tr, sel, names, settings, base, spans)
         stats = selection_stats(tr, sel)
         self.post_message(TableReady(gen, rows, stats, sel))
 
@@ -538,6 +544,35 @@ class MainScreen(Screen):
     def action_export(self) -> None:
         self.export.start()
 
+    # ---- verdict: record thresholds, phase level, iterations ---------------------------------------
+    def on_verdict_ready(self, m: VerdictReady) -> None:
+        base = self.verdict.base_depth
+        if self.verdict.ready(m.result):
+            if self.verdict.base_depth != base:   # the phase level starts below the iteration range
+                self.refresh_selection()
+            self.update_stats()
+
+    def action_verdict_setting(self, what: str, direction: int = 1) -> None:
+        label = self.verdict.change(what, direction)
+        self.context = f"table and verdict: {label}"
+        self.refresh_selection()
+        self.verdict.refresh()
+        self.update_details()
+
+    def action_iteration(self, direction: int) -> None:
+        tl = self.timeline
+        hit = self.verdict.iteration_target(int(tl.view.cursor), direction)
+        if hit is None:
+            n = len(self.verdict.result.iteration_spans) if self.verdict.result else 0
+            self.notify("No iterations found in this trace (the record uses the whole window)." if n < 2 else
+                        ("Already at the last iteration." if direction > 0 else "Already at the first iteration."))
+            return
+        k, a, b = hit
+        tl.view.fit(a, b, margin=0.02)
+        tl.view.goto(a + (b - a) // 2)
+        self.context = f"iteration {k + 1}/{len(self.verdict.result.iteration_spans)} ({(b - a) / 1e6:,.3f} ms); {{ / }} step"
+        self._changed()
+
     # ---- modes ------------------------------------------------------------------------------------
     def action_cycle_device(self) -> None:
         devs = [None] + list(self.loaded.lanes.devices)
@@ -547,6 +582,7 @@ class MainScreen(Screen):
         self.table.multi_device = self.device is None and len(self.loaded.lanes.devices) > 1
         self.context = "showing all devices" if self.device is None else f"showing GPU {self.device}"
         self.refresh_selection()
+        self.verdict.refresh()
         self._changed()
 
     def action_toggle_time(self) -> None:

@@ -80,7 +80,7 @@ LABEL_WARN_STYLE = Style(color="#ff3030", bold=True)
 def legend(cfg=CONFIG) -> str:
     """The glyph legend, with the thresholds of the analysis config."""
     return (f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen │ API █ busy launching "
-            f"! spike │ queue ▁▇ pending █ ≥{cfg.queue_threshold} │ axis ━ episode ▲ spike")
+            f"! spike │ queue ▁▇ pending █ ≥{cfg.queue_threshold} │ axis ━ episode ▲ spike △ CPU stall ╎ iteration")
 
 
 LEGEND = legend()
@@ -155,6 +155,8 @@ class Timeline(Widget, can_focus=True):
         self._edges = None
         self.rows: list[Row] = []
         self._marks_cache = {}
+        self.iteration_marks = np.zeros(0, np.int64)   # iteration boundaries (ns), set by the verdict panel
+        self.stall_apis = frozenset()                   # spikes the verdict calls CPU stalls, not backpressure
         self.on_change = None        # called synchronously when the cursor row changes (else a message)
         self.build_rows()
         self.selected = self._first_data_row()
@@ -422,12 +424,17 @@ class Timeline(Widget, can_focus=True):
             eps = [e for e in self.marks if self.device is None or e.device == self.device]
             sat = [e for e in eps if e.kind == "queue" and e.level == "saturated"]
             near = [e for e in eps if e.kind == "queue" and e.level != "saturated"]
-            spk = [e for e in eps if e.kind == "spike"]
+            spk = [e for e in eps if e.kind == "spike" and e.worst_api not in self.stall_apis]
+            stall = [e for e in eps if e.kind == "spike" and e.worst_api in self.stall_apis]
 
             def iv(lst):
                 return lanes_fn.Intervals(np.array([e.start for e in lst], np.int64), np.array([e.end for e in lst], np.int64))
-            m = self._marks_cache[key] = (iv(sat), iv(near), iv(spk))
+            m = self._marks_cache[key] = (iv(sat), iv(near), iv(spk), iv(stall))
         return m
+
+    def forget_marks(self) -> None:
+        """The marks or their classification changed: rebuild the axis sets on the next paint."""
+        self._marks_cache = {}
 
     def _axis_strips(self) -> tuple[Strip, Strip]:
         v = self.view
@@ -449,12 +456,18 @@ class Timeline(Widget, can_focus=True):
                 if col >= next_free and col + len(txt) <= w:
                     label[col:col + len(txt)] = list(txt)
                     next_free = col + len(txt) + 2
-        sat, near, spk = self._mark_sets()
-        for iv, glyph, code in ((near, "━", S_EP_NEAR), (sat, "━", S_EP_FULL), (spk, "▲", S_EP_SPIKE)):
+        sat, near, spk, stall = self._mark_sets()
+        for iv, glyph, code in ((near, "━", S_EP_NEAR), (sat, "━", S_EP_FULL), (spk, "▲", S_EP_SPIKE),
+                                (stall, "△", S_EP_NEAR)):
             if len(iv):
                 hit = iv.any(edges)
                 ruler[hit] = glyph
                 rcode[hit] = code
+        if len(self.iteration_marks):
+            cols = ((self.iteration_marks - v.start) // v.ns_per_col).astype(np.int64)
+            cols = cols[(cols >= 0) & (cols < w)]
+            ruler[cols] = "╎"
+            rcode[cols] = S_TICK
         if self.sel_range is not None:
             for t, g in ((self.sel_range[0], "["), (self.sel_range[1], "]")):
                 col = v.col_of(t)

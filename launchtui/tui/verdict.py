@@ -1,0 +1,254 @@
+"""The verdict panel (issue 8): the case record's lines on the main screen, its thresholds and phase
+level, and the table rows that follow them (docs/record.md).
+
+Everything heavy runs in `compute()`, called from a thread worker; the panel only sets lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from rich.style import Style
+from textual.message import Message
+
+from launchtui.analysis.config import CONFIG
+from launchtui.tui.widgets.panel import TextPanel
+
+# keyboard ladders for the table thresholds (m / M, u / U) and the phase level (P)
+MIN_LAUNCHES_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+MAX_AVG_US_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 1000.0)
+PHASE_LEVELS = (1, 2, 3)
+
+CLASS_STYLE = {"saturated": Style(color="red", bold=True), "dry": Style(color="yellow", bold=True),
+               "normal": Style(color="green")}
+HEAD = Style(bold=True)
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    min_launches: int = CONFIG.min_launches
+    max_avg_us: float = CONFIG.max_avg_us
+    phase_level: int = 1
+
+    def label(self) -> str:
+        return f"≥{self.min_launches} launches, <{self.max_avg_us:g} µs, phase level {self.phase_level}"
+
+
+def step(ladder, value, direction: int):
+    """The next value of the ladder above (direction 1) or below (-1) `value`."""
+    if direction > 0:
+        bigger = [x for x in ladder if x > value]
+        return bigger[0] if bigger else value
+    smaller = [x for x in ladder if x < value]
+    return smaller[-1] if smaller else value
+
+
+@dataclass
+class VerdictResult:
+    """What the worker hands to the screen: the record and the marks it implies."""
+    gen: int
+    doc: dict
+    iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # boundaries (ns)
+    iteration_spans: list = field(default_factory=list)    # [(start, end)] per iteration
+    stall_apis: frozenset = frozenset()                     # API indices of CPU-stall spikes
+
+
+class VerdictReady(Message):
+    def __init__(self, result: VerdictResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+def compute(trace, device, settings: VerdictSettings, gen: int) -> VerdictResult:
+    """The record for the shown device (all: the one with most launches) at the current settings."""
+    from launchtui.analysis.record import RecordOptions, record_with_streams
+    from launchtui.analysis.select import WHOLE
+    sel = WHOLE if device is None else WHOLE.with_devices((device,))
+    doc, streams = record_with_streams(trace, sel, RecordOptions(min_launches=settings.min_launches,
+                                                                 max_avg_us=settings.max_avg_us,
+                                                                 phase_level=settings.phase_level))
+    it = doc.get("iterations") or {}
+    starts, ends = it.get("starts_ns", []), it.get("ends_ns", [])
+    stalls = frozenset(e.worst_api for v in streams for e in v.stalls)
+    return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64),
+                         list(zip(starts, ends)), stalls)
+
+
+def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=()) -> list[dict]:
+    """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
+    at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
+    iteration span start their phase path at `base_depth`, the others at the outermost range."""
+    from launchtui.analysis.launches import kernel_groups, small_kernel_table
+    from launchtui.analysis.phases import group_phases, op_phase_keys
+    rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
+                              limit=0, names=names)
+    for r in rows:
+        r["nvtx_range"], r["nvtx_share"] = None, 0.0
+    if not rows or not len(trace.ranges):
+        return rows
+    gr = kernel_groups(trace, sel, names)
+    base = np.zeros(len(gr.op_idx), np.int64)
+    if base_depth and len(spans):
+        t = trace.api.start[trace.ops.api[gr.op_idx]]
+        starts = np.array([a for a, _ in spans], np.int64)
+        ends = np.array([b for _, b in spans], np.int64)
+        k = np.searchsorted(starts, t, side="right") - 1
+        inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
+        base[inside] = base_depth
+    keys, texts = op_phase_keys(trace, gr.op_idx, base, settings.phase_level)
+    phase = group_phases(keys, texts, gr.op_group, len(gr))
+    where = {(trace.strings[int(n)], int(d)): i for i, (n, d) in enumerate(zip(gr.name, gr.device))}
+    for r in rows:
+        i = where.get((r["kernel_name"], r["device_id"]))
+        if i is not None:
+            r["nvtx_range"], r["nvtx_share"] = phase[i][0], round(phase[i][1], 4)
+    return rows
+
+
+def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> tuple[list[str], list[Style]]:
+    """The record in a few lines: headline, iterations, one verdict per stream, the top kernels.
+    Compact (short terminals): the streams on one line and only the first kernel."""
+    from launchtui.analysis.record import phase_label
+    if not doc or doc.get("empty"):
+        return ["Verdict: " + (doc.get("empty", "computing…") if doc else "computing…")], [HEAD]
+    lines, styles = [], []
+    pi, it = doc["per_iteration"], doc["iterations"]
+    if doc.get("too_little"):
+        lines.append(f"Verdict: too little activity to judge launch overhead ({doc['too_little']})")
+    else:
+        lines.append(f"Verdict: {pi['launches']['median']:,.0f} launches/iter · exposed launch overhead "
+                     f"{pi['exposed_overhead_ms']['median']:,.3f} ms/iter = {doc['overhead_share']:.1%} of "
+                     f"{pi['iteration_ms']['median']:,.3f} ms · Amdahl ≤ {doc['amdahl_bound']:.3f}× · "
+                     f"backpressure {'yes' if doc['backpressure'] else 'no'} · CPU stalls {doc['cpu_stalls']}")
+    styles.append(HEAD)
+    src = it["source"] + (" (heuristic)" if it["heuristic"] else "")
+    lines.append(f" GPU {doc['device_id']} · {it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, "
+                 f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
+                 f"table {settings.label()} (m/M u/U P)")
+    styles.append(Style())
+    if compact:
+        order = {"saturated": 0, "dry": 1, "normal": 2}
+        worst = min((s["queue_class"] for s in doc["streams"]), key=order.get, default="normal")
+        lines.append(" Queues: " + " · ".join(
+            f"GPU {s['device_id']} s{s['stream_id']} {s['queue_class']}"
+            + (f" (limit {s['observed_limit']})" if s["observed_limit"] is not None else "") for s in doc["streams"]))
+        styles.append(CLASS_STYLE.get(worst, Style()))
+    else:
+        for s in doc["streams"]:
+            lim = f", limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
+            lines.append(f" GPU {s['device_id']} stream {s['stream_id']}: {s['queue_class']} "
+                         f"(max {s['max_depth']}{lim}) — {s['reason']}")
+            styles.append(CLASS_STYLE.get(s["queue_class"], Style()))
+    for i, r in enumerate(doc["top"][:1] if compact else doc["top"], 1):
+        lines.append(f" {i}. {r['kernel_name']} {r['launches_per_iteration']:,.1f}/iter · "
+                     f"{phase_label(r)} · fix: {r['fix']}")
+        styles.append(Style())
+    if not doc["top"] and doc.get("empty_reason"):
+        near = "; ".join(f"{r['kernel_name']} {r['launches']:,}× {r['avg_kernel_us']:.1f} µs" for r in doc["near_misses"])
+        lines.append(f" Top: none — {doc['empty_reason']}" + (f". Nearest: {near}" if near else ""))
+        styles.append(Style())
+    return lines, styles
+
+
+class VerdictPanel(TextPanel):
+    """The verdict lines; its height follows the number of lines (compact below 30 rows)."""
+
+    DEFAULT_CSS = """
+    VerdictPanel { height: auto; max-height: 10; background: $panel; }
+    """
+    COMPACT_BELOW = 30   # terminal rows: the MainScreen's `-short` breakpoint
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.doc: dict | None = None
+        self.settings = VerdictSettings()
+
+    def show(self, doc: dict | None, settings: VerdictSettings) -> None:
+        self.doc, self.settings = doc, settings
+        compact = self.app.size.height < self.COMPACT_BELOW if self.is_attached else False
+        lines, styles = panel_lines(doc or {}, settings, compact)
+        self.styles.height = len(lines)
+        self.set_lines(lines, styles)
+
+    def on_resize(self) -> None:
+        self.show(self.doc, self.settings)
+
+
+class VerdictView:
+    """The verdict panel's state on a MainScreen: settings, the latest result, the iteration the
+    cursor is in. The screen forwards its keys and the worker's message here."""
+
+    def __init__(self, screen) -> None:
+        self.screen = screen
+        self.settings = VerdictSettings()
+        self.result: VerdictResult | None = None
+        self.gen = 0
+        self.panel = VerdictPanel(id="verdict-panel")
+
+    def mount(self, slot) -> None:
+        slot.mount(self.panel)
+        self.panel.show(None, self.settings)
+
+    @property
+    def base_depth(self) -> int:
+        it = (self.result.doc.get("iterations") or {}) if self.result else {}
+        return int(it.get("base_depth", 0))
+
+    @property
+    def spans(self) -> list:
+        return list(self.result.iteration_spans) if self.result else []
+
+    def refresh(self) -> None:
+        """Recompute the record (and the table rows at the current settings) in a worker."""
+        self.gen += 1
+        scr = self.screen
+        gen, dev, settings, trace = self.gen, scr.device, self.settings, scr.loaded.trace
+
+        def work() -> None:
+            scr.post_message(VerdictReady(compute(trace, dev, settings, gen)))
+        scr.run_worker(work, thread=True, exclusive=True, group="verdict")
+
+    def ready(self, result: VerdictResult) -> bool:
+        """Take a worker's result; False when a newer request superseded it."""
+        if result.gen != self.gen:
+            return False
+        self.result = result
+        self.panel.show(result.doc, self.settings)
+        tl = self.screen.timeline
+        tl.iteration_marks = result.iterations
+        tl.stall_apis = result.stall_apis
+        tl.forget_marks()
+        tl.refresh()
+        return True
+
+    def mark_counts(self, marks) -> str:
+        """'N backpressure marks · M CPU stalls': stalls are launch spikes at low depth, not backpressure."""
+        stalls = self.result.stall_apis if self.result else frozenset()
+        n_stall = sum(1 for e in marks if e.kind == "spike" and e.worst_api in stalls)
+        return f"{len(marks) - n_stall} backpressure marks · {n_stall} CPU stalls"
+
+    def change(self, what: str, direction: int = 1) -> str:
+        s = self.settings
+        if what == "min_launches":
+            s = VerdictSettings(step(MIN_LAUNCHES_STEPS, s.min_launches, direction), s.max_avg_us, s.phase_level)
+        elif what == "max_avg_us":
+            s = VerdictSettings(s.min_launches, step(MAX_AVG_US_STEPS, s.max_avg_us, direction), s.phase_level)
+        else:
+            lv = PHASE_LEVELS[(PHASE_LEVELS.index(s.phase_level) + 1) % len(PHASE_LEVELS)] \
+                if s.phase_level in PHASE_LEVELS else 1
+            s = VerdictSettings(s.min_launches, s.max_avg_us, lv)
+        self.settings = s
+        return s.label()
+
+    def iteration_target(self, cursor: int, direction: int):
+        """(k, start, end) of the iteration after / before the one holding `cursor`; None at the ends."""
+        spans = self.result.iteration_spans if self.result else []
+        if len(spans) < 2:
+            return None
+        starts = [a for a, _ in spans]
+        import bisect
+        k = bisect.bisect_right(starts, cursor) - 1
+        k = k + direction if k >= 0 or direction < 0 else 0
+        if k < 0 or k >= len(spans):
+            return None
+        return k, spans[k][0], spans[k][1]

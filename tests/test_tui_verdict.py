@@ -1,0 +1,108 @@
+"""Pilot tests of the verdict panel (issue 8): visible on open, thresholds and phase level from the
+keyboard with the table following, iteration marks and { / } jumps, CPU stalls apart from backpressure."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import sample
+from tui_helpers import make_app, run, screen_text, settle, wait_ready
+
+SIZE = (140, 48)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import simulate, write_nsys_sqlite
+    from launchtui.trace.load import open_trace
+    p = write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("verdict") / "synth.sqlite", variant="modern")
+    return p, open_trace(p, use_cache=False)
+
+
+def test_panel_on_open_and_thresholds_from_the_keyboard(synth):
+    from launchtui.analysis.launches import small_kernel_table
+    from launchtui.analysis.record import build_record
+    path, trace = synth
+    doc = build_record(trace)
+
+    async def go():
+        app = make_app(path, trace=trace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await settle(app, pilot)
+            scr = app.screen
+            text = screen_text(app)
+            assert "Verdict: " in text and f"{doc['per_iteration']['launches']['median']:,.0f} launches/iter" in text
+            assert "GPU 0 stream 7: saturated (max 1022, limit 1022)" in text
+            assert "1. elementwise_kernel" in text and "fused=True" in text
+            assert scr.verdict.result.doc["streams"] == doc["streams"]
+            n0 = len(scr.table.order)
+            assert n0 == len(small_kernel_table(trace, limit=0))
+            # M: min launches 100 -> 200; the table and the stats line follow
+            await pilot.press("M")
+            await settle(app, pilot)
+            assert scr.verdict.settings.min_launches == 200
+            assert len(scr.table.order) == len(small_kernel_table(trace, min_launches=200, limit=0)) < n0
+            assert "≥200 launches" in screen_text(app)
+            # u: max avg 10 -> 5 µs
+            await pilot.press("m", "u")
+            await settle(app, pilot)
+            assert scr.verdict.settings.max_avg_us == 5.0
+            assert len(scr.table.order) == len(small_kernel_table(trace, max_avg_us=5.0, limit=0))
+            # the record's top follows the thresholds too
+            assert all(r["avg_kernel_us"] < 5.0 for r in scr.verdict.result.doc["top"])
+            # P cycles the phase level
+            await pilot.press("P")
+            await settle(app, pilot)
+            assert scr.verdict.settings.phase_level == 2 and "phase level 2" in screen_text(app)
+    run(go())
+
+
+def test_iteration_marks_jumps_and_cpu_stalls(synth):
+    path, trace = synth
+
+    async def go():
+        app = make_app(path, trace=trace)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await settle(app, pilot)
+            scr = app.screen
+            tl = scr.timeline
+            spans = scr.verdict.result.iteration_spans
+            assert len(spans) == 4 and len(tl.iteration_marks) == 5
+            tl.view.goto(spans[0][0] - 1_000_000)
+            for k in range(4):
+                await pilot.press("right_curly_bracket")
+                await settle(app, pilot)
+                assert spans[k][0] <= tl.view.cursor < spans[k][1]
+                assert f"iteration {k + 1}/4" in scr.context
+            await pilot.press("left_curly_bracket")
+            await settle(app, pilot)
+            assert spans[2][0] <= tl.view.cursor < spans[2][1]
+            assert "╎" in screen_text(app)
+            # CPU stalls (the lazy-loading launches at depth 0) are marked and counted apart
+            doc = scr.verdict.result.doc
+            assert len(tl.stall_apis) == doc["cpu_stalls"] >= 2
+            marks = scr.visible_marks()
+            stalls = sum(1 for e in marks if e.kind == "spike" and e.worst_api in tl.stall_apis)
+            assert f"{len(marks) - stalls} backpressure marks · {stalls} CPU stalls" in scr.stats_line.text
+    run(go())
+
+
+def test_v100_verdict_panel_and_phase_levels():
+    p = sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+
+    async def go():
+        app = make_app(p)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await settle(app, pilot)
+            text = screen_text(app)
+            assert "5 iterations from ProfilerStep" in text
+            assert "GPU 0 stream 7: saturated (max 1022, limit 1022)" in text
+            rows = {r["kernel_name"]: r["nvtx_range"] for r in app.screen.table.rows}
+            assert rows["computeOffsetsKernel"] == "## forward ##"
+            await pilot.press("P")
+            await settle(app, pilot)
+            rows = {r["kernel_name"]: r["nvtx_range"] for r in app.screen.table.rows}
+            assert rows["computeOffsetsKernel"] == "## forward ## > DistributedDataParallel.forward"
+    run(go())
