@@ -188,6 +188,19 @@ def test_cli_markdown_and_json(pair_files, capsys):
     assert doc["per_iteration"]["launches_per_iter"]["after"] == 102
 
 
+def test_cli_trace_without_launched_ops_cannot_be_compared(capsys, tmp_path):
+    from fixtures import synth
+    paths = synth.make_trace_files(tmp_path, variants=["nsys:no_kernels", "nsys:modern"])
+    rc, out, err = run(capsys, "diff", paths[("nsys", "no_kernels")], paths[("nsys", "modern")], "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["verdict"]["status"] == "unknown"
+    assert doc["verdict"]["line"].startswith("cannot compare: before has no launched GPU ops")
+    assert doc["per_iteration"]["launches_per_iter"] == {"before": None, "after": 482.0, "delta": None, "rel": None}
+    rc, out, err = run(capsys, "diff", paths[("nsys", "no_kernels")], paths[("nsys", "modern")],
+                       "--fail-if", "launches_per_iter>+5%")
+    assert rc == 2 and "launches is not available" in err
+
+
 def test_cli_iter_names_the_iteration_ranges(pair_files, capsys):
     b, a = pair_files["fused"]
     rc, out, err = run(capsys, "diff", b, a, "--iter", "FORWARD", "--json")

@@ -196,6 +196,10 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
                  and all(p["launches_per_iteration"]["delta"] == 0 for p in phases))
     it, ln, ex = per["iteration_ms"], per["launches_per_iter"], per["exposed_overhead_ms"]
     out = {"before_class": cb, "after_class": ca, "iteration_noise_ms": _r(noise_ms)}
+    empty = [(n, x["record"]["empty"]) for n, x in (("before", side_b), ("after", side_a)) if x["record"].get("empty")]
+    if empty:
+        out.update(status="unknown", line="cannot compare: " + "; ".join(f"{n} has {why}" for n, why in empty))
+        return out
     if identical:
         out.update(status="no_change", line="no change: every per-iteration figure, kernel and phase is identical")
         return out
