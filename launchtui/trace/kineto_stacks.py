@@ -68,6 +68,8 @@ def extract(events: list, skipped=None) -> dict:
         out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
                      "pid": _ids(list(map(attrgetter("pid"), py))), "tid": _ids(list(map(attrgetter("tid"), py)))}
     ops = _complete(_select(events, kind == _OP))
+    if ops and not _any_link_args(ops):
+        ops = []  # no operator carries a sequence number or call stack: skip decoding their args
     if ops:
         ops, t_start, t_end, _ = _timed(ops, skipped)
         args, ok = _decode_args(list(map(attrgetter("args"), ops)), _OpArgs, _LooseOpArgs)
@@ -91,6 +93,15 @@ def extract(events: list, skipped=None) -> dict:
                          "pid": _ids(list(map(attrgetter("pid"), ops))),
                          "tid": _ids(list(map(attrgetter("tid"), ops)))}
     return out
+
+
+_LINK_KEYS = (b'"Sequence number"', b'"Call stack"')
+
+
+def _any_link_args(ops: list) -> bool:
+    """Does any operator's raw args mention a sequence number or a call stack? One C-level scan."""
+    buf = b"".join(map(bytes, map(attrgetter("args"), ops)))
+    return any(buf.find(k) >= 0 for k in _LINK_KEYS)
 
 
 def _select(events: list, mask: np.ndarray) -> list:
