@@ -681,7 +681,7 @@ def summarize(results: list[dict], out: Path, seed: int, elapsed: float) -> dict
                 sigs[k]["count"] += 1
     defects = sum(s["count"] for s in sigs.values())
     bad_cases = sum(any(run["class"] not in OK_CLASSES for run in r["runs"]) for r in results)
-    summary = {"seed": seed, "cases": len(results), "runs": n_runs, "elapsed_s": round(elapsed, 1),
+    summary = {"seed": seed, "cases": len(results), "indices": _ranges([r["index"] for r in results]), "runs": n_runs, "elapsed_s": round(elapsed, 1),
                "defect_runs": defects, "defect_cases": bad_cases,
                "by_family": {f: dict(c) for f, c in sorted(per.items())},
                "signatures": sorted(sigs.values(), key=lambda s: -s["count"])}
@@ -689,9 +689,43 @@ def summarize(results: list[dict], out: Path, seed: int, elapsed: float) -> dict
     return summary
 
 
+def _ranges(ix: list[int]) -> list[list[int]]:
+    """Sorted indices as [first, last] runs: which cases a (partial) summary covers."""
+    out = []
+    for i in sorted(ix):
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
+
+
+def merge_summaries(parts: list[dict]) -> dict:
+    """One campaign's summary from the summaries of its parts (same seed, disjoint indices)."""
+    assert len({p["seed"] for p in parts}) == 1, "parts of one campaign share a seed"
+    fam: dict = defaultdict(Counter)
+    sigs: dict = {}
+    for p in parts:
+        for f, c in p["by_family"].items():
+            fam[f].update(c)
+        for s in p["signatures"]:
+            k = (s["class"], s["signature"])
+            if k in sigs:
+                sigs[k]["count"] += s["count"]
+                sigs[k]["first_case"] = min(sigs[k]["first_case"], s["first_case"])
+            else:
+                sigs[k] = dict(s)
+    idx = [i for p in parts for a, b in p.get("indices", []) for i in range(a, b + 1)]
+    return {"seed": parts[0]["seed"], "cases": sum(p["cases"] for p in parts), "indices": _ranges(idx),
+            "runs": sum(p["runs"] for p in parts), "elapsed_s": round(max(p["elapsed_s"] for p in parts), 1),
+            "defect_runs": sum(p["defect_runs"] for p in parts), "defect_cases": sum(p["defect_cases"] for p in parts),
+            "by_family": {f: dict(c) for f, c in sorted(fam.items())},
+            "signatures": sorted(sigs.values(), key=lambda s: -s["count"])}
+
+
 def print_summary(s: dict) -> None:
     classes = sorted({c for f in s["by_family"].values() for c in f}, key=lambda c: (c not in OK_CLASSES, c))
-    print(f"seed {s['seed']}: {s['cases']} cases, {s['runs']} runs in {s['elapsed_s']} s; "
+    print(f"seed {s['seed']}: {s['cases']} cases {s.get('indices')}, {s['runs']} runs in {s['elapsed_s']} s; "
           f"{s['defect_cases']} cases with defects ({s['defect_runs']} defect runs, "
           f"{len(s['signatures'])} signatures)")
     print(f"{'family':<8} " + " ".join(f"{c:>13}" for c in classes))
@@ -708,6 +742,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=200, help="number of cases (default 200)")
     ap.add_argument("--minutes", type=float, help="run until this many minutes have passed (overrides --cases)")
     ap.add_argument("--case", type=int, help="run only this case index (a reproducer)")
+    ap.add_argument("--start", type=int, default=0, help="first case index (split one campaign over processes)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="SUMMARY", help="add up summary.json files of one "
+                    "campaign run in parts, print the total and exit")
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ",".join(FAMILIES))
     ap.add_argument("--samples", type=Path, default=SHARED_SAMPLES, help="real samples (default ../shared/samples)")
     ap.add_argument("--no-samples", action="store_true", help="generated traces only")
@@ -720,6 +757,10 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep every case's files")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
+    if a.merge:
+        total = merge_summaries([json.loads(p.read_text()) for p in a.merge])
+        print_summary(total)
+        return 1 if total["defect_runs"] else 0
     families = tuple(f for f in a.families.split(",") if f)
     if not set(families) <= set(FAMILIES):
         ap.error(f"--families: choose from {', '.join(FAMILIES)}")
@@ -741,10 +782,10 @@ def main(argv=None) -> int:
     # SIGTERM/Ctrl-C stop the campaign early: the summary then covers the finished cases
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     pool = ThreadPoolExecutor(max_workers=max(1, a.jobs))
-    todo = iter(indices) if indices is not None else (i for i in range(10**9))
+    todo = iter(indices) if indices is not None else (i for i in range(a.start, 10**9))
 
     def more(i) -> bool:
-        return indices is not None or (time.monotonic() < deadline if deadline else i < a.cases)
+        return indices is not None or (time.monotonic() < deadline if deadline else a.start + i < a.cases)
     try:
         pending, submitted = set(), 0
         while True:
