@@ -191,6 +191,9 @@ def _load(a, need_cuda: bool = False):
     if need_cuda and not trace.has_cuda_tables:
         raise TraceError(a.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
                                   "`launchtui info` describes what it holds")
+    if need_cuda:   # the derived index, once, before any analysis (kept in the cache on commit)
+        from launchtui.analysis.index import trace_index
+        trace_index(trace)
     return trace
 
 

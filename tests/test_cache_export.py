@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import sample, snapshot
+from launchtui.analysis.index import build_index, trace_index
 from launchtui.cli import main
 from launchtui.trace import cache
 from launchtui.trace.load import open_trace, read_trace
@@ -39,7 +40,7 @@ def test_cache_round_trip_and_key(tmp_path):
     second = open_trace(src)
     _same_model(fresh, first)
     _same_model(fresh, second)
-    assert "cache_entry" not in second.derived  # came from the cache
+    assert second.cache_entry is None  # came from the cache: nothing to commit
     # touching the trace changes the key: a new entry, the old one is never trusted
     os.utime(src, ns=(1, 1))
     open_trace(src)
@@ -202,15 +203,23 @@ def test_real_nsys_exports_old_report_and_refuses_new(tmp_path, capsys):
     assert len(err) == 1 and "nsys export failed (report version 2026.1.1.204" in err[0]
 
 
-def test_cache_keeps_derived_analyses_and_warm_report_is_identical(tmp_path, capsys):
+def test_cache_keeps_the_index_and_warm_report_is_identical(tmp_path, capsys):
     src = tmp_path / "t.sqlite"
     shutil.copy(sample(H100), src)
     assert main(["report", str(src), "--json"]) == 0  # cold: reads, reports, then caches with analyses
     cold = capsys.readouterr().out
     (entry,) = cache.models_dir().glob("*.npz")
     with np.load(entry) as z:
-        assert {"derived.qs.meta", "derived.depth_before_launch", "derived.op_ranges"} <= set(z.files)
+        assert {"index.qs.meta", "index.depth_before_launch", "index.op_ranges",
+                "index.distinguishing_names"} <= set(z.files)
     warm_trace = open_trace(src)
-    assert "queue_series" in warm_trace.derived
+    assert warm_trace.index is None and warm_trace.index_arrays is not None   # restored on first use
+    fresh = build_index(read_trace(src))
+    warm = trace_index(warm_trace)
+    assert warm_trace.index_arrays is None and trace_index(warm_trace) is warm
+    assert (warm.op_ranges == fresh.op_ranges).all()
+    assert (warm.depth_before_launch == fresh.depth_before_launch).all()
+    assert [(s.device, s.stream, s.t.tolist(), s.v.tolist()) for s in warm.queue_series] == \
+        [(s.device, s.stream, s.t.tolist(), s.v.tolist()) for s in fresh.queue_series]
     assert main(["report", str(src), "--json"]) == 0
     assert capsys.readouterr().out == cold

@@ -4,7 +4,7 @@ Everything here is pure numpy (no Textual). A *lane* is one timeline row: the la
 CPU thread for one device (CUDA API row), the GPU ops of one stream (CUDA HW row), the pending-launch
 depth of one stream (queue sparkline) or the NVTX ranges of one thread at one nesting depth.
 
-Lanes are built once per trace (``build_lanes``, memoised in ``trace.derived``). A frame evaluates
+Lanes are built once per trace (``build_lanes``, kept by the TUI loader). A frame evaluates
 each visible lane over ``width + 1`` bin edges with ``np.searchsorted`` and prefix sums, so its cost is
 O(width · log N) and does not depend on how many events the window holds. No per-event Python loop
 runs on a per-frame path.
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.index import CAT_KERNEL, CAT_MEM, CAT_NCCL, CAT_SMALL, trace_index  # noqa: F401
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_MEMSET, OP_KERNEL, Trace
 
 # HW categories, in drawing priority order for ties
-CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 CAT_NAMES = ("kernel ≥10µs", "small kernel <10µs", "NCCL", "memcpy/memset")
 SMALL_KERNEL_NS = CONFIG.small_kernel_ns
 DEFAULT_NVTX_DEPTH = CONFIG.nvtx_depth
@@ -255,22 +255,7 @@ def _group_bounds(keys_sorted: np.ndarray):
 
 def op_categories(trace: Trace) -> np.ndarray:
     """Per GPU op: CAT_KERNEL, CAT_SMALL, CAT_NCCL or CAT_MEM."""
-    memo = trace.derived.get("lanes_op_cat")
-    if memo is not None and len(memo) == len(trace.ops):
-        return memo
-    ops = trace.ops
-    cat = np.full(len(ops), CAT_KERNEL, np.int8)
-    dur = ops.end - ops.start
-    k = ops.kind == OP_KERNEL
-    cat[k & (dur < SMALL_KERNEL_NS)] = CAT_SMALL
-    cat[~k] = CAT_MEM
-    if len(ops):
-        uniq = np.unique(ops.name[k])
-        nccl_ids = [u for u in uniq.tolist() if "nccl" in trace.strings[u].lower()]
-        if nccl_ids:
-            cat[k & np.isin(ops.name, nccl_ids)] = CAT_NCCL
-    trace.derived["lanes_op_cat"] = cat
-    return cat
+    return trace_index(trace).op_category
 
 
 def _api_device(trace: Trace) -> np.ndarray:
@@ -283,11 +268,7 @@ def _api_device(trace: Trace) -> np.ndarray:
 
 
 def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
-    """All lanes of a trace (memoised in trace.derived). Runs once, off the UI thread."""
-    key = ("lanes_model", nvtx_depth)
-    memo = trace.derived.get(key)
-    if memo is not None:
-        return memo
+    """All lanes of a trace. The TUI loader builds them once, off the UI thread, and keeps them."""
     from launchtui.analysis.queue import stream_series
     ops, api, rg = trace.ops, trace.api, trace.ranges
     lanes = Lanes()
@@ -361,7 +342,6 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
             lanes.nvtx.append(NvtxLane(int(k3[a] // 1024), int(k3[a] % 1024), idx, s, e, np.maximum.accumulate(e)))
 
     lanes.devices = sorted(set(lanes.hw) | set(lanes.api))
-    trace.derived[key] = lanes
     return lanes
 
 

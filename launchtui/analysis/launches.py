@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.index import trace_index
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
@@ -26,19 +27,7 @@ def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
         return trace.ops.name
     if names != "full":
         raise ValueError(f"names must be 'short' or 'full', not {names!r}")
-    memo = trace.derived.get("distinguishing_names")
-    if memo is None or len(memo) != len(trace.ops):
-        ops = trace.ops
-        pair = ops.full_name.astype(np.int64) * (len(trace.strings) + 1) + ops.name
-        uniq, inv = np.unique(pair, return_inverse=True)
-        ids = np.empty(len(uniq), np.int32)
-        n = len(trace.strings) + 1
-        for i, p in enumerate(uniq.tolist()):  # once per distinct (full, short) pair
-            full, short = divmod(p, n)
-            ids[i] = trace.strings.intern(nm.distinguishing_name(trace.strings[short], trace.strings[full]))
-        memo = ids[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int32)
-        trace.derived["distinguishing_names"] = memo
-    return memo
+    return trace_index(trace).distinguishing_names
 
 
 def launched_kernels(trace: Trace, sel: Selection = WHOLE) -> np.ndarray:

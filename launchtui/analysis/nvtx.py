@@ -9,42 +9,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.index import trace_index
 from launchtui.trace.grouping import dense_groups
-from launchtui.trace.model import RANGE_PUSHPOP, Trace
-from launchtui.trace.nesting import InnermostIndex
+from launchtui.trace.model import Trace
 
 OPTIMIZER_PATTERN = "optim"
 
 
-def _index(trace: Trace) -> InnermostIndex:
-    idx = trace.derived.get("nvtx_index")
-    if idx is None:
-        rg = trace.ranges
-        pp = np.nonzero(rg.kind == RANGE_PUSHPOP)[0]
-        sub = InnermostIndex(rg.thread[pp], rg.start[pp], rg.end[pp])
-        # map local indices back to trace.ranges indices
-        sub.by_thread = {th: (t, np.where(v >= 0, pp[np.maximum(v, 0)], -1)) for th, (t, v) in sub.by_thread.items()}
-        idx = trace.derived["nvtx_index"] = sub
-    return idx
-
-
 def innermost_at(trace: Trace, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Innermost push/pop range index enclosing each (thread, time), -1 when none."""
-    return _index(trace).lookup(np.asarray(thread), np.asarray(t, np.int64))
+    return trace_index(trace).nvtx.lookup(np.asarray(thread), np.asarray(t, np.int64))
 
 
 def op_ranges(trace: Trace) -> np.ndarray:
     """Per GPU op: its innermost enclosing range at launch (-1: unmatched op or no range)."""
-    memo = trace.derived.get("op_ranges")
-    if memo is None:
-        ops, api = trace.ops, trace.api
-        memo = np.full(len(ops), -1, np.int64)
-        m = ops.api >= 0
-        if m.any() and len(trace.ranges):
-            a = ops.api[m]
-            memo[m] = innermost_at(trace, api.thread[a], api.start[a])
-        trace.derived["op_ranges"] = memo
-    return memo
+    return trace_index(trace).op_ranges
 
 
 def range_name(trace: Trace, i: int) -> str:

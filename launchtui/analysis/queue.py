@@ -11,110 +11,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.index import StreamSeries, trace_index
 from launchtui.analysis.select import WHOLE, Selection, time_window
-from launchtui.trace.grouping import dense_groups
-from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
+from launchtui.trace.model import Trace
 
 DEFAULT_THRESHOLDS = CONFIG.thresholds
-
-
-@dataclass
-class StreamSeries:
-    device: int
-    stream: int
-    t: np.ndarray            # change times (ns), strictly increasing
-    v: np.ndarray            # depth from t[i] until t[i+1]
-    point_mean: float        # HTA-style mean over every +1/-1 change point (not time-weighted)
-    points: int
-    max_graph_as_one: int    # max depth when a whole graph replay counts as one entry
-    graph_ops: int           # matched ops launched by graph launches
-
-    def value_at(self, times: np.ndarray) -> np.ndarray:
-        """Depth in effect at each time (after all changes at that time)."""
-        pos = np.searchsorted(self.t, times, side="right") - 1
-        return np.where(pos >= 0, self.v[np.maximum(pos, 0)], 0)
-
-
-def _merge_depth(plus: np.ndarray, minus: np.ndarray):
-    """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
-    sorted. Equal times apply -1 before +1. Returns (times, depth after each event, depth after
-    each +1 event) in merged order. The stable sort of two sorted runs is a linear merge."""
-    nb = len(minus)
-    t = np.concatenate([minus, plus])
-    d = np.concatenate([np.full(nb, -1, np.int64), np.ones(len(plus), np.int64)])
-    order = np.argsort(t, kind="stable")     # ties keep the -1 run (first) before the +1 run
-    depth = np.cumsum(d[order])
-    where = np.empty(len(t), np.int64)
-    where[order] = np.arange(len(t))
-    return t[order], depth, depth[where[nb:]]
-
-
-def _sorted_with_order(x: np.ndarray):
-    """(sorted x, permutation or None when x was already sorted)."""
-    if len(x) < 2 or (x[1:] >= x[:-1]).all():
-        return x, None
-    o = np.argsort(x, kind="stable")
-    return x[o], o
+__all__ = ["StreamSeries", "stream_series", "depth_before_launch", "queue_summary", "QueueStats",
+           "DEFAULT_THRESHOLDS"]
 
 
 def stream_series(trace: Trace) -> list[StreamSeries]:
-    """Depth series for every stream of the whole trace (memoised on the trace)."""
-    memo = trace.derived.get("queue_series")
-    if memo is not None:
-        return memo
-    ops, api = trace.ops, trace.api
-    idx = np.nonzero(ops.api >= 0)[0]
-    out: list[StreamSeries] = []
-    dbl = np.full(len(ops), -1, np.int64)
-    if len(idx):
-        devs, di = dense_groups(ops.device[idx])
-        strs, si = dense_groups(ops.stream[idx])
-        skeys, grp = dense_groups(di * len(strs) + si)  # (device, stream) pairs present
-        by_stream = np.argsort(grp.astype(np.uint16) if len(skeys) < 65536 else grp, kind="stable")
-        bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
-            sel = idx[by_stream[lo:hi]]             # this stream's matched ops, in start order
-            a = ops.api[sel]
-            minus = ops.start[sel]
-            # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
-            plus, perm = _sorted_with_order(api.start[a])
-            t, dep, after_plus = _merge_depth(plus, minus)
-            before = after_plus - 1
-            if perm is None:
-                dbl[sel] = before
-            else:
-                dbl[sel[perm]] = before
-            is_graph = api.kind[a] == API_GRAPH_LAUNCH
-            last = np.ones(len(t), bool)
-            last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
-            t_last, v_last = t[last], dep[last]
-            gmax = int(v_last.max())
-            if is_graph.any():
-                # Counting each replay as one entry (retired when its first op starts) removes the
-                # replay's other ops: each was +1 from the launch call until its own start.
-                gi = np.nonzero(is_graph)[0]
-                first = np.unique(a[gi], return_index=True)[1]
-                rest = np.delete(gi, first)
-                on = np.searchsorted(np.sort(api.start[a[rest]]), t_last, side="right")
-                off = np.searchsorted(np.sort(minus[rest]), t_last, side="right")
-                gmax = int((v_last - (on - off)).max())
-            d_i, s_i = divmod(int(skeys[g]), len(strs))
-            out.append(StreamSeries(
-                device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last.astype(np.int32),
-                point_mean=float(dep.mean()), points=len(t), max_graph_as_one=gmax,
-                graph_ops=int(is_graph.sum())))
-    trace.derived["queue_series"] = out
-    trace.derived["depth_before_launch"] = dbl  # per op: pending on its stream before its launch call
-    return out
+    """Depth series for every stream of the whole trace (from the trace's index)."""
+    return list(trace_index(trace).queue_series)
 
 
 def depth_before_launch(trace: Trace) -> np.ndarray:
     """Per GPU op: pending ops on its stream just before its launch call started (-1 unmatched)."""
-    stream_series(trace)
-    if "depth_before_launch" not in trace.derived:  # series came from elsewhere: rebuild both
-        trace.derived.pop("queue_series", None)
-        stream_series(trace)
-    return trace.derived["depth_before_launch"]
+    return trace_index(trace).depth_before_launch
 
 
 @dataclass

@@ -24,7 +24,7 @@ from launchtui.paths import cache_dir
 from launchtui.trace.model import (ApiCalls, ApiStacks, GpuOps, Overheads, Ranges, SourceInfo, StackFrames,
                                    StringTable, Threads, Trace)
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 DEFAULT_MAX_MB = 2048
 NO_LIMIT = 2**62
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
@@ -76,7 +76,8 @@ def save(trace: Trace, dest: Path) -> None:
         table = getattr(trace, tname)
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
-    arrays.update(_derived_arrays(trace))
+    if trace.index is not None:   # the derived index, once a command built it (its own arrays)
+        arrays.update({f"index.{k}": v for k, v in trace.index.to_arrays().items()})
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -90,7 +91,7 @@ def save(trace: Trace, dest: Path) -> None:
 def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     with np.load(entry, allow_pickle=False) as z:
         header = json.loads(bytes(z["header"]).decode())
-        derived = {k: z[k] for k in z.files if k.startswith("derived.")}
+        index_arrays = {k[len("index."):]: z[k] for k in z.files if k.startswith("index.")}
         if header.get("format_version") != FORMAT_VERSION:
             raise ValueError("format version mismatch")
         tables = {}
@@ -118,47 +119,8 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     source.path = str(src)
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
-    _restore_derived(trace, derived)
+    trace.index_arrays = index_arrays or None   # launchtui.analysis.index restores (and checks) it
     return trace
-
-
-# Analyses that cost most on a warm report are stored with the model once a command computed them
-# (they depend on the model alone): per-stream depth series, depth before each launch, NVTX range
-# per op.
-def _derived_arrays(trace: Trace) -> dict:
-    d = trace.derived
-    out = {}
-    for key in ("depth_before_launch", "op_ranges"):
-        if key in d and len(d[key]) == len(trace.ops):
-            out[f"derived.{key}"] = d[key]
-    series = d.get("queue_series")
-    if series is not None:
-        out["derived.qs.t"] = np.concatenate([x.t for x in series]) if series else np.zeros(0, np.int64)
-        out["derived.qs.v"] = np.concatenate([x.v for x in series]) if series else np.zeros(0, np.int32)
-        out["derived.qs.meta"] = np.array([[x.device, x.stream, len(x.t), x.points, x.max_graph_as_one,
-                                            x.graph_ops] for x in series], np.int64).reshape(-1, 6)
-        out["derived.qs.point_mean"] = np.array([x.point_mean for x in series], np.float64)
-    return out
-
-
-def _restore_derived(trace: Trace, z: dict) -> None:
-    for key in ("depth_before_launch", "op_ranges"):
-        arr = z.get(f"derived.{key}")
-        if arr is not None:
-            if len(arr) != len(trace.ops):
-                raise ValueError("derived array length mismatch")
-            trace.derived[key] = arr
-    if "derived.qs.meta" in z:
-        from launchtui.analysis.queue import StreamSeries
-        t, v, meta, pm = z["derived.qs.t"], z["derived.qs.v"], z["derived.qs.meta"], z["derived.qs.point_mean"]
-        ends = np.cumsum(meta[:, 2]) if len(meta) else np.zeros(0, np.int64)
-        if len(meta) and (ends[-1] != len(t) or len(v) != len(t)):
-            raise ValueError("derived series length mismatch")
-        starts = ends - meta[:, 2] if len(meta) else ends
-        trace.derived["queue_series"] = [
-            StreamSeries(device=int(m[0]), stream=int(m[1]), t=t[a:b], v=v[a:b], point_mean=float(p),
-                         points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
-            for m, a, b, p in zip(meta, starts, ends, pm)]
 
 
 def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trace:
@@ -185,7 +147,7 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError, EOFError):
             entry.unlink(missing_ok=True)  # corrupt or stale: rebuild
     trace = reader(path, progress)
-    trace.derived["cache_entry"] = entry
+    trace.cache_entry = entry
     if not defer:
         commit(trace)
     return trace
@@ -223,7 +185,7 @@ def sweep_stale_temporaries(directory: Path, pattern: str, age_s: float = STALE_
 
 def commit(trace: Trace) -> None:
     """Write a freshly read trace to the cache (no-op when it came from there or was committed)."""
-    entry = trace.derived.pop("cache_entry", None)
+    entry, trace.cache_entry = trace.cache_entry, None
     if entry is None or not trace.has_cuda_tables:  # nothing worth caching without CUDA activity
         return
     try:

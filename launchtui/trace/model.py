@@ -9,7 +9,10 @@ to their launching API calls, so analyses can rely on both.
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -26,17 +29,25 @@ RANGE_PUSHPOP, RANGE_STARTEND = 0, 1
 
 
 class StringTable:
-    """Interned strings: ids are dense ints, `values[id]` gives the text back."""
+    """Interned strings: ids are dense ints, `values[id]` gives the text back.
+
+    `intern` is atomic (a lock around check-and-append), so two threads interning at once never give
+    one string two ids or two strings one id. Readers (`[id]`, `lookup`) take no lock."""
 
     def __init__(self) -> None:
         self.values: list[str] = []
         self._index: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def intern(self, s: str) -> int:
         i = self._index.get(s)
         if i is None:
-            i = self._index[s] = len(self.values)
-            self.values.append(s)
+            with self._lock:
+                i = self._index.get(s)
+                if i is None:
+                    i = len(self.values)
+                    self.values.append(s)
+                    self._index[s] = i
         return i
 
     def intern_many(self, strings) -> np.ndarray:
@@ -195,6 +206,13 @@ class SourceInfo:
                 "producer": self.producer, "version": self.version}
 
 
+class SerialisableIndex(Protocol):
+    """What the trace layer needs of the derived index (built in `launchtui.analysis.index`): its
+    arrays, for the cache."""
+
+    def to_arrays(self) -> dict[str, np.ndarray]: ...
+
+
 @dataclass
 class Trace:
     source: SourceInfo
@@ -209,7 +227,12 @@ class Trace:
     has_cuda_tables: bool = True
     stacks: StackFrames = field(default_factory=StackFrames.empty)
     api_stacks: ApiStacks = field(default_factory=ApiStacks.empty)
-    derived: dict = field(default_factory=dict, repr=False)  # memo of derived arrays (names, lanes)
+    # The derived index (launchtui.analysis.index.TraceIndex): set once by `trace_index(trace)`, then
+    # read-only. `index_arrays` holds what the cache kept of it until then; `cache_entry` is where
+    # `trace.cache.commit` writes a freshly read trace (None: came from the cache or not cached).
+    index: SerialisableIndex | None = field(default=None, repr=False, compare=False)
+    index_arrays: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    cache_entry: Path | None = field(default=None, repr=False, compare=False)
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:

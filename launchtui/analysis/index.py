@@ -1,0 +1,261 @@
+"""The trace's derived index: every per-op lookup the analyses share, built once, then read-only.
+
+`trace_index(trace)` returns it, building it on first use under a lock (the CLI and the TUI loader
+call it right after loading, before any worker starts), or restoring it from the arrays the cache
+kept (`trace.index_arrays`). After that nothing mutates it: workers only read. Distinguishing names
+are interned into the trace's StringTable here, at build time, never lazily from a worker.
+
+What it holds (definitions.md §5-§7):
+- `queue_series`: pending-launch depth per (device, stream) as a step function (§5);
+- `depth_before_launch`: per GPU op, pending ops on its stream just before its launch call (§5, §6);
+- `nvtx`: innermost push/pop range lookup per thread, and `op_ranges`: per GPU op, the innermost
+  range enclosing its launch call (§7);
+- `distinguishing_names`: per GPU op, the string id of its distinguishing ("full") name (§3);
+- `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset);
+- `ops_by_api`: (sorted launch-call ids, op indices): the ops each API call launched.
+
+The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.op_ranges`,
+`nvtx.innermost_at`, `launches.name_ids` and `lanes.op_categories` read from here.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis.config import CONFIG
+from launchtui.trace import names as nm
+from launchtui.trace.grouping import dense_groups
+from launchtui.trace.model import API_GRAPH_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
+from launchtui.trace.nesting import InnermostIndex
+
+# timeline categories of GPU ops, in drawing priority order for ties
+CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
+
+_BUILD_LOCK = threading.Lock()
+
+
+@dataclass
+class StreamSeries:
+    device: int
+    stream: int
+    t: np.ndarray            # change times (ns), strictly increasing
+    v: np.ndarray            # depth from t[i] until t[i+1]
+    point_mean: float        # HTA-style mean over every +1/-1 change point (not time-weighted)
+    points: int
+    max_graph_as_one: int    # max depth when a whole graph replay counts as one entry
+    graph_ops: int           # matched ops launched by graph launches
+
+    def value_at(self, times: np.ndarray) -> np.ndarray:
+        """Depth in effect at each time (after all changes at that time)."""
+        pos = np.searchsorted(self.t, times, side="right") - 1
+        return np.where(pos >= 0, self.v[np.maximum(pos, 0)], 0)
+
+
+@dataclass(frozen=True)
+class TraceIndex:
+    queue_series: tuple[StreamSeries, ...]
+    depth_before_launch: np.ndarray     # int64 per op, -1 unmatched
+    nvtx: InnermostIndex
+    op_ranges: np.ndarray               # int64 per op, -1 none
+    distinguishing_names: np.ndarray    # int32 string id per op
+    op_category: np.ndarray             # int8 per op
+    ops_by_api: tuple[np.ndarray, np.ndarray]
+
+    def ops_of_call(self, a: int) -> np.ndarray:
+        """GPU ops launched by API call `a` (O(log N))."""
+        keys, idx = self.ops_by_api
+        lo, hi = np.searchsorted(keys, [a, a + 1])
+        return idx[lo:hi]
+
+    # --- serialisation for the cache (plain arrays; the cache never imports this module) ---------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        qs = self.queue_series
+        return {
+            "qs.t": np.concatenate([x.t for x in qs]) if qs else np.zeros(0, np.int64),
+            "qs.v": np.concatenate([x.v for x in qs]) if qs else np.zeros(0, np.int32),
+            "qs.meta": np.array([[x.device, x.stream, len(x.t), x.points, x.max_graph_as_one, x.graph_ops]
+                                 for x in qs], np.int64).reshape(-1, 6),
+            "qs.point_mean": np.array([x.point_mean for x in qs], np.float64),
+            "depth_before_launch": self.depth_before_launch,
+            "op_ranges": self.op_ranges,
+            "distinguishing_names": self.distinguishing_names,
+            "op_category": self.op_category,
+            "ops_by_api.keys": self.ops_by_api[0],
+            "ops_by_api.ops": self.ops_by_api[1],
+        }
+
+    @classmethod
+    def from_arrays(cls, trace: Trace, z: dict) -> TraceIndex:
+        """Rebuild from `to_arrays` output; ValueError/KeyError when it does not fit the trace."""
+        n = len(trace.ops)
+        for key in ("depth_before_launch", "op_ranges", "distinguishing_names", "op_category"):
+            if len(z[key]) != n:
+                raise ValueError(f"index array {key} does not match the trace")
+        if len(z["distinguishing_names"]) and int(z["distinguishing_names"].max()) >= len(trace.strings):
+            raise ValueError("index string id out of range")
+        t, v, meta, pm = z["qs.t"], z["qs.v"], z["qs.meta"], z["qs.point_mean"]
+        ends = np.cumsum(meta[:, 2]) if len(meta) else np.zeros(0, np.int64)
+        if len(v) != len(t) or (len(meta) and ends[-1] != len(t)) or len(pm) != len(meta):
+            raise ValueError("index queue series do not match")
+        starts = ends - meta[:, 2] if len(meta) else ends
+        series = tuple(StreamSeries(device=int(m[0]), stream=int(m[1]), t=t[a:b], v=v[a:b], point_mean=float(p),
+                                    points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
+                       for m, a, b, p in zip(meta, starts, ends, pm))
+        return cls(series, z["depth_before_launch"], _nvtx_index(trace), z["op_ranges"], z["distinguishing_names"],
+                   z["op_category"], (z["ops_by_api.keys"], z["ops_by_api.ops"]))
+
+
+def trace_index(trace: Trace) -> TraceIndex:
+    """The trace's index, built (or restored from the cache's arrays) once."""
+    idx = trace.index
+    if idx is None:
+        with _BUILD_LOCK:
+            if trace.index is None:
+                trace.index = _restore_or_build(trace)
+            idx = trace.index
+    return idx
+
+
+def _restore_or_build(trace: Trace) -> TraceIndex:
+    arrays, trace.index_arrays = trace.index_arrays, None
+    if arrays:
+        try:
+            return TraceIndex.from_arrays(trace, arrays)
+        except (KeyError, ValueError, IndexError):
+            pass  # a cache entry that does not fit: compute afresh
+    return build_index(trace)
+
+
+def build_index(trace: Trace) -> TraceIndex:
+    series, dbl = _queue_series(trace)
+    nvtx_idx = _nvtx_index(trace)
+    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), _distinguishing_names(trace),
+                      _op_categories(trace), _ops_by_api(trace))
+
+
+# ---- pending-launch depth (definitions.md §5) ---------------------------------------------------------
+def _merge_depth(plus: np.ndarray, minus: np.ndarray):
+    """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
+    sorted. Equal times apply -1 before +1. Returns (times, depth after each event, depth after
+    each +1 event) in merged order. The stable sort of two sorted runs is a linear merge."""
+    nb = len(minus)
+    t = np.concatenate([minus, plus])
+    d = np.concatenate([np.full(nb, -1, np.int64), np.ones(len(plus), np.int64)])
+    order = np.argsort(t, kind="stable")     # ties keep the -1 run (first) before the +1 run
+    depth = np.cumsum(d[order])
+    where = np.empty(len(t), np.int64)
+    where[order] = np.arange(len(t))
+    return t[order], depth, depth[where[nb:]]
+
+
+def _sorted_with_order(x: np.ndarray):
+    """(sorted x, permutation or None when x was already sorted)."""
+    if len(x) < 2 or (x[1:] >= x[:-1]).all():
+        return x, None
+    o = np.argsort(x, kind="stable")
+    return x[o], o
+
+
+def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
+    """Depth series for every stream, and per op the depth before its launch call."""
+    ops, api = trace.ops, trace.api
+    idx = np.nonzero(ops.api >= 0)[0]
+    out: list[StreamSeries] = []
+    dbl = np.full(len(ops), -1, np.int64)
+    if len(idx):
+        devs, di = dense_groups(ops.device[idx])
+        strs, si = dense_groups(ops.stream[idx])
+        skeys, grp = dense_groups(di * len(strs) + si)  # (device, stream) pairs present
+        by_stream = np.argsort(grp.astype(np.uint16) if len(skeys) < 65536 else grp, kind="stable")
+        bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
+            sel = idx[by_stream[lo:hi]]             # this stream's matched ops, in start order
+            calls = ops.api[sel]
+            minus = ops.start[sel]
+            # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
+            plus, perm = _sorted_with_order(api.start[calls])
+            t, dep, after_plus = _merge_depth(plus, minus)
+            before = after_plus - 1
+            if perm is None:
+                dbl[sel] = before
+            else:
+                dbl[sel[perm]] = before
+            is_graph = api.kind[calls] == API_GRAPH_LAUNCH
+            last = np.ones(len(t), bool)
+            last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
+            t_last, v_last = t[last], dep[last]
+            gmax = int(v_last.max())
+            if is_graph.any():
+                # Counting each replay as one entry (retired when its first op starts) removes the
+                # replay's other ops: each was +1 from the launch call until its own start.
+                gi = np.nonzero(is_graph)[0]
+                first = np.unique(calls[gi], return_index=True)[1]
+                rest = np.delete(gi, first)
+                on = np.searchsorted(np.sort(api.start[calls[rest]]), t_last, side="right")
+                off = np.searchsorted(np.sort(minus[rest]), t_last, side="right")
+                gmax = int((v_last - (on - off)).max())
+            d_i, s_i = divmod(int(skeys[g]), len(strs))
+            out.append(StreamSeries(
+                device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last.astype(np.int32),
+                point_mean=float(dep.mean()), points=len(t), max_graph_as_one=gmax,
+                graph_ops=int(is_graph.sum())))
+    return out, dbl
+
+
+# ---- NVTX attribution (definitions.md §7) -------------------------------------------------------------
+def _nvtx_index(trace: Trace) -> InnermostIndex:
+    rg = trace.ranges
+    pp = np.nonzero(rg.kind == RANGE_PUSHPOP)[0]
+    sub = InnermostIndex(rg.thread[pp], rg.start[pp], rg.end[pp])
+    # map local indices back to trace.ranges indices
+    sub.by_thread = {th: (t, np.where(v >= 0, pp[np.maximum(v, 0)], -1)) for th, (t, v) in sub.by_thread.items()}
+    return sub
+
+
+def _op_ranges(trace: Trace, nvtx_idx: InnermostIndex) -> np.ndarray:
+    ops, api = trace.ops, trace.api
+    out = np.full(len(ops), -1, np.int64)
+    m = ops.api >= 0
+    if m.any() and len(trace.ranges):
+        calls = ops.api[m]
+        out[m] = nvtx_idx.lookup(np.asarray(api.thread[calls]), np.asarray(api.start[calls], np.int64))
+    return out
+
+
+# ---- names and categories -----------------------------------------------------------------------------
+def _distinguishing_names(trace: Trace) -> np.ndarray:
+    """Per op, the id of its distinguishing name (interned here, once per distinct (full, short) pair)."""
+    ops = trace.ops
+    width = len(trace.strings) + 1
+    pair = ops.full_name.astype(np.int64) * width + ops.name
+    uniq, inv = np.unique(pair, return_inverse=True)
+    ids = np.empty(len(uniq), np.int32)
+    for i, p in enumerate(uniq.tolist()):  # once per distinct (full, short) pair
+        full, short = divmod(p, width)
+        ids[i] = trace.strings.intern(nm.distinguishing_name(trace.strings[short], trace.strings[full]))
+    return ids[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int32)
+
+
+def _op_categories(trace: Trace) -> np.ndarray:
+    """Per GPU op: CAT_KERNEL, CAT_SMALL (< CONFIG.small_kernel_ns), CAT_NCCL or CAT_MEM."""
+    ops = trace.ops
+    cat = np.full(len(ops), CAT_KERNEL, np.int8)
+    dur = ops.end - ops.start
+    k = ops.kind == OP_KERNEL
+    cat[k & (dur < CONFIG.small_kernel_ns)] = CAT_SMALL
+    cat[~k] = CAT_MEM
+    if len(ops):
+        uniq = np.unique(ops.name[k])
+        nccl_ids = [u for u in uniq.tolist() if "nccl" in trace.strings[u].lower()]
+        if nccl_ids:
+            cat[k & np.isin(ops.name, nccl_ids)] = CAT_NCCL
+    return cat
+
+
+def _ops_by_api(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    ops = trace.ops
+    m = np.nonzero(ops.api >= 0)[0]
+    o = np.argsort(ops.api[m], kind="stable")
+    return ops.api[m][o], m[o]

@@ -1,0 +1,102 @@
+"""The derived index: built once (also under concurrent first use), read-only afterwards, and the
+string table interns atomically, so the table and export workers always agree on kernel names."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+import pytest
+
+from launchtui.analysis.export import export_document
+from launchtui.analysis.index import TraceIndex, trace_index
+from launchtui.analysis.launches import name_ids, small_kernel_table
+from launchtui.analysis.report import ReportOptions
+from launchtui.analysis.select import WHOLE
+from launchtui.trace.load import open_trace
+from launchtui.trace.model import StringTable
+from launchtui.trace.names import distinguishing_name
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
+
+
+def _table(trace):
+    return sorted((r["device_id"], r["kernel_name"], r["launch_count"])
+                  for r in small_kernel_table(trace, WHOLE, min_launches=1, max_avg_us=1e12, limit=0, names="full"))
+
+
+def _export_names(trace):
+    doc = export_document(trace, WHOLE, ReportOptions(names="full", min_launches=1, max_avg_us=1e12, limit=0))
+    rows = doc["analysis"]["small_kernels"] + doc["analysis"]["small_kernels_nccl"]
+    return sorted((r["device_id"], r["kernel_name"], r["launch_count"]) for r in rows)
+
+
+def test_table_and_export_workers_race_on_a_fresh_trace_and_agree():
+    expect_trace = open_trace(DEMO, use_cache=False)
+    expect_table, expect_export = _table(expect_trace), _export_names(expect_trace)
+    assert expect_table and expect_table == expect_export
+    for _ in range(3):
+        trace = open_trace(DEMO, use_cache=False)   # no index yet: the workers race to build it
+        start = threading.Barrier(6)
+        results: dict = {}
+
+        def work(i, fn):
+            start.wait()
+            results[i] = fn(trace)
+        threads = [threading.Thread(target=work, args=(i, _table if i % 2 else _export_names)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(results[i] == expect_table for i in range(6))
+        # every op's distinguishing-name id spells its names, computed independently here
+        ids = name_ids(trace, "full")
+        ops, s = trace.ops, trace.strings
+        for k in range(0, len(ops), 97):
+            assert s[int(ids[k])] == distinguishing_name(s[int(ops.name[k])], s[int(ops.full_name[k])])
+
+
+def test_index_is_built_once_and_frozen():
+    trace = open_trace(DEMO, use_cache=False)
+    idx = trace_index(trace)
+    n_strings = len(trace.strings)
+    assert trace_index(trace) is idx and name_ids(trace, "full") is idx.distinguishing_names
+    name_ids(trace, "full")
+    assert len(trace.strings) == n_strings      # nothing interned after the build
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        idx.op_ranges = None  # type: ignore[misc]
+    ops_of = {int(a): idx.ops_of_call(int(a)).tolist() for a in trace.ops.api[:50] if a >= 0}
+    for a, ks in ops_of.items():
+        assert ks and all(int(trace.ops.api[k]) == a for k in ks)
+
+
+def test_round_trip_through_arrays():
+    trace = open_trace(DEMO, use_cache=False)
+    idx = trace_index(trace)
+    back = TraceIndex.from_arrays(trace, idx.to_arrays())
+    assert (back.op_ranges == idx.op_ranges).all() and (back.op_category == idx.op_category).all()
+    assert [(q.device, q.stream, q.points) for q in back.queue_series] == \
+        [(q.device, q.stream, q.points) for q in idx.queue_series]
+    bad = dict(idx.to_arrays(), op_ranges=idx.op_ranges[:-1])
+    with pytest.raises(ValueError):
+        TraceIndex.from_arrays(trace, bad)
+
+
+def test_string_table_intern_is_atomic():
+    table = StringTable()
+    words = [f"kernel_{i}" for i in range(2000)]
+    go = threading.Barrier(8)
+    got: list = [None] * 8
+
+    def work(j):
+        go.wait()
+        got[j] = [table.intern(w) for w in (words if j % 2 else reversed(words))]
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(table) == len(words) and sorted(table.values) == sorted(words)
+    for j in range(8):
+        seq = words if j % 2 else list(reversed(words))
+        assert [table[i] for i in got[j]] == seq
