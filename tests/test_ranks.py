@@ -289,3 +289,34 @@ def test_real_samples_assembled_into_a_job(tmp_path):
     with pytest.raises(TraceError, match=r"rank 0 is claimed by 2 files: b200.json.gz \(metadata\), "
                                          r"ns_resolution.pt.trace.json.gz \(metadata\)"):
         run_job([str(d)], workers=2, use_cache=False, progress=lambda i, r: None)
+
+
+_DIE = {"marker": None, "always": False}
+
+
+def _dying_process_rank(path, use_cache=True):
+    """rank3's worker exits hard (once, or always): module level so the pool can pickle it; the
+    forked workers see _DIE as the test set it."""
+    if path.endswith("rank3.pt.trace.json.gz") and (_DIE["always"] or not _DIE["marker"].exists()):
+        _DIE["marker"].touch()
+        os._exit(1)
+    return _REAL_PROCESS_RANK(path, use_cache)
+
+
+_REAL_PROCESS_RANK = engines.process_rank
+
+
+def test_pool_worker_death_is_retried_then_named(job8, pool_doc, tmp_path, monkeypatch):
+    """A worker process that dies breaks the standard library's pool: its ranks are retried once in a
+    fresh pool (same answer), and only a rank that kills its worker every time is named as lost."""
+    from launchtui.ranks.combine import combine
+    paths = [str(p) for p in find_traces([str(job8[0])])]
+    monkeypatch.setattr(engines, "process_rank", _dying_process_rank)
+    monkeypatch.setitem(_DIE, "marker", tmp_path / "died-once")
+    results, _ = engines.run_pool(paths, 2, False, lambda i, r: None)
+    doc = combine(assign_ranks(paths, [r["meta_rank"] for r in results]), results)
+    assert _DIE["marker"].exists() and dumps(doc) == dumps(results_only(pool_doc))
+    monkeypatch.setitem(_DIE, "always", True)
+    results, _ = engines.run_pool(paths, 2, False, lambda i, r: None)
+    lost = {Path(p).name: r["error"] for p, r in zip(paths, results) if r["status"] != "ok"}
+    assert lost == {"rank3.pt.trace.json.gz": "worker process died while reading this rank (three times)"}

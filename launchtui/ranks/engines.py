@@ -29,29 +29,35 @@ def _lost(path: str, why: str) -> dict:
     return {"file": path, "meta_rank": None, "status": "error", "error": why, "summary": None}
 
 
+def _pool_round(paths: list[str], todo: list[int], workers: int, use_cache: bool, results: list, on_done) -> list[int]:
+    """One pool over `todo`; returns the indices whose worker died (a death breaks the whole pool,
+    so these include ranks that were merely in flight beside the one that killed it)."""
+    broken = []
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=get_context("fork")) as ex:
+        futs = {ex.submit(process_rank, paths[i], use_cache): i for i in todo}
+        for f in as_completed(futs):
+            i = futs[f]
+            try:
+                results[i] = f.result()
+            except BrokenProcessPool:
+                broken.append(i)
+                continue
+            on_done(i, results[i])
+    return sorted(broken)
+
+
 def run_pool(paths: list[str], workers: int, use_cache: bool, on_done) -> tuple[list[dict], dict]:
-    """Process pool (fork: no re-import per worker). A worker that dies breaks the pool; its ranks
-    and the unfinished ones are retried once in a fresh pool, then named as lost."""
+    """Process pool (fork: no re-import per worker). The ranks of a broken pool are retried once in a
+    fresh pool, then each alone in its own process, so only a rank that kills its worker every time
+    is named as lost."""
     results: list[dict | None] = [None] * len(paths)
-    todo = list(range(len(paths)))
-    for attempt in range(2):
-        if not todo:
-            break
-        broken = []
-        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=get_context("fork")) as ex:
-            futs = {ex.submit(process_rank, paths[i], use_cache): i for i in todo}
-            for f in as_completed(futs):
-                i = futs[f]
-                try:
-                    results[i] = f.result()
-                except BrokenProcessPool:
-                    broken.append(i)
-                    continue
-                on_done(i, results[i])
-        todo = sorted(broken)
+    todo = _pool_round(paths, list(range(len(paths))), workers, use_cache, results, on_done)
+    if todo:
+        todo = _pool_round(paths, todo, workers, use_cache, results, on_done)
     for i in todo:
-        results[i] = _lost(paths[i], "worker process died while reading this rank (twice)")
-        on_done(i, results[i])
+        if _pool_round(paths, [i], 1, use_cache, results, on_done):
+            results[i] = _lost(paths[i], "worker process died while reading this rank (three times)")
+            on_done(i, results[i])
     return results, {"engine": "process-pool", "workers": workers, "scheduler": None}
 
 
