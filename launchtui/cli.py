@@ -305,7 +305,7 @@ def cmd_cache(a) -> int:
         print(f"launchtui: removed {n} cache entries ({size / 1e6:.1f} MB) from {cache.cache_root()}")
     else:
         n, size = cache.usage()
-        print(f"{cache.cache_root()}: {n} entries, {size / 1e6:.1f} MB (limit {cache.max_bytes() / 1e6:.0f} MB)")
+        print(f"{cache.cache_root()}: {n} entries, {size / 1e6:.1f} MB (limit {'none' if cache.max_bytes() >= cache.NO_LIMIT else f'{cache.max_bytes() / 1e6:.0f} MB'})")
     return 0
 
 

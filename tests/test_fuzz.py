@@ -435,6 +435,19 @@ def test_failed_nsys_blames_the_version_only_when_nsys_says_so(tmp_path, capsys,
     one_line(rc, err, "an older nsys cannot read newer reports")
 
 
+def test_cache_home_that_is_a_file(tmp_path, capsys, monkeypatch):
+    """XDG_CACHE_HOME naming a file: reports still work (nothing cached); a report needing an
+    nsys export says where it could not write."""
+    home = tmp_path / "file"
+    home.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    rc, out, err = run(["report", ROOT / "fixtures/demo/demo.sqlite", "--json"], capsys, monkeypatch, tmp_path)
+    assert rc == 0 and err == "" and strict_json(out)["schema_version"]
+    rep = _rep_with_fake_nsys(tmp_path, monkeypatch, "#!/bin/sh\nexit 0\n")
+    rc, out, err = run(["info", rep], capsys, monkeypatch, tmp_path)
+    one_line(rc, err, "cannot create the export directory")
+
+
 # --- memory ----------------------------------------------------------------------------------------
 def test_memory_error_is_one_line_with_the_estimate(tmp_path, capsys, monkeypatch):
     import launchtui.trace.kineto as kineto

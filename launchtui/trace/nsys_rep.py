@@ -116,7 +116,11 @@ def export_report(path: Path, progress=None) -> Path:
                    + shlex.quote(str(path)) + "  then open the .sqlite file"
         raise TraceError(path, f"Nsight report (version {version}) needs NVIDIA nsys to read; "
                                f"nsys is not on PATH. {hint}")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # XDG_CACHE_HOME a file, read-only, ...
+        raise TraceError(path, f"cannot create the export directory {out.parent} ({e.strerror}); "
+                               "set XDG_CACHE_HOME to a writable directory") from None
     from launchtui.trace.cache import sweep_stale_temporaries
     sweep_stale_temporaries(out.parent, "*.tmp*.sqlite*")
     tmp = out.with_name(out.stem + f".tmp{os.getpid()}.sqlite")
