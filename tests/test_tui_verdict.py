@@ -18,6 +18,13 @@ def synth(tmp_path_factory):
     return p, open_trace(p, use_cache=False)
 
 
+async def _ready(app, pilot):
+    """The main screen once the trace, the table and the verdict are computed."""
+    await wait_ready(app, pilot)
+    await settle(app, pilot)
+    return app.screen
+
+
 def test_panel_on_open_and_thresholds_from_the_keyboard(synth):
     from launchtui.analysis.launches import small_kernel_table
     from launchtui.analysis.record import build_record
@@ -27,9 +34,7 @@ def test_panel_on_open_and_thresholds_from_the_keyboard(synth):
     async def go():
         app = make_app(path, trace=trace)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_ready(app, pilot)
-            await settle(app, pilot)
-            scr = app.screen
+            scr = await _ready(app, pilot)
             text = screen_text(app)
             assert "Verdict: " in text and f"{doc['per_iteration']['launches']['median']:,.0f} launches/iter" in text
             assert "GPU 0 stream 7: saturated (max 1022, limit 1022)" in text
@@ -63,9 +68,7 @@ def test_iteration_marks_jumps_and_cpu_stalls(synth):
     async def go():
         app = make_app(path, trace=trace)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_ready(app, pilot)
-            await settle(app, pilot)
-            scr = app.screen
+            scr = await _ready(app, pilot)
             tl = scr.timeline
             spans = scr.verdict.result.iteration_spans
             assert len(spans) == 4 and len(tl.iteration_marks) == 5
@@ -94,8 +97,7 @@ def test_v100_verdict_panel_and_phase_levels():
     async def go():
         app = make_app(p)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_ready(app, pilot)
-            await settle(app, pilot)
+            await _ready(app, pilot)
             text = screen_text(app)
             assert "5 iterations from ProfilerStep" in text
             assert "GPU 0 stream 7: saturated (max 1022, limit 1022)" in text

@@ -1,4 +1,4 @@
-"""Per-iteration launch figures on one device, and exposed launch overhead (docs/record.md §2).
+"""Per-iteration launch figures on one device, and exposed launch overhead (docs/definitions.md §V2).
 
 - GPU busy: the union of the device's GPU ops (kernels, memcpy, memset, any stream, matched or
   not). GPU idle: the rest of the iteration.

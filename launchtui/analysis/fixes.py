@@ -1,4 +1,4 @@
-"""The fix rule table (docs/record.md §6, after domain.md §10-§11): the first rule that
+"""The fix rule table (docs/definitions.md §V6, after domain.md §10-§11): the first rule that
 matches a small kernel names its planned fix. Data, not free text, so records compare."""
 from __future__ import annotations
 

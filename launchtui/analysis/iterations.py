@@ -1,4 +1,4 @@
-"""Iterations: where each training / inference step starts and ends (docs/record.md §1).
+"""Iterations: where each training / inference step starts and ends (docs/definitions.md §V1).
 
 Sources, in order: `ProfilerStep#N` ranges; a range the user names (`--iter NAME`, substring,
 case-insensitive) or a step-like range name found automatically; a repeating period of the

@@ -1,5 +1,5 @@
 """Phases: normalised NVTX / annotation names and the phase of each GPU op at a chosen level
-(docs/record.md §5).
+(docs/definitions.md §V5).
 
 PyTorch's `emit_nvtx` appends `, seq = N`, `, op_id = M`, `, sizes = [...]` (and `stashed seq`,
 `input_op_ids`) to every range, so no two names are equal; the suffix is stripped so ranges group.

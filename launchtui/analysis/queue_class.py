@@ -1,4 +1,4 @@
-"""Queue class per stream from evidence in the trace, never from a constant (docs/record.md §3).
+"""Queue class per stream from evidence in the trace, never from a constant (docs/definitions.md §V3).
 
 - saturated: launch calls block, i.e. launch spikes (backpressure.spikes: far above the thread's
   median) at the stream's plateau depth, >= 3 of them and >= 5 % of the launches made there; or

@@ -1,6 +1,6 @@
 """The case record ("launch page", domain.md §9): per-iteration launches and their cost, the queue
 class per stream, the top small kernels with phase and fix, an Amdahl bound and cross-checks
-(docs/record.md). One JSON document (schema `launchtui-record/1`) and its Markdown page."""
+(docs/definitions.md §V). One JSON document (schema `launchtui-record/1`) and its Markdown page."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -193,7 +193,7 @@ def _api_totals(trace: Trace, it: itr.Iterations, devices: list[int]) -> list[di
 
 
 def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()) -> dict:
-    """The record as one JSON-ready document (docs/record.md §8)."""
+    """The record as one JSON-ready document (docs/definitions.md §V8)."""
     return record_with_streams(trace, sel, opt)[0]
 
 
@@ -282,10 +282,17 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
 
 
 def _launch_thread_cpu(trace: Trace) -> dict:
-    """CPU busy share of the launching thread needs CPU sampling or scheduling data, which the
-    trace model does not carry yet: say so rather than guess (domain.md §7.5)."""
-    return {"available": False, "note": "not recorded: capture with sampling (Nsight --sample, "
-                                        "COMPOSITE_EVENTS / SCHED_EVENTS)"}
+    """CPU busy share of the launching thread needs CPU sampling or scheduling data (Nsight
+    COMPOSITE_EVENTS / SCHED_EVENTS). The trace model does not carry their rows yet: say whether the
+    capture has them rather than guess (domain.md §7.5)."""
+    sched = int(trace.source.extra.get("cpu_sched_events", 0))
+    samples = int(trace.source.extra.get("cpu_samples", 0))
+    if sched or samples:
+        return {"available": False, "cpu_sched_events": sched, "cpu_samples": samples,
+                "note": f"recorded ({sched:,} scheduling events, {samples:,} CPU samples) but not read by "
+                        "this version of launchtui"}
+    return {"available": False, "note": "not recorded: capture with sampling (Nsight --sample=process-tree "
+                                        "--cpuctxsw=process-tree: COMPOSITE_EVENTS / SCHED_EVENTS)"}
 
 
 def verdict_lines(doc: dict) -> list[str]:
@@ -376,7 +383,8 @@ def render_markdown(doc: dict) -> str:
         out += ["| # | Kernel | Launches/iter | API avg (µs) | Queue avg (µs) | Kernel avg (µs) | Phase | Fix |",
                 "|---:|---|---:|---:|---:|---:|---|---|"]
         for i, r in enumerate(doc["top"], 1):
-            out.append(f"| {i} | `{_short(r['kernel_name'])}` | {r['launches_per_iteration']:,.1f} | {r['avg_api_us']:.1f} | {r['avg_queue_us']:.1f} | "
+            out.append(f"| {i} | `{_short(r['kernel_name'])}` | {r['launches_per_iteration']:,.1f} | "
+                       f"{r['avg_api_us']:,.1f} | {r['avg_queue_us']:,.1f} | "
                        f"{r['avg_kernel_us']:.3f} | {phase_label(r)} | {r['fix']} |")
     else:
         out.append(f"(empty) {doc['empty_reason']}")
@@ -399,7 +407,7 @@ def render_markdown(doc: dict) -> str:
         out.append(f"- Idle gaps, device {d}: " + " · ".join(f"{k} {v['count']:,} ({v['total_ms']:,.3f} ms)"
                                                           for k, v in b.items())
                    + f". Gaps < 1 ms: {g['sub_ms_per_iteration_ms']:,.3f} ms/iter against exposed launch overhead "
-                     f"{g['exposed_per_iteration_ms']:,.3f} ms/iter")
+                     f"{g['exposed_per_iteration_ms']:,.3f} ms/iter (means over the iterations)")
     if cc["api_totals"]:
         out.append("- Launch API totals: " + " · ".join(f"{a['api_name']} {a['count']:,} calls {a['total_ms']:,.3f} ms"
                                                       for a in cc["api_totals"])

@@ -314,6 +314,9 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     else:
         source.version = "<= 2021.x (no meta table)"
         source.extra["meta_table"] = "none"
+    for table, key in (("SCHED_EVENTS", "cpu_sched_events"), ("COMPOSITE_EVENTS", "cpu_samples")):
+        if r.has(table):   # CPU scheduling / sampling data: the record says it is there but not read yet
+            source.extra[key] = int(r.con.execute(f'SELECT COUNT(*) FROM "{r.tables[table]}"').fetchone()[0])
     if r.has("TARGET_INFO_SESSION_START_TIME") and "utcEpochNs" in r.colset("TARGET_INFO_SESSION_START_TIME"):
         normalized = meta.get("EXPORT_PARAM_TIME_NORMALIZE", "false").lower() in ("true", "1", "yes")
         row = r.con.execute(f'SELECT utcEpochNs FROM "{r.tables["TARGET_INFO_SESSION_START_TIME"]}"').fetchone()

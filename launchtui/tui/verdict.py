@@ -1,5 +1,5 @@
 """The verdict panel (issue 8): the case record's lines on the main screen, its thresholds and phase
-level, and the table rows that follow them (docs/record.md).
+level, and the table rows that follow them (docs/definitions.md §V).
 
 Everything heavy runs in `compute()`, called from a thread worker; the panel only sets lines.
 """
