@@ -26,10 +26,14 @@ GAP_BUCKET_LABELS = ("<10us", "10-100us", "0.1-1ms", ">=1ms")
 def device_launch_calls(trace: Trace, device: int) -> np.ndarray:
     """API indices of the launch-kind calls that launched an op on `device`, in start order."""
     ops, api = trace.ops, trace.api
-    m = (ops.device == device) & (ops.api >= 0)
-    a = np.unique(ops.api[m])
-    a = a[np.isin(api.kind[a], (API_LAUNCH, API_GRAPH_LAUNCH))]
-    return a[np.argsort(api.start[a], kind="stable")]
+    mark = np.zeros(len(api), bool)
+    mark[ops.api[(ops.device == device) & (ops.api >= 0)]] = True   # a mask, not a sort
+    mark &= (api.kind == API_LAUNCH) | (api.kind == API_GRAPH_LAUNCH)
+    a = np.nonzero(mark)[0]
+    st = api.start[a]
+    if len(a) > 1 and (st[1:] < st[:-1]).any():    # API rows are normally in start order already
+        a = a[np.argsort(st, kind="stable")]
+    return a
 
 
 @dataclass
@@ -44,14 +48,15 @@ class DeviceGaps:
     exposed: tuple[np.ndarray, np.ndarray]   # the exposed set (inside gaps), disjoint sorted
 
 
-def device_gaps(trace: Trace, device: int, lo: int, hi: int) -> DeviceGaps:
+def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None) -> DeviceGaps:
+    """`calls`: device_launch_calls(trace, device) when the caller has them."""
     ops, api = trace.ops, trace.api
     on = np.nonzero(ops.device == device)[0]
     busy = iv.union(ops.start[on], ops.end[on])
     gs, ge = iv.complement(busy[0], busy[1], lo, hi)
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
-    calls = device_launch_calls(trace, device)
+    calls = device_launch_calls(trace, device) if calls is None else calls
     is_call = np.zeros(len(api), bool)
     is_call[calls] = True
     lk = on[(ops.api[on] >= 0)]
@@ -90,11 +95,11 @@ class IterationFigures:
 
 
 def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarray,
-                  gaps: DeviceGaps | None = None) -> IterationFigures:
+                  gaps: DeviceGaps | None = None, calls: np.ndarray | None = None) -> IterationFigures:
     lo, hi = int(starts.min()), int(ends.max())
-    g = gaps or device_gaps(trace, device, lo, hi)
+    calls = device_launch_calls(trace, device) if calls is None else calls
+    g = gaps or device_gaps(trace, device, lo, hi, calls)
     api = trace.api
-    calls = device_launch_calls(trace, device)
     cs = api.start[calls]
     dur = api.end[calls] - cs
     a = np.searchsorted(cs, starts, side="left")

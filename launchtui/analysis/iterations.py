@@ -74,7 +74,9 @@ def _outermost_on_one_thread(trace: Trace, idx: np.ndarray, device: int | None =
         m = ops.api >= 0
         if device is not None:
             m &= ops.device == device
-        launches = np.bincount(api.thread[np.unique(ops.api[m])], minlength=int(tied.max()) + 1)
+        mark = np.zeros(len(api), bool)
+        mark[ops.api[m]] = True
+        launches = np.bincount(api.thread[mark], minlength=int(tied.max()) + 1)
         pick = tied[np.argmax(launches[tied])]
     idx = idx[rg.thread[idx] == pick]
     idx = idx[np.lexsort((-rg.end[idx], rg.start[idx]))]

@@ -45,22 +45,21 @@ def _stats(values: np.ndarray, scale: float = 1.0, nd: int = 6) -> dict:
     return {"median": f(np.median(values)), "min": f(values.min()), "max": f(values.max())}
 
 
-def _launch_devices(trace: Trace, sel: Selection) -> list[tuple[int, int]]:
-    """(device, launch calls) for selected devices with launched ops, most launches first."""
-    out = []
+def _launch_devices(trace: Trace, sel: Selection) -> dict[int, np.ndarray]:
+    """Selected devices with launched ops -> their launch calls, most launches first."""
+    out = {}
     for d in trace.device_ids():
         if sel.devices is not None and d not in sel.devices:
             continue
-        n = len(ex.device_launch_calls(trace, d))
-        if n:
-            out.append((d, n))
-    return sorted(out, key=lambda x: (-x[1], x[0]))
+        calls = ex.device_launch_calls(trace, d)
+        if len(calls):
+            out[d] = calls
+    return dict(sorted(out.items(), key=lambda x: (-len(x[1]), x[0])))
 
 
-def _device_window(trace: Trace, device: int, sel: Selection) -> tuple[int, int]:
+def _device_window(trace: Trace, device: int, sel: Selection, calls: np.ndarray) -> tuple[int, int]:
     ops, api = trace.ops, trace.api
     on = ops.device == device
-    calls = ex.device_launch_calls(trace, device)
     lo = min(int(ops.start[on].min()), int(api.start[calls].min()) if len(calls) else int(ops.start[on].min()))
     hi = int(ops.end[on].max())
     if sel.t0 is not None:
@@ -104,10 +103,11 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     phase = group_phases(keys, texts, g, ng)
     n_it = max(len(it), 1)
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
-    full_names = {}
-    for i in range(ng):  # per group (few)
-        sub = k[g == i]
-        full_names[i] = trace.strings[int(ops.full_name[sub[0]])] if len(sub) else ""
+    # one full (demangled) name per group, from its first launch: the fix rules read it
+    firsts = np.full(ng, -1, np.int64)
+    ug, fi = np.unique(g, return_index=True)
+    firsts[ug] = k[fi]
+    full_names = {i: trace.strings[int(ops.full_name[firsts[i]])] if firsts[i] >= 0 else "" for i in range(ng)}
 
     def row(i: int) -> dict:
         ph, share = phase[i]
@@ -174,12 +174,9 @@ def _syncs(trace: Trace, it: itr.Iterations) -> dict:
     return out
 
 
-def _api_totals(trace: Trace, it: itr.Iterations, devices: list[int]) -> list[dict]:
-    """Launch-kind API calls for the devices inside the iterations, per display name (the
-    cuda_api_sum view)."""
+def _api_totals(trace: Trace, it: itr.Iterations, calls: np.ndarray) -> list[dict]:
+    """The device's launch calls inside the iterations, per display name (the cuda_api_sum view)."""
     api = trace.api
-    calls = np.unique(np.concatenate([ex.device_launch_calls(trace, d) for d in devices])) if devices \
-        else np.zeros(0, np.int64)
     calls = calls[_in_iterations(api.start[calls], it) >= 0]
     out: dict[str, list] = {}
     for u in np.unique(api.name[calls]).tolist():  # once per API name
@@ -210,9 +207,9 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
                     "launch_thread_cpu": {"available": False, "note": "not recorded: capture with sampling"}})
         return doc, []
-    primary = devs[0][0]
-    devices = [d for d, _ in devs]
-    window = _device_window(trace, primary, sel)
+    devices = list(devs)
+    primary = devices[0]
+    window = _device_window(trace, primary, sel, devs[primary])
     it = itr.find(trace, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
         keep = (it.start >= window[0]) & (it.end <= window[1])
@@ -222,8 +219,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         if not len(it):
             it = itr.whole(trace, window)
     lo, hi = int(it.start.min()), int(it.end.max())
-    gaps = {d: ex.device_gaps(trace, d, lo, hi) for d in devices}
-    f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary])
+    gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d]) for d in devices}
+    f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary], devs[primary])
     share = float(f.exposed_ns.sum()) / float(f.iteration_ns.sum()) if f.iteration_ns.sum() > 0 else 0.0
     amdahl = 1.0 / (1.0 - share) if share < 1 else None
     med_launches = float(np.median(f.launches))
@@ -238,7 +235,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     streams = classify(trace, gaps, lo, hi, opt.backpressure, set(devices))
     # kernels, API totals and gaps on the primary device: the iterations are its thread's
     top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
-    api_totals = _api_totals(trace, it, [primary])
+    api_totals = _api_totals(trace, it, devs[primary])
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
     idle = {}
     for d in [primary]:
