@@ -88,6 +88,13 @@ def test_iteration_marks_jumps_and_cpu_stalls(synth):
             marks = scr.visible_marks()
             stalls = sum(1 for e in marks if e.kind == "spike" and e.worst_api in tl.stall_apis)
             assert f"{len(marks) - stalls} backpressure marks · {stalls} CPU stalls" in scr.stats_line.text
+            # b lands on marks in time order; the lazy-loading launch comes first and reads as a stall
+            tl.view.goto(0)
+            await pilot.press("b")
+            await settle(app, pilot)
+            first = scr.current_mark
+            assert first.kind == "spike" and first.worst_api in tl.stall_apis
+            assert scr.context.startswith("CPU stall, not backpressure")
     run(go())
 
 

@@ -442,6 +442,8 @@ class MainScreen(Screen):
                 j = next((i for i, r in enumerate(tl.rows) if r.kind == "api" and r.lane.thread == th), -1)
         self.current_mark = e
         self.context = details.describe_mark(self.loaded.trace, e, i + 1, len(marks), self.origin())
+        if e.kind == "spike" and e.worst_api in tl.stall_apis:
+            self.context = "CPU stall, not backpressure (slow launch at low depth): " + self.context
         if j >= 0:
             tl.select_row(j)
         self.jump(e.start)
