@@ -76,7 +76,10 @@ def help_notes() -> str:
         f"(pending launches; █ = at or above the backpressure threshold {threshold}, label = peak in view, "
         "! ≥ threshold).\n"
         "API row: █ height = share of time in launch calls; ! = a launch slower than the spike threshold.\n"
-        "Axis: ━ backpressure episode (red saturated, orange approaching), ▲ launch spike, [ ] selected range.\n"
+        "Axis: ━ backpressure episode (red saturated, orange approaching), ▲ launch spike, △ CPU stall (a slow\n"
+        "launch at low depth, not backpressure), ╎ iteration boundary ({ / } jump), [ ] selected range.\n"
+        "Verdict panel: the case record (launchtui record); m/M and u/U change the table's minimum launches and\n"
+        "maximum average µs, P the phase level (ranges below the iteration).\n"
         "Table: 1-9 sort by the shown column of that number, p by Phase; ← / → scroll the columns sideways.\n"
         "Remap keys: LAUNCHTUI_KEYS='pan_left=a;pan_right=d' or ~/.config/launchtui/keys.conf (id=key lines);\n"
         "ids: " + ", ".join(b.id for b in BINDINGS)
