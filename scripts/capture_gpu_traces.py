@@ -484,6 +484,42 @@ def check_expectations(traces: dict[str, dict]) -> list[str]:
     return problems
 
 
+def independent_pending_limit(launch_ns: list[int]) -> int | None:
+    """The stream's pending-launch limit from the capture's own timing loop, not from the trace.
+
+    `launch_ns` are the wall times of consecutive tiny-kernel launch calls made while a long kernel
+    holds the stream: calls return at once until the queue is full, then each waits for a slot. The
+    limit is the number of calls before the first one that blocked (> 20 × the median of the first
+    32 calls and > 50 µs). None when no call blocked (dry run, or the queue never filled)."""
+    if len(launch_ns) < 64:
+        return None
+    head = sorted(launch_ns[:32])
+    fast = (head[15] + head[16]) / 2
+    slow = max(20 * fast, 50_000)
+    for i, d in enumerate(launch_ns):
+        if d > slow:
+            return i
+    return None
+
+
+def time_launch_burst(ctx: "Ctx", cycles: int, n: int) -> list[int]:
+    """Wall time of each of `n` tiny launches behind a `cycles`-long sleep kernel, unprofiled."""
+    torch = ctx.torch
+    stream = torch.cuda.Stream()
+    x = torch.zeros(1, device=ctx.device)
+    one = torch.ones(1, device=ctx.device)
+    out = []
+    clock = time.perf_counter_ns
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(cycles)
+        for _ in range(n):
+            t = clock()
+            x.add_(one)
+            out.append(clock() - t)
+    ctx.sync()
+    return out
+
+
 def backpressure_needs_retry(measured: dict | None, n_kernels: int) -> bool:
     """True when the burst did not hit the limit: no blocking launch, or every tiny kernel fit in the queue."""
     if not measured:
@@ -524,12 +560,15 @@ def build_manifest(environment: dict, shapes: Shapes, steps: int, traces: dict[s
     }
     bp = ordered.get("backpressure", {}).get("measured")
     if bp and not dry_run:
+        indep = ordered.get("backpressure", {}).get("independent_limit") or {}
         doc["measured_pending_limit"] = {
             "max_pending_depth": bp.get("max_pending_depth"),
+            "independent_pending_limit": indep.get("pending_limit"),
             "gpu": environment.get("gpu_name"),
             "driver": environment.get("driver_version"),
             "how": "launchtui.analysis.queue.queue_summary on the backpressure trace: the deepest pending-launch "
-                   "queue of any stream (kernels launched but not yet started)",
+                   "queue of any stream (kernels launched but not yet started); independent_pending_limit: "
+                   "the capture's own timing loop (launch calls before the first blocking one)",
         }
     return doc
 
@@ -913,6 +952,12 @@ def capture_one(ctx: Ctx, name: str, engine_error: str | None) -> dict:
                   "retrying with a longer sleep and more kernels", flush=True)
             sleep_ms, n = sleep_ms * 3, n * 2
         settings["attempts"] = attempts
+        if ctx.cuda and not ctx.dry_run:   # the limit measured without the profiler or launchtui's engine
+            times = time_launch_burst(ctx, settings["sleep_cycles"], n)
+            entry["independent_limit"] = {
+                "pending_limit": independent_pending_limit(times), "launches": len(times),
+                "how": "unprofiled burst behind a long sleep kernel; launch calls timed with perf_counter_ns; "
+                       "calls before the first one > 20x the median and > 50 us"}
     else:
         raw, settings = capture_graphs(ctx) if name == "cuda_graphs" else capture_eager(ctx, name)
         entry = _store(ctx, name, raw)

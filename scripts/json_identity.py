@@ -9,6 +9,10 @@ from the cache (filled by a first run), and writes one file per case: stdout, ex
     python scripts/json_identity.py baseline REV OUTDIR --plan P  # REV's code, in a temporary worktree
     python scripts/json_identity.py diff BASE_DIR NEW_DIR         # case by case
     python scripts/json_identity.py check [REV]                   # plan + baseline (kept) + run + diff
+    ... diff|check --allow launches.graph_launched_ops           # a deliberate change: counted apart
+
+`--allow KEY` (repeatable) names a deliberate change: a case whose only differences are at keys ending
+in KEY (dotted, e.g. `launches.graph_launched_ops`) counts as `allowed`, not `different`.
 
 The plan (which files, which options, e.g. an NVTX name present in each trace and a --trim inside its
 window) is computed once with this tree's code and reused for the baseline, so both sides run the same
@@ -187,8 +191,18 @@ def first_difference(a, b, path="$"):
     return None if a == b else f"{path}: {json.dumps(a)[:80]} vs {json.dumps(b)[:80]}"
 
 
-def diff(base: Path, new: Path, verbose: bool = True) -> dict:
-    counts = {"identical": 0, "identical_error_outcome": 0, "different": 0, "error": 0}
+def _drop(doc, allow: tuple[str, ...], path: str = ""):
+    """`doc` without the keys whose dotted path ends with one of `allow`."""
+    if isinstance(doc, dict):
+        return {k: _drop(v, allow, f"{path}.{k}") for k, v in doc.items()
+                if not any(f"{path}.{k}".endswith("." + a) for a in allow)}
+    if isinstance(doc, list):
+        return [_drop(v, allow, path) for v in doc]
+    return doc
+
+
+def diff(base: Path, new: Path, verbose: bool = True, allow: tuple[str, ...] = ()) -> dict:
+    counts = {"identical": 0, "identical_error_outcome": 0, "allowed": 0, "different": 0, "error": 0}
     names = sorted({p.name for p in base.glob("*.json")} | {p.name for p in new.glob("*.json")})
     for name in names:
         pa, pb = base / name, new / name
@@ -207,6 +221,13 @@ def diff(base: Path, new: Path, verbose: bool = True) -> dict:
             if a["rc"] != 0:
                 counts["identical_error_outcome"] += 1
             continue
+        if allow and a["rc"] == b["rc"] and a["stderr"] == b["stderr"]:
+            try:
+                if _drop(json.loads(a["stdout"]), allow) == _drop(json.loads(b["stdout"]), allow):
+                    counts["allowed"] += 1
+                    continue
+            except ValueError:
+                pass
         counts["different"] += 1
         if a["rc"] != b["rc"] or a["stderr"] != b["stderr"]:
             where = f"rc {a['rc']} vs {b['rc']}; stderr {a['stderr'].strip()[:120]!r} vs {b['stderr'].strip()[:120]!r}"
@@ -221,7 +242,7 @@ def diff(base: Path, new: Path, verbose: bool = True) -> dict:
     return counts
 
 
-def check(rev: str) -> int:
+def check(rev: str, allow: tuple[str, ...] = ()) -> int:
     STATE.mkdir(parents=True, exist_ok=True)
     plan_path = STATE / "plan.json"
     if not plan_path.exists():
@@ -235,7 +256,7 @@ def check(rev: str) -> int:
     subprocess.check_call([sys.executable, str(Path(__file__).resolve()), "_run", str(new), str(plan_path)],
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=str(ROOT))
     print(f"baseline {base}\nnew      {new}")
-    c = diff(base, new)
+    c = diff(base, new, allow=allow)
     return 1 if c["different"] or c["error"] else 0
 
 
@@ -247,7 +268,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("_run"); p.add_argument("out"); p.add_argument("plan")
     p = sub.add_parser("baseline"); p.add_argument("rev"); p.add_argument("out"); p.add_argument("--plan", required=True)
     p = sub.add_parser("diff"); p.add_argument("base"); p.add_argument("new")
+    p.add_argument("--allow", action="append", default=[])
     p = sub.add_parser("check"); p.add_argument("rev", nargs="?", default="main")
+    p.add_argument("--allow", action="append", default=[])
     a = ap.parse_args(argv)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -260,10 +283,10 @@ def main(argv=None) -> int:
     elif a.cmd == "baseline":
         baseline(a.rev, Path(a.out), Path(a.plan))
     elif a.cmd == "diff":
-        c = diff(Path(a.base), Path(a.new))
+        c = diff(Path(a.base), Path(a.new), allow=tuple(a.allow))
         return 1 if c["different"] or c["error"] else 0
     elif a.cmd == "check":
-        return check(a.rev)
+        return check(a.rev, tuple(a.allow))
     return 0
 
 

@@ -408,3 +408,12 @@ def test_dry_run_on_the_cpu(cap, tmp_path):
     info = subprocess.run([sys.executable, "-m", "launchtui", "info", str(out / "eager_adamw_unfused.json.gz")],
                           capture_output=True, text=True, cwd=ROOT)
     assert info.returncode == 0 and "none with GPU activity" in info.stdout
+
+
+def test_independent_pending_limit_counts_calls_before_the_first_blocking_one(cap):
+    fast = [4_000 + (i % 7) * 100 for i in range(1022)]
+    blocked = [900_000, 850_000, 3_000]
+    assert cap.independent_pending_limit(fast + blocked) == 1022
+    assert cap.independent_pending_limit(fast) is None                  # never blocked: no limit claimed
+    assert cap.independent_pending_limit([5_000] * 10) is None          # too few calls to say
+    assert cap.independent_pending_limit([40_000] * 100 + [60_000]) is None   # slow host, not a block

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from launchtui.analysis import lanes as ln
+from launchtui.analysis import lanes
+from launchtui.tui import format as tfmt
 
 
 def _brute_cover(starts, ends, edges):
@@ -28,7 +29,7 @@ def test_intervals_busy_and_any_match_brute_force():
     rng = np.random.default_rng(1)
     s = np.sort(rng.integers(0, 5000, 150))
     e = s + rng.integers(0, 200, 150)           # overlapping and zero-length intervals included
-    iv = ln.Intervals(s, e)
+    iv = lanes.Intervals(s, e)
     edges = np.arange(-50, 5300, 37)
     ref = _brute_cover(s, e, edges)
     assert (iv.busy(edges) == ref).all()
@@ -39,35 +40,23 @@ def test_intervals_busy_and_any_match_brute_force():
 def test_range_max_matches_brute_force(n):
     rng = np.random.default_rng(n)
     v = rng.integers(0, 10_000, n)
-    rm = ln.RangeMax(v, block=8)
+    rm = lanes.RangeMax(v, block=8)
     lo = rng.integers(0, n + 1, 400)
     hi = rng.integers(0, n + 1, 400)
     ref = np.array([v[a:b].max() if b > a else 0 for a, b in zip(lo, hi)])
     assert (rm.query(lo, hi) == ref).all()
 
 
-def test_queue_bin_max_equals_engine_bin_max():
-    from launchtui.analysis.queue import StreamSeries, bin_max
-    rng = np.random.default_rng(3)
-    t = np.cumsum(rng.integers(1, 50, 3000)).astype(np.int64)
-    v = rng.integers(0, 1100, 3000).astype(np.int32)
-    ser = StreamSeries(0, 7, t, v, 0.0, 0, 0, 0)
-    lane = ln.QueueLane(0, 7, t, v.astype(np.int64), ln.RangeMax(v.astype(np.int64)), int(v.max()), 0)
-    for width in (1, 13, 120, 997):
-        edges = ln.bin_edges(float(t[0] - 100), (t[-1] - t[0] + 300) / width, width)
-        assert (lane.bin_max(edges) == bin_max(ser, edges)).all()
-
-
 def test_ticks_and_formats():
-    tk, step = ln.ticks(1_000, 1_000_000_000, 10)
+    tk, step = tfmt.ticks(1_000, 1_000_000_000, 10)
     assert step == 100_000_000 and tk[0] == 100_000_000 and len(tk) == 10
-    assert ln.nice_step(7_300, 5) == 2_000
-    assert ln.fmt_tick(1_500_000_000, 500_000_000, None) == "1.5"
-    assert ln.fmt_tick(1_200_000, 200_000, 1_000_000) == "+200µs"
-    assert ln.fmt_tick(3_000_000, 1_000_000, 1_000_000) == "+2ms"
-    assert ln.fmt_tick(1_500_000_000, 500_000_000, 0) == "+1.5s"
-    assert ln.fmt_duration(4_600) == "4.60 µs"
-    assert ln.fmt_duration(30_000_000) == "30.0 ms"
+    assert tfmt.nice_step(7_300, 5) == 2_000
+    assert tfmt.fmt_tick(1_500_000_000, 500_000_000, None) == "1.5"
+    assert tfmt.fmt_tick(1_200_000, 200_000, 1_000_000) == "+200µs"
+    assert tfmt.fmt_tick(3_000_000, 1_000_000, 1_000_000) == "+2ms"
+    assert tfmt.fmt_tick(1_500_000_000, 500_000_000, 0) == "+1.5s"
+    assert tfmt.fmt_duration(4_600) == "4.60 µs"
+    assert tfmt.fmt_duration(30_000_000) == "30.0 ms"
 
 
 def test_lanes_module_does_not_import_textual():

@@ -76,7 +76,7 @@ def test_v100_exact_ns_timestamps_survive():
 
 def test_v100_optimizer_range_found():
     trace = read_trace(sample(V100))
-    i = nvtx.find_optimizer(trace)
+    i = int(nvtx.search(trace, nvtx.OPTIMIZER_PATTERN)[0])
     assert i >= 0 and "optim" in trace.strings[int(trace.ranges.text[i])].lower()
     names = {trace.strings[int(t)] for t in trace.ranges.text[nvtx.search(trace, "OPTIM")]}
     assert "Optimizer.step#SGD.step" in names

@@ -141,7 +141,7 @@ def test_optimizer_search_and_range_restriction(files):
     trace, gt = load(files, "nsys", "modern")
     hits = nvtx.search(trace, "optim")
     assert len(hits) and all("optim" in trace.strings[int(t)].lower() for t in trace.ranges.text[hits])
-    i = nvtx.find_optimizer(trace)
+    i = int(nvtx.search(trace, nvtx.OPTIMIZER_PATTERN)[0])
     assert i == hits[0] and trace.ranges.start[i] == trace.ranges.start[hits].min()
     sel = range_selection(trace, hits, "optim")
     rows = small_kernel_table(trace, sel, min_launches=1, max_avg_us=1e12, limit=0)

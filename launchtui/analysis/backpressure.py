@@ -118,6 +118,32 @@ def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> 
     return out
 
 
+def thread_launch_medians(trace: Trace) -> np.ndarray:
+    """Per thread id: the median duration (ns) of its launch calls, 0 for threads without any (§6).
+    The spike rule's baseline; the timeline's spike cells use the same values."""
+    api = trace.api
+    launch = np.nonzero(api.kind == API_LAUNCH)[0]
+    med = np.zeros(int(api.thread.max()) + 1 if len(api) else 0, np.float64)
+    if not len(launch):
+        return med
+    dur = api.end[launch] - api.start[launch]
+    th = api.thread[launch]
+    # group rows by thread (radix sort on few ids), then np.median (a partition, not a sort) per thread
+    uth, tg = dense_groups(th)
+    o = np.argsort(tg.astype(np.uint16) if len(uth) < 65536 else tg, kind="stable")
+    bounds = np.searchsorted(tg[o], np.arange(len(uth) + 1))
+    ds = dur[o]
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
+        med[uth[i]] = np.median(ds[lo:hi])
+    return med
+
+
+def spike_threshold_ns(median_ns, spike_us: float, spike_factor: float):
+    """The spike rule (§6): a launch call is a spike when it took longer than this (ns), i.e. longer
+    than `spike_us` AND longer than `spike_factor` × its thread's median launch time."""
+    return np.maximum(spike_us * 1e3, spike_factor * np.asarray(median_ns, np.float64))
+
+
 def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
     """Launch calls that took > spike_us and > spike_factor x their thread's median launch time."""
     api = trace.api
@@ -126,16 +152,8 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
         return []
     dur = api.end[launch] - api.start[launch]
     th = api.thread[launch]
-    # per-thread median of launch-call durations: group rows by thread (radix sort on few ids),
-    # then np.median (a partition, not a sort) per thread
-    uth, tg = dense_groups(th)
-    o = np.argsort(tg.astype(np.uint16) if len(uth) < 65536 else tg, kind="stable")
-    bounds = np.searchsorted(tg[o], np.arange(len(uth) + 1))
-    med = np.zeros(int(th.max()) + 1, np.float64)
-    ds = dur[o]
-    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
-        med[uth[i]] = np.median(ds[lo:hi])
-    is_spike = (dur > opt.spike_us * 1e3) & (dur > opt.spike_factor * med[th])
+    med = thread_launch_medians(trace)
+    is_spike = dur > spike_threshold_ns(med[th], opt.spike_us, opt.spike_factor)
     cand = launch[is_spike]
     if not len(cand):
         return []

@@ -1,4 +1,7 @@
-"""Sets of half-open time intervals [s, e) as sorted disjoint int64 arrays, and their measures."""
+"""Sets of half-open time intervals [s, e) as sorted disjoint int64 arrays, and their measures.
+
+`Intervals` (covered ns / any per bin) and `RangeMax` (max over index ranges) serve the timeline's
+per-frame binning (analysis/lanes.py): O(width · log N) per frame."""
 from __future__ import annotations
 
 import numpy as np
@@ -61,3 +64,127 @@ def covered(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
 def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Measure of the set inside each window [lo_k, hi_k)."""
     return covered(s, e, hi) - covered(s, e, lo)
+
+
+class Intervals:
+    """A union of intervals as sorted disjoint [s, e) with a prefix sum of their lengths.
+
+    ``busy(edges)`` gives the covered ns per bin, ``any(edges)`` whether any interval touches a bin;
+    both are a few searchsorted calls over the edges. Zero-length input intervals count as 1 ns so
+    instantaneous events stay visible.
+    """
+
+    __slots__ = ("s", "e", "cum")
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, presorted: bool = False):
+        start = np.asarray(start, np.int64)
+        end = np.maximum(np.asarray(end, np.int64), start + 1)
+        if len(start) and not presorted:
+            o = np.argsort(start, kind="stable")
+            start, end = start[o], end[o]
+        if len(start):
+            run_end = np.maximum.accumulate(end)
+            new = np.ones(len(start), bool)
+            new[1:] = start[1:] > run_end[:-1]
+            idx = np.nonzero(new)[0]
+            self.s = start[idx]
+            self.e = np.append(run_end[idx[1:] - 1], run_end[-1])
+        else:
+            self.s = np.zeros(0, np.int64)
+            self.e = np.zeros(0, np.int64)
+        self.cum = np.concatenate([[0], np.cumsum(self.e - self.s)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def covered_before(self, t: np.ndarray) -> np.ndarray:
+        """Covered ns in (-inf, t)."""
+        i = np.searchsorted(self.s, t, side="right") - 1
+        ic = np.maximum(i, 0)
+        part = np.clip(t - self.s[ic], 0, self.e[ic] - self.s[ic]) if len(self.s) else np.zeros(len(t), np.int64)
+        return np.where(i >= 0, self.cum[ic] + part, 0)
+
+    def busy(self, edges: np.ndarray) -> np.ndarray:
+        if not len(self.s):
+            return np.zeros(len(edges) - 1, np.int64)
+        c = self.covered_before(edges)
+        return np.diff(c)
+
+    def any(self, edges: np.ndarray) -> np.ndarray:
+        if not len(self.s):
+            return np.zeros(len(edges) - 1, bool)
+        n_start = np.searchsorted(self.s, edges[1:], side="left")    # intervals starting before b
+        n_ended = np.searchsorted(self.e, edges[:-1], side="right")  # intervals ended at or before a
+        return n_start > n_ended
+
+
+class RangeMax:
+    """Maximum over index ranges [lo, hi) of a fixed array, vectorised over many queries.
+
+    Block maxima (block size B) plus a sparse table over the blocks: memory O(N/B · log N), each
+    query O(B) gathered elements for the partial blocks and O(1) for the full ones.
+    """
+
+    def __init__(self, values: np.ndarray, block: int = 32, empty=0):
+        self.v = np.asarray(values)
+        self.B = block
+        self.empty = empty
+        n = len(self.v)
+        nb = n // block
+        levels = []
+        if nb:
+            bm = self.v[:nb * block].reshape(nb, block).max(axis=1)
+            levels.append(bm)
+            k = 1
+            while (1 << k) <= nb:
+                prev = levels[-1]
+                h = 1 << (k - 1)
+                levels.append(np.maximum(prev[:-h], prev[h:]))
+                k += 1
+        self.levels = levels
+
+    def query(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo = np.asarray(lo, np.int64)
+        hi = np.asarray(hi, np.int64)
+        B = self.B
+        n = len(self.v)
+        out = np.full(len(lo), self.empty, dtype=self.v.dtype if n else np.int64)
+        if not n or not len(lo):
+            return out
+        valid = hi > lo
+        bl = (lo + B - 1) // B                 # first full block
+        bh = hi // B                           # end of full blocks (exclusive)
+        has_full = valid & (bh > bl)
+        # partial head [lo, min(hi, bl*B)) and tail [max(lo, bh*B), hi); when no full block, the
+        # whole range is in the head/tail pair (< 2B elements)
+        head_end = np.where(has_full, bl * B, hi)
+        tail_start = np.where(has_full, bh * B, hi)
+        span = np.arange(B, dtype=np.int64)
+        res = out.copy()
+        # the range without full blocks can straddle one block edge: head covers up to B elements,
+        # the rest (< B) goes to a second head window
+        for a, b in ((lo, head_end), (lo + B, head_end), (tail_start, hi)):
+            idx = a[:, None] + span[None, :]
+            m = (idx < b[:, None]) & valid[:, None]
+            if not m.any():
+                continue
+            vals = self.v[np.minimum(idx, n - 1)]
+            vals = np.where(m, vals, self.empty)
+            res = np.maximum(res, vals.max(axis=1))
+        if has_full.any() and self.levels:
+            f = np.nonzero(has_full)[0]
+            length = bh[f] - bl[f]
+            k = np.floor(np.log2(length)).astype(np.int64)
+            r = np.empty(len(f), dtype=res.dtype)
+            for kk in np.unique(k).tolist():   # at most log2(N/B) distinct levels
+                sel = k == kk
+                lev = self.levels[kk]
+                a = bl[f][sel]
+                b = bh[f][sel] - (1 << kk)
+                r[sel] = np.maximum(lev[a], lev[b])
+            res[f] = np.maximum(res[f], r)
+        return np.where(valid, res, self.empty)
+
+
+# --------------------------------------------------------------------------------------------
+# lanes

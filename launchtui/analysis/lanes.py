@@ -11,17 +11,17 @@ runs on a per-frame path.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from launchtui.analysis.backpressure import spike_threshold_ns, thread_launch_medians
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.index import CAT_KERNEL, CAT_MEM, CAT_NCCL, CAT_SMALL, trace_index  # noqa: F401
-from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_MEMSET, OP_KERNEL, Trace
+from launchtui.analysis.index import trace_index
+from launchtui.analysis.intervals import Intervals, RangeMax
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_MEMSET, Trace
 
 # HW categories, in drawing priority order for ties
-CAT_NAMES = ("kernel ≥10µs", "small kernel <10µs", "NCCL", "memcpy/memset")
 SMALL_KERNEL_NS = CONFIG.small_kernel_ns
 DEFAULT_NVTX_DEPTH = CONFIG.nvtx_depth
 LEVELS = 8  # occupancy / density quantisation (eighths)
@@ -36,129 +36,6 @@ def bin_edges(start: int, ns_per_col: float, width: int) -> np.ndarray:
     off = np.floor(ns_per_col * np.arange(width + 1, dtype=np.float64)).astype(np.int64)
     return np.int64(int(start)) + off
 
-
-class Intervals:
-    """A union of intervals as sorted disjoint [s, e) with a prefix sum of their lengths.
-
-    ``busy(edges)`` gives the covered ns per bin, ``any(edges)`` whether any interval touches a bin;
-    both are a few searchsorted calls over the edges. Zero-length input intervals count as 1 ns so
-    instantaneous events stay visible.
-    """
-
-    __slots__ = ("s", "e", "cum")
-
-    def __init__(self, start: np.ndarray, end: np.ndarray, presorted: bool = False):
-        start = np.asarray(start, np.int64)
-        end = np.maximum(np.asarray(end, np.int64), start + 1)
-        if len(start) and not presorted:
-            o = np.argsort(start, kind="stable")
-            start, end = start[o], end[o]
-        if len(start):
-            run_end = np.maximum.accumulate(end)
-            new = np.ones(len(start), bool)
-            new[1:] = start[1:] > run_end[:-1]
-            idx = np.nonzero(new)[0]
-            self.s = start[idx]
-            self.e = np.append(run_end[idx[1:] - 1], run_end[-1])
-        else:
-            self.s = np.zeros(0, np.int64)
-            self.e = np.zeros(0, np.int64)
-        self.cum = np.concatenate([[0], np.cumsum(self.e - self.s)]).astype(np.int64)
-
-    def __len__(self) -> int:
-        return len(self.s)
-
-    def covered_before(self, t: np.ndarray) -> np.ndarray:
-        """Covered ns in (-inf, t)."""
-        i = np.searchsorted(self.s, t, side="right") - 1
-        ic = np.maximum(i, 0)
-        part = np.clip(t - self.s[ic], 0, self.e[ic] - self.s[ic]) if len(self.s) else np.zeros(len(t), np.int64)
-        return np.where(i >= 0, self.cum[ic] + part, 0)
-
-    def busy(self, edges: np.ndarray) -> np.ndarray:
-        if not len(self.s):
-            return np.zeros(len(edges) - 1, np.int64)
-        c = self.covered_before(edges)
-        return np.diff(c)
-
-    def any(self, edges: np.ndarray) -> np.ndarray:
-        if not len(self.s):
-            return np.zeros(len(edges) - 1, bool)
-        n_start = np.searchsorted(self.s, edges[1:], side="left")    # intervals starting before b
-        n_ended = np.searchsorted(self.e, edges[:-1], side="right")  # intervals ended at or before a
-        return n_start > n_ended
-
-
-class RangeMax:
-    """Maximum over index ranges [lo, hi) of a fixed array, vectorised over many queries.
-
-    Block maxima (block size B) plus a sparse table over the blocks: memory O(N/B · log N), each
-    query O(B) gathered elements for the partial blocks and O(1) for the full ones.
-    """
-
-    def __init__(self, values: np.ndarray, block: int = 32, empty=0):
-        self.v = np.asarray(values)
-        self.B = block
-        self.empty = empty
-        n = len(self.v)
-        nb = n // block
-        levels = []
-        if nb:
-            bm = self.v[:nb * block].reshape(nb, block).max(axis=1)
-            levels.append(bm)
-            k = 1
-            while (1 << k) <= nb:
-                prev = levels[-1]
-                h = 1 << (k - 1)
-                levels.append(np.maximum(prev[:-h], prev[h:]))
-                k += 1
-        self.levels = levels
-
-    def query(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        lo = np.asarray(lo, np.int64)
-        hi = np.asarray(hi, np.int64)
-        B = self.B
-        n = len(self.v)
-        out = np.full(len(lo), self.empty, dtype=self.v.dtype if n else np.int64)
-        if not n or not len(lo):
-            return out
-        valid = hi > lo
-        bl = (lo + B - 1) // B                 # first full block
-        bh = hi // B                           # end of full blocks (exclusive)
-        has_full = valid & (bh > bl)
-        # partial head [lo, min(hi, bl*B)) and tail [max(lo, bh*B), hi); when no full block, the
-        # whole range is in the head/tail pair (< 2B elements)
-        head_end = np.where(has_full, bl * B, hi)
-        tail_start = np.where(has_full, bh * B, hi)
-        span = np.arange(B, dtype=np.int64)
-        res = out.copy()
-        # the range without full blocks can straddle one block edge: head covers up to B elements,
-        # the rest (< B) goes to a second head window
-        for a, b in ((lo, head_end), (lo + B, head_end), (tail_start, hi)):
-            idx = a[:, None] + span[None, :]
-            m = (idx < b[:, None]) & valid[:, None]
-            if not m.any():
-                continue
-            vals = self.v[np.minimum(idx, n - 1)]
-            vals = np.where(m, vals, self.empty)
-            res = np.maximum(res, vals.max(axis=1))
-        if has_full.any() and self.levels:
-            f = np.nonzero(has_full)[0]
-            length = bh[f] - bl[f]
-            k = np.floor(np.log2(length)).astype(np.int64)
-            r = np.empty(len(f), dtype=res.dtype)
-            for kk in np.unique(k).tolist():   # at most log2(N/B) distinct levels
-                sel = k == kk
-                lev = self.levels[kk]
-                a = bl[f][sel]
-                b = bh[f][sel] - (1 << kk)
-                r[sel] = np.maximum(lev[a], lev[b])
-            res[f] = np.maximum(res[f], r)
-        return np.where(valid, res, self.empty)
-
-
-# --------------------------------------------------------------------------------------------
-# lanes
 
 @dataclass
 class ApiLane:
@@ -211,7 +88,8 @@ class QueueLane:
         return np.where(pos >= 0, self.v[np.maximum(pos, 0)], 0) if len(self.v) else np.zeros(len(times), np.int64)
 
     def bin_max(self, edges: np.ndarray) -> np.ndarray:
-        """Exact maximum pending depth per bin (same definition as analysis.queue.bin_max)."""
+        """Exact maximum pending depth per bin: the value in effect at the bin start, or any value set
+        inside it (definitions.md §5). O(bins · log changes), independent of the trace size."""
         at_start = self.value_at(edges[:-1])
         if not len(self.v):
             return at_start.astype(np.int32)
@@ -254,7 +132,7 @@ def _group_bounds(keys_sorted: np.ndarray):
 
 
 def op_categories(trace: Trace) -> np.ndarray:
-    """Per GPU op: CAT_KERNEL, CAT_SMALL, CAT_NCCL or CAT_MEM."""
+    """Per GPU op: its timeline category (`index.CAT_KERNEL`, `CAT_SMALL`, `CAT_NCCL`, `CAT_MEM`)."""
     return trace_index(trace).op_category
 
 
@@ -292,16 +170,7 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
         launch = np.nonzero(dev_of >= 0)[0]              # api is sorted by start
         is_launch_kind = api.kind == API_LAUNCH
         dur_all = api.end - api.start
-        # per-thread median launch time, as in the engine's spike rule
-        lk = np.nonzero(is_launch_kind)[0]
-        med_by_thread: dict[int, float] = {}
-        if len(lk):
-            th = api.thread[lk]
-            o = np.lexsort((dur_all[lk], th))
-            ths, ds = th[o], dur_all[lk][o]
-            for a, b in _group_bounds(ths):              # one iteration per thread
-                n = b - a
-                med_by_thread[int(ths[a])] = (ds[a + (n - 1) // 2] + ds[a + n // 2]) / 2.0
+        med_by_thread = thread_launch_medians(trace)     # the spike rule's baseline (backpressure)
         if not len(ops):
             # no GPU ops at all (kernels not captured): still draw the launch calls, under device -1
             enq = np.isin(api.kind, (API_LAUNCH, API_GRAPH_LAUNCH, API_MEMCPY, API_MEMSET))
@@ -315,7 +184,7 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
             dev, th = int(k2[a] >> 32) - 2, int(k2[a] & ((1 << 32) - 1))
             s, e = api.start[idx], api.end[idx]
             ld = np.where(is_launch_kind[idx], dur_all[idx], 0)
-            med = med_by_thread.get(th, 0.0)
+            med = float(med_by_thread[th]) if th < len(med_by_thread) else 0.0
             lanes.api.setdefault(dev, []).append(ApiLane(dev, th, idx, s, e, Intervals(s, e, presorted=True),
                                                          RangeMax(ld), 0, med))
 
@@ -349,8 +218,8 @@ def set_spike_threshold(lanes: Lanes, spike_us: float = CONFIG.spike_us,
                         spike_factor: float = CONFIG.spike_factor) -> None:
     """A launch slower than spike_us and spike_factor × its thread's median is a spike (§6)."""
     for lst in lanes.api.values():
-        for ln in lst:
-            ln.spike_ns = int(max(spike_us * 1e3, spike_factor * ln.median_ns))
+        for lane in lst:
+            lane.spike_ns = int(spike_threshold_ns(lane.median_ns, spike_us, spike_factor))
 
 
 # --------------------------------------------------------------------------------------------
@@ -445,7 +314,6 @@ def interval_at(lane, t0: int, t1: int) -> int:
     return -1
 
 
-op_at = api_at = interval_at
 
 
 def range_at(lane: NvtxLane, t0: int, t1: int) -> int:
@@ -490,67 +358,3 @@ def kernel_instances(trace: Trace, name_ids: np.ndarray, name_id: int, device: i
             ii = idx[order[a:b]]
             by[(int(ks[a] >> 40), int(ks[a] & ((1 << 40) - 1)))] = Intervals(ops.start[ii], ops.end[ii], presorted=True)
     return Instances(idx, ops.start[idx], by)
-
-
-# --------------------------------------------------------------------------------------------
-# time axis
-
-_UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
-
-
-def nice_step(span_ns: float, max_ticks: int) -> int:
-    """Tick step from the 1-2-5 series giving at most max_ticks ticks over span_ns."""
-    if span_ns <= 0 or max_ticks <= 0:
-        return 1
-    raw = span_ns / max_ticks
-    p = 10 ** math.floor(math.log10(max(raw, 1)))
-    for m in (1, 2, 5, 10):
-        if m * p >= raw:
-            return int(m * p)
-    return int(10 * p)
-
-
-def ticks(t0: int, t1: int, max_ticks: int) -> tuple[np.ndarray, int]:
-    """Tick times (int ns, exact on epoch clocks) at a 1-2-5 step, at most ~max_ticks of them."""
-    t0, t1 = int(t0), int(t1)
-    step = nice_step(t1 - t0, max_ticks)
-    first = -(-t0 // step) * step
-    n = max(0, (t1 - first) // step + 1)
-    return np.int64(first) + step * np.arange(n, dtype=np.int64), step
-
-
-def fmt_duration(ns: float) -> str:
-    """Compact human duration: 1.5 s, 12.3 ms, 4.6 µs, 800 ns."""
-    a = abs(ns)
-    for div, unit in _UNITS:
-        if a >= div or div == 1:
-            v = ns / div
-            if abs(v) >= 100 or div == 1:
-                return f"{v:.0f} {unit}"
-            if abs(v) >= 10:
-                return f"{v:.1f} {unit}"
-            return f"{v:.2f} {unit}"
-    return f"{ns} ns"
-
-
-def fmt_tick(t: int, step: int, origin: int | None, ref: float | None = None) -> str:
-    """Tick label. With origin: relative ('+12.5ms'), in the unit of `ref` (the largest offset shown,
-    so one axis uses one unit) with as many decimals as the step needs; else absolute seconds."""
-    if origin is not None:
-        rel = t - origin
-        mag = max(abs(ref) if ref is not None else abs(rel), step)
-        for div, unit in _UNITS:
-            if mag >= div or div == 1:
-                q = step / div
-                dec = 0 if q >= 1 and step % div == 0 else min(9, int(math.ceil(-math.log10(q) - 1e-9)))
-                return f"{rel / div:+.{dec}f}{unit}"
-    dec = max(0, min(9, int(math.ceil(9 - math.log10(step))))) if step < 1_000_000_000 else 0
-    t = int(t)
-    sec, frac = divmod(t, 1_000_000_000)
-    if dec == 0:
-        return f"{sec + (1 if frac >= 500_000_000 else 0)}"
-    q = 10 ** (9 - dec)
-    f = (frac + q // 2) // q
-    if f >= 10 ** dec:
-        sec, f = sec + 1, 0
-    return f"{sec}.{f:0{dec}d}"

@@ -16,11 +16,6 @@ from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
 
-ROW_KEYS = ("kernel_name", "device_id", "launch_count", "total_api_ms", "avg_api_us", "max_api_us",
-            "queue_count", "total_queue_ms", "avg_queue_us", "total_kernel_ms", "avg_kernel_us",
-            "span_start_ns", "span_end_ns")
-
-
 def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
     """Per-op grouping name id: Nsight's short name, or the distinguishing ('full') name."""
     if names == "short":

@@ -66,12 +66,6 @@ def search(trace: Trace, text: str) -> np.ndarray:
     return idx[np.lexsort((rg.thread[idx], -rg.end[idx], rg.start[idx]))]
 
 
-def find_optimizer(trace: Trace) -> int:
-    """First range whose name contains 'optim' (case-insensitive), or -1."""
-    hits = search(trace, OPTIMIZER_PATTERN)
-    return int(hits[0]) if len(hits) else -1
-
-
 @dataclass
 class RangeName:
     name: str

@@ -91,25 +91,3 @@ def queue_summary(trace: Trace, sel: Selection = WHOLE, thresholds=DEFAULT_THRES
         if st is not None:
             out.append(st)
     return out
-
-
-def bin_max(s: StreamSeries, edges: np.ndarray) -> np.ndarray:
-    """Exact maximum depth within each bin [edges[i], edges[i+1]): the value in effect at the bin
-    start, or any value set inside it. O(bins · log changes), independent of the trace size."""
-    t, v = s.t, s.v
-    nb = len(edges) - 1
-    if nb <= 0:
-        return np.zeros(0, np.int32)
-    at_start = s.value_at(edges[:-1])
-    if not len(v):
-        return at_start.astype(np.int32)
-    lo = np.searchsorted(t, edges[:-1], side="left")
-    hi = np.searchsorted(t, edges[1:], side="left")
-    # reduceat over interleaved [lo_i, hi_i) pairs; a sentinel keeps index len(v) valid
-    vv = np.append(v, 0)
-    starts = np.empty(2 * nb, np.int64)
-    starts[0::2] = lo
-    starts[1::2] = hi
-    inner = np.maximum.reduceat(vv, starts)[0::2]
-    inner = np.where(hi > lo, inner, 0)
-    return np.maximum(at_start, inner).astype(np.int32)

@@ -8,7 +8,7 @@ from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
-from launchtui.analysis.select import WHOLE, Selection
+from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
 
 SCHEMA_VERSION = 1
@@ -41,13 +41,15 @@ def trace_json(trace: Trace, sel: Selection) -> dict:
 
 
 def launch_totals(trace: Trace, sel: Selection) -> dict:
-    """Launch counts that frame the table: all launches, graph launches, total launch API time."""
+    """Launch counts that frame the table: kernel launches, graph-launched ops and total launch API time,
+    all of the selection (definitions.md §15)."""
     k = launched_kernels(trace, sel)
     api, ops = trace.api, trace.ops
-    a = ops.api[k]
-    m = ops.api >= 0
+    calls = ops.api[k]
+    m = (ops.api >= 0) & op_mask(trace, sel)
     graph_ops = int((api.kind[ops.api[m]] == API_GRAPH_LAUNCH).sum()) if m.any() else 0
-    return {"kernel_launches": int(len(k)), "launch_api_ms": round(float((api.end[a] - api.start[a]).sum()) / 1e6, 3),
+    return {"kernel_launches": int(len(k)),
+            "launch_api_ms": round(float((api.end[calls] - api.start[calls]).sum()) / 1e6, 3),
             "graph_launched_ops": graph_ops}
 
 

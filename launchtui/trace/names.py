@@ -150,17 +150,11 @@ def distinguishing_name(short: str, full: str) -> str:
 
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,5}$")
-_NV_SUFFIX = re.compile(r"_v\d{4}$")
 
 
 def api_display_name(raw: str) -> str:
     """Strip the runtime entry-point version (`_v7000`, `_v11060`), never a driver `_v2`."""
     return _VERSION_SUFFIX.sub("", raw)
-
-
-def api_nv_name(raw: str) -> str:
-    """NVIDIA's own rule (kernexecsum): only a 4-digit `_vNNNN` is stripped."""
-    return _NV_SUFFIX.sub("", raw)
 
 
 _SYNC_NAMES = ("Synchronize", "StreamWaitEvent", "EventQuery", "StreamQuery")

@@ -12,8 +12,9 @@ from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis import nvtx, sources
 from launchtui.analysis.queue import depth_before_launch
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
+from launchtui.tui.format import fmt_duration
 
-fmt_d = lanes_fn.fmt_duration
+fmt_d = fmt_duration
 
 
 def fmt_time(t: int, origin: int | None) -> str:

@@ -43,7 +43,7 @@ class ExportFlow:
     def start(self) -> None:
         from launchtui.analysis.export import default_export_name
         from launchtui.errors import TraceError
-        from launchtui.analysis.lanes import fmt_duration
+        from launchtui.tui.format import fmt_duration
         from launchtui.tui.screens import ExportDialog
         which = "selected range" if self.screen.timeline.sel_range is not None else "visible window"
         try:

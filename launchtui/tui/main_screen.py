@@ -29,6 +29,7 @@ from textual.widgets import Footer, Input, Static
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
+from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.messages import CursorMoved, KernelChosen, TableReady, TableRowMoved
 from launchtui.tui.widgets.kernel_table import KernelTable
@@ -138,7 +139,6 @@ class MainScreen(Screen):
         return self.timeline.origin_ns if self.timeline.relative else None
 
     def update_header(self) -> None:
-        from launchtui.analysis.lanes import fmt_duration
         tr = self.loaded.trace
         src = tr.source
         w = tr.window()
@@ -179,10 +179,10 @@ class MainScreen(Screen):
         t0, t1 = tl.cursor_cell()
         origin = self.origin()
         if row.kind == "hw":
-            k = lanes.op_at(row.lane, t0, t1)
+            k = lanes.interval_at(row.lane, t0, t1)
             lines = details.describe_op(tr, k, origin) if k >= 0 else details.describe_idle(tr, row.lane, t0, origin)
         elif row.kind == "api":
-            a = lanes.api_at(row.lane, t0, t1)
+            a = lanes.interval_at(row.lane, t0, t1)
             lines = details.describe_api(tr, a, row.lane, origin) if a >= 0 else \
                 [f"no launch call on thread {details.thread_label(tr, row.lane.thread)} at the cursor", "", ""]
         elif row.kind == "queue":
@@ -192,13 +192,12 @@ class MainScreen(Screen):
             lines = details.describe_range(tr, r, origin) if r >= 0 else ["no range at the cursor on this row", "", ""]
         else:
             lines = [row.label, "", ""]
-        head = f"cursor {details.fmt_time(t0, origin)} │ {lanes.fmt_duration(tl.view.ns_per_col)}/col"
+        head = f"cursor {details.fmt_time(t0, origin)} │ {fmt_duration(tl.view.ns_per_col)}/col"
         if self.context:
             head += f" │ {self.context}"
         self.details.set_lines([head] + lines[:3])
 
     def update_stats(self) -> None:
-        from launchtui.analysis.lanes import fmt_duration
         s = self.stats
         if not s:
             self.stats_line.set_lines([])
@@ -292,7 +291,6 @@ class MainScreen(Screen):
         before = v.ns_per_col
         self.timeline.zoom(factor)
         if factor < 1 and v.ns_per_col == before:
-            from launchtui.analysis.lanes import fmt_duration
             self.notify(f"Zoomed in as far as this trace's clock resolves ({fmt_duration(v.min_ns_per_col)}).")
 
     def action_fit(self) -> None:
@@ -318,7 +316,6 @@ class MainScreen(Screen):
         if not entries:
             self.notify("This trace has no NVTX ranges (or user annotations).", severity="warning")
             return
-        from launchtui.analysis.lanes import fmt_duration
         from launchtui.tui.screens import NvtxPicker
 
         def done(entry) -> None:
@@ -501,7 +498,6 @@ class MainScreen(Screen):
 
     # ---- range & export ----------------------------------------------------------------------------
     def action_mark_range(self) -> None:
-        from launchtui.analysis.lanes import fmt_duration
         tl = self.timeline
         t = int(tl.view.cursor)
         if tl.pending_mark is None:
@@ -634,10 +630,10 @@ class MainScreen(Screen):
         row = self.timeline.current_row
         t0, t1 = self.timeline.cursor_cell()
         if row.kind == "hw":
-            k = lanes.op_at(row.lane, t0, t1)
+            k = lanes.interval_at(row.lane, t0, t1)
             return int(self.loaded.trace.ops.api[k]) if k >= 0 else -1
         if row.kind == "api":
-            return lanes.api_at(row.lane, t0, t1)
+            return lanes.interval_at(row.lane, t0, t1)
         return -1
 
     def action_call_stack(self) -> None:
@@ -668,7 +664,7 @@ class MainScreen(Screen):
             if len(self.timeline.highlight):
                 self._goto_instance(0)
                 self.context = f"{entry.name}: " + self.context
-        self.app.push_screen(SitePicker(entries, lanes.fmt_duration, cover), done)
+        self.app.push_screen(SitePicker(entries, fmt_duration, cover), done)
 
     def action_info(self) -> None:
         from launchtui.analysis.info import render_info, trace_info

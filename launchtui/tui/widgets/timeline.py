@@ -20,6 +20,7 @@ from textual.widget import Widget
 
 from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis.config import CONFIG
+from launchtui.tui import format as tfmt
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
 
@@ -442,7 +443,7 @@ class Timeline(Widget, can_focus=True):
         edges = self.edges()
         origin = self.origin_ns if self.relative else None
         # tick labels
-        tks, step = lanes_fn.ticks(v.start, v.end, max(1, w // 14))
+        tks, step = tfmt.ticks(v.start, v.end, max(1, w // 14))
         label = [" "] * w
         ruler = np.array(["─"] * w, dtype=object)
         rcode = np.full(w, S_RULER, np.int16)
@@ -452,7 +453,7 @@ class Timeline(Widget, can_focus=True):
             col = int((t - v.start) // v.ns_per_col)
             if 0 <= col < w:
                 ruler[col] = "┬"
-                txt = lanes_fn.fmt_tick(t, step, origin, ref)
+                txt = tfmt.fmt_tick(t, step, origin, ref)
                 if col >= next_free and col + len(txt) <= w:
                     label[col:col + len(txt)] = list(txt)
                     next_free = col + len(txt) + 2
@@ -496,7 +497,7 @@ class Timeline(Widget, can_focus=True):
                 mode = "rel" if self.relative else "abs"
                 lab = Strip([Segment(f"time ({mode})".ljust(GUTTER)[:GUTTER], STYLES[S_TICK])], GUTTER)
                 return Strip.join([lab, top])
-            lab = Strip([Segment(lanes_fn.fmt_duration(self.view.ns_per_col).rjust(GUTTER - 4)[:GUTTER - 4] + "/col",
+            lab = Strip([Segment(tfmt.fmt_duration(self.view.ns_per_col).rjust(GUTTER - 4)[:GUTTER - 4] + "/col",
                                  STYLES[S_RULER])], GUTTER)
             return Strip.join([lab, ruler])
         r = self.row_offset + y - AXIS_ROWS

@@ -1,0 +1,18 @@
+"""The layer contracts in pyproject.toml ([tool.importlinter]) hold: trace -> analysis -> tui / cli,
+no Textual in trace or analysis, no import cycle between sibling modules."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_contracts_are_kept():
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert exe, "import-linter is part of the test extra: pip install -e '.[test]'"
+    r = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "Contracts: 3 kept, 0 broken." in r.stdout
