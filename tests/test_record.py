@@ -223,3 +223,16 @@ def test_cross_checks_and_json_schema(traces):
     assert doc["launch_thread_cpu"] == {"available": False, "note": doc["launch_thread_cpu"]["note"]}
     assert "not recorded" in doc["launch_thread_cpu"]["note"]
     json.dumps(doc)
+
+
+def test_record_json_is_byte_identical_across_runs(traces, tmp_path):
+    """definitions.md §9: the same trace and options give byte-identical JSON (here: the same trace
+    twice, and a second file written from the same workload, apart from its source identity)."""
+    from launchtui.output import dumps
+    trace, _, _ = traces("profiler_step")
+    a = _record(trace)
+    assert dumps(a) == dumps(_record(trace))
+    p = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "again.sqlite")
+    b = _record(open_trace(p, use_cache=False))
+    a.pop("source"), b.pop("source")
+    assert dumps(a) == dumps(b)
