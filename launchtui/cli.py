@@ -40,6 +40,8 @@ def _number(kind, lo, hi, what):
 
 _seconds = _number(float, -MAX_TRIM_S, MAX_TRIM_S, "a finite number of seconds")
 _micros = _number(float, 0, MAX_US, "a finite number of µs")
+# a "below X µs" bound: 0 selects nothing, and ratios to it (record's distance to qualifying) need X > 0
+_bound_us = _number(float, 1e-3, MAX_US, "a finite number of µs (1 ns or more)")
 _factor = _number(float, 0, MAX_FACTOR, "a finite factor")
 _count = _number(int, 0, MAX_COUNT, "a whole number")
 _depth = _number(int, 1, 2**31 - 1, "a queue depth")
@@ -70,7 +72,7 @@ def _table_args(p: argparse.ArgumentParser) -> None:
     c = CONFIG
     p.add_argument("--min-launches", type=_count, default=c.min_launches, metavar="N",
                    help=f"launches a kernel needs ({c.min_launches})")
-    p.add_argument("--max-avg-us", type=_micros, default=c.max_avg_us, metavar="X",
+    p.add_argument("--max-avg-us", type=_bound_us, default=c.max_avg_us, metavar="X",
                    help=f"average kernel time below X µs ({c.max_avg_us:g})")
     p.add_argument("--limit", type=_count, default=c.table_limit, metavar="N",
                    help=f"rows to show; 0 = no limit ({c.table_limit})")

@@ -83,7 +83,8 @@ def kineto_doc(n=6):
 # --- non-finite and out-of-range numbers --------------------------------------------------------
 @pytest.mark.parametrize("opts,needle", [
     (["--trim", "nan", "nan"], "--trim"), (["--trim", "inf", "2"], "--trim"), (["--trim", "1e400", "2"], "--trim"),
-    (["--max-avg-us", "inf"], "--max-avg-us"), (["--spike-us", "nan"], "--spike-us"),
+    (["--max-avg-us", "inf"], "--max-avg-us"), (["--max-avg-us", "0"], "--max-avg-us"),
+    (["--max-avg-us", "1e-320"], "--max-avg-us"), (["--spike-us", "nan"], "--spike-us"),
     (["--spike-factor", "1e308"], "--spike-factor"), (["--min-launches", "-1"], "--min-launches"),
     (["--thresholds", "0"], "--thresholds"), (["--device", "-1"], "--device"), (["--limit", "x"], "--limit")])
 def test_non_finite_and_out_of_range_options_refused_at_parse_time(opts, needle, tmp_path, capsys, monkeypatch):
