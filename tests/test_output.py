@@ -1,0 +1,56 @@
+"""output.dumps: msgspec-encoded JSON byte-identical to json.dumps(indent=1, ensure_ascii=False, allow_nan=False)."""
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from launchtui.output import dumps
+
+
+def stdlib(doc) -> str:
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def random_float(rng: random.Random) -> float:
+    v = rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30)
+    return rng.choice([v, round(v, rng.randint(0, 8)), float(int(v)), 0.0, -0.0, 5e-324, 1.7976931348623157e308])
+
+
+def test_floats_of_every_magnitude_are_spelled_as_repr():
+    rng = random.Random(11)
+    floats = [random_float(rng) for _ in range(50_000)]
+    assert dumps(floats) == stdlib(floats)
+    # the forms msgspec spells differently, at the top level, in objects and as the last item
+    for v in (1e16, 1e-05, 1.5e-07, 2.5e-05, 1.2345678901234568e17, 1e300, -3e-5, 1e22):
+        for doc in (v, [v], {"a": v}, {"a": [1, v]}, [[v], {"b": v}]):
+            assert dumps(doc) == stdlib(doc), doc
+
+
+def test_strings_that_look_like_numbers_are_left_alone():
+    doc = {"e12": "x e12,\n0.00001", "n": ["1e-7", "0.00001,", "k_e1"], "s": "tilesize128x128x64_e1",
+           "v": [1e-7, "1e-7"]}
+    assert dumps(doc) == stdlib(doc)
+
+
+def test_structure_escapes_and_unicode_match():
+    doc = {"empty_list": [], "empty_obj": {}, "nested": [[], [{}], {"a": {"b": []}}], "none": None,
+           "bools": [True, False], "big": 2**63 - 1, "neg": -(2**62), "tuple": (1, 2),
+           "text": "".join(map(chr, range(0x800))) + "\U0001F600\u2028\ufeff", 3: "int key"}
+    assert dumps(doc) == stdlib(doc)
+
+
+def test_nan_and_infinity_are_refused_like_the_standard_library():
+    for bad in (float("nan"), [1.0, float("inf")], {"a": {"b": -math.inf}}):
+        with pytest.raises(ValueError):
+            dumps(bad)
+
+
+def test_what_msgspec_cannot_encode_falls_back_to_the_standard_library():
+    assert dumps({True: 1, None: 2}) == stdlib({True: 1, None: 2})   # keys json coerces
+    assert dumps([2**70]) == stdlib([2**70])                          # beyond 64 bits
+    assert dumps({"name": "bad \udcff byte"}) == '{\n "name": "bad \\\\xff byte"\n}\n'  # printable()
+    with pytest.raises(TypeError):
+        dumps({"x": object()})
