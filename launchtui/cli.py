@@ -178,6 +178,7 @@ def _report_options(a):
 
 
 def _emit(text: str, a) -> None:
+    a._emitted = text  # what launchtui.result_cache stores
     if getattr(a, "output", None) is not None:
         from launchtui.output import write_atomic
         path = write_atomic(a.output, text, force=a.force)
@@ -209,7 +210,7 @@ def cmd_info(a) -> int:
     from launchtui.output import dumps
     trace = _load(a)
     info = trace_info(trace)
-    sys.stdout.write(dumps(info) if a.json else render_info(info))
+    _emit(dumps(info) if a.json else render_info(info), a)
     _commit(trace)
     return 0
 
@@ -334,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         ranks = _ranks_command(cmd, argv)
         if ranks:
             return _ranks_main(*ranks)
-        return handler(parsers[cmd].parse_args(rest))
+        from launchtui.result_cache import run_cached
+        return run_cached(cmd, parsers[cmd].parse_args(rest), handler, _emit)
     return _guard(run)
 
 

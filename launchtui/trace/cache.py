@@ -6,7 +6,6 @@ is ignored and rebuilt, never trusted. The directory is bounded in size; oldest 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -21,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.paths import cache_dir
+from launchtui.trace.cache_key import FORMAT_VERSION, entry_path, models_dir  # noqa: F401 (re-exported)
 from launchtui.trace.model import (ApiCalls, ApiStacks, GpuOps, Overheads, Ranges, SourceInfo, StackFrames,
                                    StringTable, Threads, Trace)
 
-FORMAT_VERSION = 6
 DEFAULT_MAX_MB = 2048
 NO_LIMIT = 2**62
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
@@ -34,10 +33,6 @@ _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads,
 
 def cache_root() -> Path:
     return cache_dir()
-
-
-def models_dir() -> Path:
-    return cache_root() / "models"
 
 
 def max_bytes() -> int:
@@ -53,12 +48,6 @@ def max_bytes() -> int:
     if not (0 <= mb < NO_LIMIT / 1e6):  # NaN fails too
         mb = DEFAULT_MAX_MB
     return int(mb * 1e6)
-
-
-def entry_path(path: Path, st: os.stat_result) -> Path:
-    # fsencode: a file name that is not UTF-8 keys by its bytes
-    key = b"v%d|%s|%d|%d" % (FORMAT_VERSION, os.fsencode(path.resolve()), st.st_size, st.st_mtime_ns)
-    return models_dir() / (hashlib.sha256(key).hexdigest()[:32] + ".npz")
 
 
 def save(trace: Trace, dest: Path) -> None:
@@ -219,12 +208,13 @@ def usage() -> tuple[int, int]:
     if not root.is_dir():
         return 0, 0
     files = [p for p in root.rglob("*") if p.is_file()]
-    return len(files), sum(p.stat().st_size for p in files)
+    results = root / "results"  # finished outputs belong to their model entry: counted in its size only
+    return sum(1 for p in files if results not in p.parents), sum(p.stat().st_size for p in files)
 
 
 def clear() -> tuple[int, int]:
     n, size = usage()
     root = cache_root()
-    for sub in ("models", "nsys-export"):
+    for sub in ("models", "nsys-export", "results"):
         shutil.rmtree(root / sub, ignore_errors=True)
     return n, size

@@ -1,0 +1,165 @@
+"""Finished outputs of `report`, `record` and `info`, cached beside the model they were computed from.
+
+A warm `report --json` then recomputes nothing and never loads the model: it stats the trace and
+the model entry, reads one small file and writes it (bench/README.md: flat in the trace's size).
+
+A result is keyed by everything its text depends on: the command and every option as parsed (the
+trace path as typed too, since outputs name it), the trace's identity (resolved path, size, mtime:
+the model cache's own key, FORMAT_VERSION included), the model entry it was computed beside (its
+inode and size: an entry rebuilt or replaced gets a new one, so its results are never reused), and
+a fingerprint of launchtui's code (every module's size and mtime) and of numpy's and msgspec's files,
+so any code, schema or version change invalidates them. Only successful runs are stored, only when
+their model entry exists (a trace without CUDA activity is not cached, nor are its results); the
+model entry is marked as used on a hit, as loading it would. `--no-cache` neither reads nor writes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+COMMANDS = ("report", "record", "info")
+MAX_TEXT_BYTES = 8 * 2**20    # larger outputs are recomputed, not stored
+MAX_RESULTS = 512             # files kept in results/, least recently used go first ...
+MAX_TOTAL_BYTES = 64 * 2**20  # ... and at most this much in all
+_NOT_KEYED = ("output", "force")  # where the text goes, not what it says
+
+
+def results_dir() -> Path:
+    from launchtui.paths import cache_dir
+    return cache_dir() / "results"
+
+
+def _code_fingerprint() -> bytes:
+    """launchtui's modules (size, mtime) and numpy's / msgspec's installed files, found without
+    importing them (an upgrade rewrites them)."""
+    from importlib.util import find_spec
+    h = hashlib.sha256()
+    for pkg in ("numpy", "msgspec"):
+        spec = find_spec(pkg)
+        if spec is not None and spec.origin:
+            st = os.stat(spec.origin)
+            h.update(b"%s|%d|%d;" % (os.fsencode(spec.origin), st.st_size, st.st_mtime_ns))
+    root = Path(__file__).resolve().parent
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in sorted(it, key=lambda e: e.name):
+                if e.is_dir(follow_symlinks=False) and e.name != "__pycache__":
+                    stack.append(Path(e.path))
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    h.update(b"%s|%d|%d;" % (os.fsencode(os.path.relpath(e.path, root)), st.st_size,
+                                             st.st_mtime_ns))
+    return h.digest()
+
+
+def _entry(args) -> Path | None:
+    """The model cache entry of `args.trace` when it is a regular file, else None."""
+    from launchtui.trace.cache_key import entry_path
+    path = Path(args.trace)
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return entry_path(path, st)
+    except (OSError, ValueError):
+        return None
+
+
+def _key(cmd: str, args, entry: Path) -> str | None:
+    try:
+        est = os.lstat(entry)
+    except OSError:
+        return None
+    if not stat.S_ISREG(est.st_mode):
+        return None
+    opts = sorted((k, repr(v)) for k, v in vars(args).items() if k not in _NOT_KEYED and not k.startswith("_"))
+    h = hashlib.sha256(_code_fingerprint())
+    h.update(repr((cmd, opts, entry.name, est.st_dev, est.st_ino, est.st_size)).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:40]
+
+
+def run_cached(cmd: str, args, handler, emit) -> int:
+    """Run `handler(args)`, or emit its cached text when this exact result was computed before."""
+    if getattr(args, "no_cache", False) or cmd not in COMMANDS:
+        return handler(args)
+    entry = _entry(args)
+    key = _key(cmd, args, entry) if entry is not None else None
+    if key is not None:
+        text = _read(results_dir() / f"{key}.txt")
+        if text is not None:
+            emit(text, args)
+            _touch(entry)
+            return 0
+    rc = handler(args)
+    text = getattr(args, "_emitted", None)
+    if rc == 0 and text is not None and entry is not None:
+        key = _key(cmd, args, entry)  # the entry the handler just wrote, or the one it loaded
+        if key is not None:
+            _store(key, text)
+    return rc
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        data = path.read_bytes()
+        os.utime(path)
+        return data.decode("utf-8")
+    except (OSError, UnicodeError):
+        return None
+
+
+def _touch(entry: Path) -> None:
+    try:
+        os.utime(entry)  # recently used: the model cache evicts it last
+    except OSError:
+        pass
+
+
+def _store(key: str, text: str) -> None:
+    """Write atomically; a full or read-only cache directory never fails the command."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    if len(data) > MAX_TEXT_BYTES:
+        return
+    d = results_dir()
+    try:
+        import tempfile
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".txt", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, d / f"{key}.txt")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _evict(d)
+    except OSError:
+        pass
+
+
+def _evict(d: Path) -> None:
+    from launchtui.trace.cache import sweep_stale_temporaries
+    sweep_stale_temporaries(d, ".tmp-*")
+    files = []
+    for p in d.glob("*.txt"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        files.append((st.st_mtime, st.st_size, p))
+    files.sort()
+    total = sum(f[1] for f in files)
+    for i, (_, size, p) in enumerate(files):
+        if len(files) - i <= MAX_RESULTS and total <= MAX_TOTAL_BYTES:
+            break
+        p.unlink(missing_ok=True)
+        total -= size
