@@ -3,6 +3,7 @@
 
     python bench/inproc.py model FILE            # read_trace: model bytes per event, table sizes
     python bench/inproc.py profile FILE OUT.txt  # cProfile of `launchtui report FILE --json --no-cache`
+    python bench/inproc.py dumps REPORT.json     # JSON output: launchtui.output.dumps vs json.dumps
 
 `model` prints one JSON line: read time, event count, trace.nbytes(), bytes per event.
 `profile` runs the CLI entry point in-process under cProfile (stdout discarded), writes the full
@@ -84,6 +85,29 @@ def profile(path: str, out: str, top: int = 15) -> dict:
             "launchtui_cumulative": cum, "listing": out}
 
 
+def dumps(report_json: str, target_bytes: int = 1_400_000, repeat: int = 7) -> dict:
+    """Encode a report document repeated up to ~1.4 MB (the size issue 11 measured) with launchtui's
+    encoder and with the standard library's (the previous encoder); best of `repeat`, CPU time too."""
+    from launchtui.output import dumps as lt_dumps
+    one = json.loads(Path(report_json).read_text())
+    k = max(1, -(-target_bytes // len(json.dumps(one, indent=1, ensure_ascii=False))))
+    doc = {"reports": [one] * k}
+
+    def best(fn):
+        walls, cpus = [], []
+        for _ in range(repeat):
+            t, c = time.perf_counter(), time.process_time()
+            text = fn()
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+        return min(walls), min(cpus), text
+    std_w, std_c, std = best(lambda: json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    lt_w, lt_c, lt = best(lambda: lt_dumps(doc))
+    return {"bytes": len(lt.encode()), "copies": k, "identical": lt == std, "launchtui_s": round(lt_w, 4),
+            "launchtui_cpu_s": round(lt_c, 4), "stdlib_s": round(std_w, 4), "stdlib_cpu_s": round(std_c, 4),
+            "speedup": round(std_w / lt_w, 1) if lt_w else None}
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["model"] and len(argv) == 2:
@@ -91,6 +115,9 @@ def main(argv=None) -> int:
         return 0
     if argv[:1] == ["profile"] and len(argv) == 3:
         print(json.dumps(profile(argv[1], argv[2])))
+        return 0
+    if argv[:1] == ["dumps"] and len(argv) == 2:
+        print(json.dumps(dumps(argv[1])))
         return 0
     print(__doc__, file=sys.stderr)
     return 2
