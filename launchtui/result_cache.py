@@ -93,6 +93,8 @@ def run_cached(cmd: str, args, handler, emit) -> int:
         if text is not None:
             emit(text, args)
             _touch(entry)
+            from launchtui.trace.cache_key import sweep_stale_temporaries
+            sweep_stale_temporaries(entry.parent, ".tmp-*")  # as a warm model load does
             return 0
     rc = handler(args)
     text = getattr(args, "_emitted", None)
@@ -147,7 +149,7 @@ def _store(key: str, text: str) -> None:
 
 
 def _evict(d: Path) -> None:
-    from launchtui.trace.cache import sweep_stale_temporaries
+    from launchtui.trace.cache_key import sweep_stale_temporaries
     sweep_stale_temporaries(d, ".tmp-*")
     files = []
     for p in d.glob("*.txt"):

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import stat
-import time
 import shutil
 import tempfile
 import zipfile
@@ -20,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.paths import cache_dir
-from launchtui.trace.cache_key import FORMAT_VERSION, entry_path, models_dir  # noqa: F401 (re-exported)
+from launchtui.trace.cache_key import (FORMAT_VERSION, STALE_TMP_S, entry_path, models_dir,  # noqa: F401 (re-exported)
+                                       sweep_stale_temporaries)
 from launchtui.trace.model import (ApiCalls, ApiStacks, GpuOps, Overheads, Ranges, SourceInfo, StackFrames,
                                    StringTable, Threads, Trace)
 
 DEFAULT_MAX_MB = 2048
 NO_LIMIT = 2**62
-STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads,
            "stacks": StackFrames, "api_stacks": ApiStacks}
 
@@ -156,20 +155,6 @@ def _usable_entry(entry: Path) -> bool:
     except OSError:
         pass
     return False
-
-
-def sweep_stale_temporaries(directory: Path, pattern: str, age_s: float = STALE_TMP_S) -> None:
-    """Remove temporaries left by a save that was killed (`kill -9` mid-write), once they are old."""
-    cutoff = time.time() - age_s
-    try:
-        for p in directory.glob(pattern):
-            try:
-                if os.lstat(p).st_mtime < cutoff:
-                    p.unlink()
-            except OSError:
-                pass
-    except OSError:
-        pass
 
 
 def commit(trace: Trace) -> None:
