@@ -57,9 +57,9 @@ class KernelGroups:
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
     ops, api = trace.ops, trace.api
     k = launched_kernels(trace, sel)
-    a = ops.api[k]
-    api_t = api.end[a] - api.start[a]
-    queue = ops.start[k] - api.end[a]
+    calls = ops.api[k]
+    api_t = api.end[calls] - api.start[calls]
+    queue = ops.start[k] - api.end[calls]
     kern = ops.end[k] - ops.start[k]
     nid = name_ids(trace, names)[k].astype(np.int64)
     dev = ops.device[k].astype(np.int64)
@@ -119,9 +119,9 @@ def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = CONFIG.min
     mean_kernel = gr.sum_kernel / np.maximum(gr.count, 1)
     ok = (gr.count >= min_launches) & (mean_kernel < max_avg_us * 1000.0)
     idx = np.nonzero(ok)[0]
-    names = np.array([trace.strings[int(n)] for n in gr.name[idx]], dtype=object)
+    texts = np.array([trace.strings[int(n)] for n in gr.name[idx]], dtype=object)
     # order: total API desc, launches desc, name asc, device asc (lexsort: last key is primary)
-    name_rank = np.argsort(np.argsort(names, kind="stable"), kind="stable") if len(idx) else idx
+    name_rank = np.argsort(np.argsort(texts, kind="stable"), kind="stable") if len(idx) else idx
     o = np.lexsort((gr.device[idx], name_rank, -gr.count[idx], -gr.sum_api[idx]))
     idx = idx[o]
     return idx[:limit] if limit and limit > 0 else idx

@@ -54,21 +54,21 @@ def _stats(s: StreamSeries, lo: int | None, hi: int | None, thresholds) -> Queue
     t, v = s.t, s.v
     if not len(t):
         return None
-    a = t[0] if lo is None else max(int(t[0]), lo)
-    b = t[-1] if hi is None else min(int(t[-1]), hi)
+    lo_t = t[0] if lo is None else max(int(t[0]), lo)
+    hi_t = t[-1] if hi is None else min(int(t[-1]), hi)
     whole = lo is None and hi is None
-    if b < a:
+    if hi_t < lo_t:
         return None
-    # steps clipped to [a, b]: value v[i] holds on [t[i], t[i+1])
-    i0 = max(np.searchsorted(t, a, side="right") - 1, 0)
-    i1 = np.searchsorted(t, b, side="left")
-    tt = np.concatenate([[a], t[i0 + 1:i1], [b]])
+    # steps clipped to [lo_t, hi_t]: value v[i] holds on [t[i], t[i+1])
+    i0 = max(np.searchsorted(t, lo_t, side="right") - 1, 0)
+    i1 = np.searchsorted(t, hi_t, side="left")
+    tt = np.concatenate([[lo_t], t[i0 + 1:i1], [hi_t]])
     vv = v[i0:i1] if i1 > i0 else v[i0:i0 + 1]
     dur = np.diff(tt)
     vv = vv[:len(dur)]
-    span = int(b - a)
+    span = int(hi_t - lo_t)
     mean = float((vv.astype(np.float64) * dur).sum() / span) if span > 0 else float(vv.max(initial=0))
-    inside = v[np.searchsorted(t, a, side="left"):np.searchsorted(t, b, side="right")]
+    inside = v[np.searchsorted(t, lo_t, side="left"):np.searchsorted(t, hi_t, side="right")]
     mx = int(max(vv.max(initial=0), inside.max(initial=0)))
     return QueueStats(device_id=s.device, stream_id=s.stream, max_depth=mx, mean_depth=mean,
                       point_mean_depth=s.point_mean if whole else float(inside.mean()) if len(inside) else 0.0,

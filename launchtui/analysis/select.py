@@ -182,10 +182,10 @@ def launched_inside(trace: Trace, range_idx: np.ndarray) -> np.ndarray:
     matched = ops.api >= 0
     if not len(range_idx) or not matched.any():
         return out
-    a = ops.api[matched]
-    a_thread = api.thread[a]
-    a_start = api.start[a]
-    hit = np.zeros(len(a), bool)
+    calls = ops.api[matched]
+    a_thread = api.thread[calls]
+    a_start = api.start[calls]
+    hit = np.zeros(len(calls), bool)
     r_thread = rg.thread[range_idx]
     for th in np.unique(r_thread):  # per thread, not per event
         sel = range_idx[r_thread == th]
