@@ -177,7 +177,8 @@ def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:
 
 
 def phase_text(phase: str, share: float) -> str:
-    """The row's main NVTX range in words that match its share: "mostly" only for a majority."""
+    """The row's main NVTX range in words that match its share: "mostly" only for a majority
+    (definitions.md §T4)."""
     pct = f"{share * 100:.0f} %" if share >= 0.005 else "<1 %"
     if share > 0.5:
         return f"mostly launched inside {phase} ({pct} of launches)"

@@ -95,7 +95,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
 
 
 def gpu_activity_window(trace) -> tuple[int, int] | None:
-    """[first start, last end] over the GPU ops and the API calls that launched them.
+    """[first start, last end] over the GPU ops and the API calls that launched them (definitions.md §T1).
 
     The first view fits this, not every event: a context-creation cudaMalloc of 300 ms before the
     first kernel would squeeze all kernels into a few columns. None without GPU ops."""
@@ -112,7 +112,7 @@ def gpu_activity_window(trace) -> tuple[int, int] | None:
 
 def clock_tick_ns(trace, sample: int = 4096) -> float:
     """The trace clock's resolution: the largest power of ten (≤ 1 µs) dividing every sampled GPU-op
-    and API timestamp (Kineto JSON: 1000 ns; Nsight: 1 ns)."""
+    and API timestamp (Kineto JSON: 1000 ns; Nsight: 1 ns); definitions.md §T2."""
     import numpy as np
     ts = [t.start[:sample] for t in (trace.ops, trace.api) if len(t)] + \
          [t.end[:sample] for t in (trace.ops, trace.api) if len(t)]

@@ -455,7 +455,7 @@ class MainScreen(Screen):
         r = m.row
         nid = tr.strings.lookup(r["kernel_name"])
         # the kernels this row counts: launched inside the current selection (so n / N step through
-        # exactly `launch_count` instances)
+        # exactly `launch_count` instances; definitions.md §T3)
         ids = name_ids(tr, self.name_mode)
         counted = np.full(len(ids), -1, ids.dtype)
         sel = self.selection

@@ -7,6 +7,7 @@ the columns sideways, Enter highlights the kernel on the timeline; clicking a he
 Layout at any width: the kernel name and the columns that rank and explain a row (launches, API avg,
 kernel avg, total API ms) always show; the others follow as width allows and scroll sideways. When
 the Dev column is not shown on a multi-GPU trace, the device leads the name cell (`GPU1 name`).
+See definitions.md §T5.
 """
 from __future__ import annotations
 
@@ -314,7 +315,7 @@ class KernelTable(Widget, can_focus=True):
             if c.key == "kernel_name":
                 lead = f"GPU{r['device_id']} " if dev_in_name else ""
                 lead += NCCL_MARK if r.get("is_nccl") else ""
-                txt = lead + elide(str(v), w - len(lead) - 1)
+                txt = lead + elide(str(v), w - len(lead))
                 txt = txt.ljust(w)
             elif not c.numeric:
                 txt = elide(str(v or ""), w).ljust(w)
