@@ -357,14 +357,19 @@ def test_filter_nvtx_picker_help_and_palette(synth):
             await pilot.press("question_mark")
             await pilot.pause()
             help_text = str(app.screen.query_one("#help-text").render())
-            for b in app.BINDINGS:
+            for b in app.main.BINDINGS:
                 assert b.description in help_text
             await pilot.press("escape")
             # palette: sort the table by a column
             await pilot.press("ctrl+p")
             await pilot.pause()
             await pilot.press(*"Sort table by Launches")
-            await pilot.pause(0.3)
+            from textual.command import CommandList
+            for _ in range(500):                      # the palette searches in a task: until it lists hits
+                await pilot.pause()
+                lists = app.screen.query(CommandList)
+                if lists and lists.first().option_count:
+                    break
             await pilot.press("enter")
             await settle(app, pilot)
             assert app.main.table.sort_key == "launch_count"

@@ -4,12 +4,11 @@ Pure Python over engine arrays (no Textual); every lookup is a searchsorted, O(l
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis import nvtx, sources
+from launchtui.analysis.index import trace_index
 from launchtui.analysis.queue import depth_before_launch
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
 from launchtui.tui.format import fmt_duration
@@ -102,27 +101,14 @@ def _site(trace: Trace, a: int) -> str:
     return f"from {site} (c: stack)  │ " if site else ""
 
 
-_OPS_BY_API: dict[int, tuple] = {}    # id(trace) -> (sorted api ids, op indices); dropped with the trace
-
-
 def _ops_of_call(trace: Trace, a: int) -> np.ndarray:
-    """GPU ops launched by API call a (memoised inverse index, built at load: O(log N) per lookup)."""
-    inv = _OPS_BY_API.get(id(trace))
-    if inv is None:
-        ops = trace.ops
-        m = np.nonzero(ops.api >= 0)[0]
-        o = np.argsort(ops.api[m], kind="stable")
-        inv = _OPS_BY_API[id(trace)] = (ops.api[m][o], m[o])
-        weakref.finalize(trace, _OPS_BY_API.pop, id(trace), None)
-    keys, idx = inv
-    lo, hi = np.searchsorted(keys, [a, a + 1])
-    return idx[lo:hi]
+    """GPU ops launched by API call a (the trace's index, built at load: O(log N) per lookup)."""
+    return trace_index(trace).ops_of_call(a)
 
 
 def prepare(trace: Trace) -> None:
     """Build the lookups the panel needs (off the UI thread, at load time)."""
-    _ops_of_call(trace, 0)
-    depth_before_launch(trace)
+    trace_index(trace)
 
 
 def describe_range(trace: Trace, r: int, origin: int | None) -> list[str]:

@@ -524,7 +524,11 @@ class Timeline(Widget, can_focus=True):
             parts.append(f"↑ {self.row_offset} row{'s' if self.row_offset != 1 else ''} above")
         if rest:
             parts.append(f"↓ {len(rest)} more row{'s' if len(rest) != 1 else ''} below{gpus}")
-        text = " · ".join(parts) + ": j / k or wheel scroll, d one GPU"
+        text = " · ".join(parts)
+        for how in (": j / k or wheel scroll, d one GPU", ": j / k scroll", ""):   # the counts come first
+            if len(text) + len(how) <= width:
+                text += how
+                break
         return Strip([Segment(elide(text, width).ljust(width), STYLES[S_DIM])], width)
 
     def _label(self, row: Row, r: int) -> Strip:
