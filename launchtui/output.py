@@ -52,8 +52,11 @@ def dumps(doc) -> str:
 _EXP_TAIL = re.compile(rb"e[-+]?\d+,?\n")
 _SMALL_TAIL = re.compile(rb"0\.0000\d*,?\n")
 _NUMBER_BYTES = frozenset(b"0123456789.-+e")
-# A non-finite float64 in msgpack: 0xcb, then an exponent of all ones (0x7ff / 0xfff).
-_NONFINITE = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
+# A non-finite float64 in msgpack: 0xcb, then ±inf (7ff0.../fff0...) or the quiet NaN Python and
+# numpy produce (7ff8.../fff8...). The six zero bytes keep integers' payloads from matching (a uint64
+# holding cb 7f fa sent a 5M report down the slow walk); a NaN with a non-zero payload, which only
+# reinterpreted raw bytes give, would be written as null instead of refused.
+_NONFINITE = re.compile(rb"\xcb[\x7f\xff][\xf0\xf8]\x00{6}")
 
 
 def _fast_dumps(doc) -> str:

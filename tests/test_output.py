@@ -43,9 +43,16 @@ def test_structure_escapes_and_unicode_match():
 
 
 def test_nan_and_infinity_are_refused_like_the_standard_library():
-    for bad in (float("nan"), [1.0, float("inf")], {"a": {"b": -math.inf}}):
+    for bad in (float("nan"), [1.0, float("inf")], {"a": {"b": -math.inf}}, [-math.nan], {"k": [math.inf * 0]}):
         with pytest.raises(ValueError):
             dumps(bad)
+
+
+def test_integers_whose_bytes_look_like_a_nan_take_the_fast_path(monkeypatch):
+    import launchtui.output as out
+    doc = {"ids": [0x05D7CB7FFA000000, 0xCB7FF80000000000 >> 8, 2**64 - 1], "x": [1.5, -0.0]}
+    monkeypatch.setattr(out, "_has_nonfinite", lambda x: pytest.fail("slow walk for integers"))
+    assert dumps(doc) == stdlib(doc)
 
 
 def test_what_msgspec_cannot_encode_falls_back_to_the_standard_library():
