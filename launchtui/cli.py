@@ -347,8 +347,8 @@ def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
     rest = argv[1:] if cmd != "tui" else argv
     if cmd not in ("report", "record", "tui") or not rest or {"-h", "--help", "--version"} & set(rest):
         return None
-    from launchtui.ranks.cli import RANKS_VALUE_OPTIONS
-    from launchtui.ranks.cli import build_parser as build_parser_ranks
+    from launchtui.cli_ranks import RANKS_VALUE_OPTIONS
+    from launchtui.cli_ranks import build_parser as build_parser_ranks
     from launchtui.ranks.discover import is_multi
     parser = build_parser()[cmd] if cmd in SUBCOMMANDS else None
     if parser is None:
@@ -362,7 +362,7 @@ def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
 
 
 def _ranks_main(cmd: str, rest: list[str]) -> int:
-    from launchtui.ranks.cli import main as ranks_main
+    from launchtui.cli_ranks import main as ranks_main
     return ranks_main(cmd, rest)
 
 

@@ -8,6 +8,8 @@ that screen first clears what `MainScreen`'s Esc clears, then comes back here.
 """
 from __future__ import annotations
 
+import argparse
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -206,10 +208,10 @@ class RanksApp(LaunchApp):
 
     @work(thread=True, exclusive=True, group="open-rank")
     def _open(self, row: dict) -> None:
-        from launchtui.cli import build_parser
         from launchtui.tui.loader import load
-        args = build_parser()["tui"].parse_args([row["file"]])
-        args.no_cache = getattr(self.args, "no_cache", False)
+        # the options `launchtui FILE` would give: whole trace, all devices (tui never imports cli)
+        args = argparse.Namespace(trace=row["file"], trim=None, device="all", nvtx=None,
+                                  no_cache=getattr(self.args, "no_cache", False))
         try:
             loaded = load(args)
         except Exception as e:
