@@ -692,7 +692,7 @@ def summarize(results: list[dict], out: Path, seed: int, elapsed: float) -> dict
 def _ranges(ix: list[int]) -> list[list[int]]:
     """Sorted indices as [first, last] runs: which cases a (partial) summary covers."""
     out = []
-    for i in sorted(ix):
+    for i in sorted(set(ix)):  # parts may overlap
         if out and i == out[-1][1] + 1:
             out[-1][1] = i
         else:
