@@ -8,7 +8,7 @@ from launchtui.analysis.lanes import QueueLane, RangeMax
 from launchtui.analysis.queue import queue_summary, stream_series
 from launchtui.analysis.select import Selection, op_mask
 from launchtui.trace.join import finalize
-from launchtui.trace.kineto import parse_decimal_ns
+from launchtui.trace.kineto_events import parse_decimal_ns
 from launchtui.trace.model import (API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_OTHER, API_SYNC,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads,
                                    Trace)

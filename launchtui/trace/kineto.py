@@ -24,19 +24,17 @@ import numpy as np
 from launchtui.errors import TraceError
 from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
+from launchtui.trace.kineto_events import MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, decode_args, ids, keep, num, timed
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, ApiCalls, GpuOps,
                                    Overheads, Ranges, SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.nesting import range_depths
 
 MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # longer durations are CUPTI overflow (HTA drops them too)
-MAX_ABS_NS = 2**62  # |ts| and dur bound: ts + dur stays inside int64
 MAX_DEVICE = 2**31 - 1  # device ids are int32 in the model
 
 # reasons an event is skipped (counted in trace.source.extra["skipped"], shown by `info`)
 SKIP_FIELD_TYPE = "event field of the wrong type (ph, cat, name, pid or tid)"
-SKIP_TIME = "ts or dur not a finite number in range"
-SKIP_ARGS = "args not an object, or correlation/device/stream of the wrong type"
 SKIP_DEVICE = "device id out of range"
 
 
@@ -122,43 +120,6 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def parse_decimal_ns(tokens: list[bytes], valid: bool = False):
-    """µs number tokens (e.g. b'1712195495521133.783') -> exact int64 ns, vectorised.
-
-    Tokens that are not numbers (`"abc"`, `null`, `[1]`), or whose value is not finite or lies
-    outside ±2**62 ns (`1e400`), give 0; with `valid=True` the mask of good tokens comes back too.
-    """
-    n = len(tokens)
-    if n == 0:
-        return (np.zeros(0, np.int64), np.ones(0, bool)) if valid else np.zeros(0, np.int64)
-    a = np.array(tokens, dtype="S")
-    odd = np.strings.find(a, b"e") >= 0
-    odd |= np.strings.find(a, b"E") >= 0
-    neg = np.strings.startswith(a, b"-")
-    body = np.where(neg, np.strings.lstrip(a, b"-"), a)
-    ip, _, fp = np.strings.partition(body, b".")
-    ip = np.where(ip == b"", b"0", ip)
-    # plain decimals: digits only, at most 16 integer digits (µs), which keeps ns inside int64
-    ok = ~odd & np.strings.isdigit(ip) & (np.strings.isdigit(fp) | (fp == b"")) & (np.strings.str_len(ip) <= 16)
-    ok &= (np.strings.str_len(ip) < 16) | (ip < b"4611686018427387")
-    frac = np.strings.ljust(fp, 3, b"0").astype("S3")  # ns digits; sub-ns digits are dropped
-    out = np.zeros(n, np.int64)
-    out[ok] = ip[ok].astype(np.int64) * 1000 + frac[ok].astype(np.int64)
-    out = np.where(neg, -out, out)
-    if odd.any():  # exponent notation: rare, not exact-representable anyway
-        for i in np.flatnonzero(odd).tolist():  # rare tokens only
-            try:
-                v = float(a[i]) * 1000
-            except ValueError:
-                continue
-            if abs(v) < MAX_ABS_NS:  # NaN and inf fail
-                out[i] = round(v)
-                ok[i] = True
-    if not valid:
-        return out
-    return out, ok & (np.abs(out) < MAX_ABS_NS)
-
-
 def _as_int_array(values) -> np.ndarray:
     """Int-like values (ints, floats or numeric strings) -> int64; others, and values outside
     [-2**62, 2**62], -> -1."""
@@ -215,62 +176,6 @@ def _decode(path: Path, data: bytes, skipped: Counter) -> _Doc:
                                f"{sys.getrecursionlimit()} levels); a profiler never writes that") from None
 
 
-def _decode_args(raws: list, typ, loose):
-    """Decode many raw `args` objects in one C-level call (a JSON array of them).
-
-    Returns (args, ok): an args value that is not an object, or has fields of the wrong type,
-    gives a default struct and ok False (decoded one by one only in that rare case).
-    """
-    if not raws:
-        return [], np.ones(0, bool)
-    buf = b"[" + b",".join(map(bytes, raws)) + b"]"
-    try:
-        return msgspec.json.decode(buf, type=list[typ]), np.ones(len(raws), bool)
-    except (msgspec.ValidationError, RecursionError):
-        pass
-    try:
-        return msgspec.json.decode(buf, type=list[loose]), np.ones(len(raws), bool)
-    except (msgspec.ValidationError, RecursionError):
-        pass
-    out, ok = [], np.ones(len(raws), bool)
-    for i, raw in enumerate(raws):  # rare: some args are not objects
-        try:
-            out.append(msgspec.json.decode(raw, type=loose))
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            out.append(loose())
-            ok[i] = False
-    return out, ok
-
-
-def _timed(evs: list, skipped: Counter):
-    """(events with valid ts and dur, start, end, dur); the others are counted as skipped."""
-    ts, ok_ts = parse_decimal_ns(list(map(bytes, map(attrgetter("ts"), evs))), valid=True)
-    dur, ok_dur = parse_decimal_ns(list(map(bytes, map(attrgetter("dur"), evs))), valid=True)
-    ok = ok_ts & ok_dur
-    if not ok.all():
-        skipped[SKIP_TIME] += int((~ok).sum())
-        evs = list(compress(evs, ok.tolist()))
-        ts, dur = ts[ok], dur[ok]
-    return evs, ts, ts + dur, dur
-
-
-def _keep(evs: list, cols: dict, ok: np.ndarray, skipped: Counter, reason: str):
-    """Drop the events (and their already-computed columns) where `ok` is False; count them."""
-    if ok.all():
-        return evs, cols
-    skipped[reason] += int((~ok).sum())
-    return list(compress(evs, ok.tolist())), {k: (list(compress(v, ok.tolist())) if isinstance(v, list) else v[ok])
-                                              for k, v in cols.items()}
-
-
-def _ids(values: list) -> np.ndarray:
-    """pid/tid values (ints, or 2021-style strings like '25738' / 'stream 7') -> int64."""
-    try:
-        return np.asarray(values, dtype=np.int64)
-    except (ValueError, TypeError, OverflowError):
-        return np.fromiter(map(_num, values), np.int64, len(values))
-
-
 def _decode_events(raws: list, skipped: Counter) -> list:
     """Raw event slices -> _Event structs in one C-level call; an event with a field of the wrong
     type is skipped and counted (decoded one by one only in that rare case)."""
@@ -312,20 +217,20 @@ def _extract(events: list, skipped: Counter) -> dict:
     out = {}
     api_ev = _pick(events, roles == ROLE_API)
     if api_ev:
-        api_ev, start, end, _ = _timed(api_ev, skipped)
-        args, ok = _decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
-        api_ev, c = _keep(api_ev, {"start": start, "end": end, "args": args}, ok, skipped, SKIP_ARGS)
+        api_ev, start, end, _ = timed(api_ev, skipped)
+        args, ok = decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
+        api_ev, c = keep(api_ev, {"start": start, "end": end, "args": args}, ok, skipped, SKIP_ARGS)
         start, end, args = c["start"], c["end"], c["args"]
     if api_ev:
         out["api"] = {"start": start, "end": end, "name": _names(api_ev),
                       "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
-                      "pid": _ids(list(map(attrgetter("pid"), api_ev))),
-                      "tid": _ids(list(map(attrgetter("tid"), api_ev)))}
+                      "pid": ids(list(map(attrgetter("pid"), api_ev))),
+                      "tid": ids(list(map(attrgetter("tid"), api_ev)))}
     op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET))
     if op_ev:
-        op_ev, start, end, dur = _timed(op_ev, skipped)
-        args, ok = _decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
-        op_ev, c = _keep(op_ev, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
+        op_ev, start, end, dur = timed(op_ev, skipped)
+        args, ok = decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
+        op_ev, c = keep(op_ev, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
         start, end, dur, args = c["start"], c["end"], c["dur"], c["args"]
     if op_ev:
         role = np.fromiter(map(role_of.__getitem__, map(attrgetter("cat"), op_ev)), np.int8, len(op_ev))
@@ -334,13 +239,13 @@ def _extract(events: list, skipped: Counter) -> dict:
             kind[role == r] = k
         dev = _as_int_array(list(map(attrgetter("device"), args)))
         if (dev < 0).any():  # GPU events' pid is the device index
-            dev = np.where(dev >= 0, dev, _ids(list(map(attrgetter("pid"), op_ev))))
+            dev = np.where(dev >= 0, dev, ids(list(map(attrgetter("pid"), op_ev))))
         stream = _as_int_array(list(map(attrgetter("stream"), args)))
         if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
-            stream = np.where(stream >= 0, stream, _ids(list(map(attrgetter("tid"), op_ev))))
+            stream = np.where(stream >= 0, stream, ids(list(map(attrgetter("tid"), op_ev))))
         cols = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
                 "corr": _as_int_array(list(map(attrgetter("correlation"), args))), "name": _names(op_ev)}
-        op_ev, cols = _keep(op_ev, cols, dev <= MAX_DEVICE, skipped, SKIP_DEVICE)
+        op_ev, cols = keep(op_ev, cols, dev <= MAX_DEVICE, skipped, SKIP_DEVICE)
         if op_ev:
             out["ops"] = cols
     rng_ev = _pick(events, roles == ROLE_RANGE)
@@ -348,11 +253,11 @@ def _extract(events: list, skipped: Counter) -> dict:
         rng_ev += [e for e in _pick(events, roles == ROLE_LEGACY_OP)
                    if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
     if rng_ev:
-        rng_ev, start, end, _ = _timed(rng_ev, skipped)
+        rng_ev, start, end, _ = timed(rng_ev, skipped)
     if rng_ev:
         out["ranges"] = {"start": start, "end": end, "name": _names(rng_ev),
-                         "pid": _ids(list(map(attrgetter("pid"), rng_ev))),
-                         "tid": _ids(list(map(attrgetter("tid"), rng_ev)))}
+                         "pid": ids(list(map(attrgetter("pid"), rng_ev))),
+                         "tid": ids(list(map(attrgetter("tid"), rng_ev)))}
     out.update(kineto_stacks.extract(events, skipped))  # python frames, call stacks, backward links
     return out
 
@@ -464,7 +369,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
 
     devices = {}
     for d in dev_props or []:
-        did = _num(d.id) if d.id is not None else -1
+        did = num(d.id) if d.id is not None else -1
         if did >= 0:
             devices[did] = str(d.name or "")
     used = sorted(set(np.unique(ops.device).tolist()))
@@ -486,18 +391,6 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     progress("joined", len(ops))
     kineto_stacks.build(trace, stack_py, stack_op)
     return trace
-
-
-_DIGITS = re.compile(r"-?\d+")
-
-
-def _num(v) -> int:
-    """pid/tid value -> int: ints pass, strings like '25738' or 'stream 7' give their number;
-    -1 when there is none or it does not fit int64."""
-    if not isinstance(v, int):
-        m = _DIGITS.search(str(v))
-        v = int(m.group()) if m else -1
-    return v if -2**63 <= v < 2**63 else -1
 
 
 def _skip_summary(skipped: Counter) -> str:

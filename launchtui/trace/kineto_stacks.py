@@ -53,7 +53,7 @@ def extract(events: list, skipped=None) -> dict:
     number or a call stack). Cheap when absent: one category lookup per event. Events with bad
     times or args are dropped and counted in `skipped` (kineto's reasons)."""
     from collections import Counter
-    from launchtui.trace.kineto import SKIP_ARGS, _decode_args, _ids, _keep, _timed
+    from launchtui.trace.kineto_events import SKIP_ARGS, decode_args, ids, keep, timed
     skipped = Counter() if skipped is None else skipped
     cats = list(map(attrgetter("cat"), events))
     kind_of = {c: _KIND.get(str(c).lower(), 0) for c in set(cats)}
@@ -63,17 +63,17 @@ def extract(events: list, skipped=None) -> dict:
     out = {}
     py = _complete(_select(events, kind == _PY))
     if py:
-        py, s, e, _ = _timed(py, skipped)
+        py, s, e, _ = timed(py, skipped)
     if py:
         out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
-                     "pid": _ids(list(map(attrgetter("pid"), py))), "tid": _ids(list(map(attrgetter("tid"), py)))}
+                     "pid": ids(list(map(attrgetter("pid"), py))), "tid": ids(list(map(attrgetter("tid"), py)))}
     ops = _complete(_select(events, kind == _OP))
     if ops and not _any_link_args(ops):
         ops = []  # no operator carries a sequence number or call stack: skip decoding their args
     if ops:
-        ops, t_start, t_end, _ = _timed(ops, skipped)
-        args, ok = _decode_args(list(map(attrgetter("args"), ops)), _OpArgs, _LooseOpArgs)
-        ops, c = _keep(ops, {"start": t_start, "end": t_end, "args": args}, ok, skipped, SKIP_ARGS)
+        ops, t_start, t_end, _ = timed(ops, skipped)
+        args, ok = decode_args(list(map(attrgetter("args"), ops)), _OpArgs, _LooseOpArgs)
+        ops, c = keep(ops, {"start": t_start, "end": t_end, "args": args}, ok, skipped, SKIP_ARGS)
         t_start, t_end, args = c["start"], c["end"], c["args"]
     if ops:
         if type(args[0]) is _OpArgs:  # one batch decode gives one type for all
@@ -90,8 +90,8 @@ def extract(events: list, skipped=None) -> dict:
             s, e = t_start[keep], t_end[keep]
             out["op"] = {"start": s, "end": e, "seq": seq[keep], "fwd": fwd[keep],
                          "stack": [stack[i] for i in keep.tolist()],
-                         "pid": _ids(list(map(attrgetter("pid"), ops))),
-                         "tid": _ids(list(map(attrgetter("tid"), ops)))}
+                         "pid": ids(list(map(attrgetter("pid"), ops))),
+                         "tid": ids(list(map(attrgetter("tid"), ops)))}
     return out
 
 
