@@ -236,3 +236,71 @@ def test_record_json_is_byte_identical_across_runs(traces, tmp_path):
     b = _record(open_trace(p, use_cache=False))
     a.pop("source"), b.pop("source")
     assert dumps(a) == dumps(b)
+
+
+def _truth_share(w, doc):
+    """Exposed share by the independent walk over the record's iterations (their bounds are tested above)."""
+    dev = rc.primary_device(w)
+    it = doc["iterations"]
+    truth = rc.per_iteration_truth(w, dev, list(zip(it["starts_ns"], it["ends_ns"])))
+    return sum(t["exposed_ns"] for t in truth) / sum(t["iteration_ns"] for t in truth)
+
+
+def test_conclusion_saturated_launch_bound_names_blocked_calls_fix_and_amdahl(traces):
+    """definitions.md §V9 on ground truth: share vs 10 %, blocked calls at the simulated limit."""
+    trace, w, variant = traces("profiler_step")
+    doc = _record(trace)
+    share = _truth_share(w, doc)
+    blocked = sum(t["blocked"] for t in rc.stream_truth(w, variant).values())
+    assert doc["launch_bound"] is (share >= 0.10) is True
+    c = doc["conclusion"]
+    assert c.startswith(f"launch-bound: exposed launch overhead is {share * 100:.1f} % of the iteration (>= 10 %)")
+    assert (f"the CPU is ahead and back-pressured: {blocked} launch calls blocked at depth {w.cfg.queue_limit} — "
+            "fewer launches free CPU time, not GPU time") in c
+    assert f"first fix: {doc['top'][0]['fix']}" in c
+    assert f"at most {1 / (1 - share):.2f}× faster" in c
+    assert "the GPU waits on launches" not in c
+    assert "launches/iteration; exposed launch overhead" in doc["verdict"][0]    # the list stays as it was
+    md = render_markdown(doc).splitlines()
+    assert md[2] == f"**Verdict:** {c}"
+
+
+def test_conclusion_dry_and_normal(traces):
+    trace, w, _ = traces("dry")
+    doc = _record(trace)
+    s = next(x for x in doc["streams"] if x["queue_class"] == "dry")
+    assert doc["launch_bound"] is (_truth_share(w, doc) >= 0.10)
+    assert (f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call "
+            "in flight") in doc["conclusion"]
+    assert "back-pressured" not in doc["conclusion"]
+    trace, w, _ = traces("step_like")     # normal queues: no queue clause
+    doc = _record(trace)
+    assert {s["queue_class"] for s in doc["streams"]} == {"normal"}
+    assert "back-pressured" not in doc["conclusion"] and "waits on launches" not in doc["conclusion"]
+    assert doc["launch_bound"] is (_truth_share(w, doc) >= 0.10)
+
+
+def test_conclusion_not_launch_bound_and_whole_window_wording(traces):
+    trace, w, _ = traces("whole")
+    doc = _record(trace)
+    assert doc["iterations"]["source"] == "none"        # JSON keeps its source value
+    dev = rc.primary_device(w)
+    it = (doc["iterations"]["starts_ns"][0], doc["iterations"]["ends_ns"][0])
+    truth = rc.per_iteration_truth(w, dev, [it])[0]
+    share = truth["exposed_ns"] / truth["iteration_ns"]
+    assert share < 0.10 and doc["launch_bound"] is False
+    assert doc["conclusion"].startswith(f"not launch-bound: exposed launch overhead is {share * 100:.1f} %")
+    assert "first fix" not in doc["conclusion"] and "faster" not in doc["conclusion"]
+    md = render_markdown(doc)
+    assert "Iterations: none found — the whole window counts as one; median" in md
+    assert "from none" not in md
+
+
+def test_conclusion_too_little_is_null_and_diff_reads_it():
+    from launchtui.analysis.diff import launch_class
+    from launchtui.analysis.record import conclusion
+    assert conclusion({"too_little": "3 launches in 20.0 µs"}) == (
+        None, "cannot judge: too little activity (3 launches in 20.0 µs)")
+    assert launch_class({"launch_bound": None, "overhead_share": 0.5}) == "unknown"
+    assert launch_class({"launch_bound": False, "overhead_share": 0.5}) == "not launch-bound"
+    assert launch_class({"overhead_share": 0.5}) == "launch-bound"     # records from before §V9

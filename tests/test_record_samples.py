@@ -47,6 +47,26 @@ def test_b200_eager_is_dry():
     assert s["cpu_stalls"] == 1
 
 
+def test_verdict_lines_on_v100_saturated_and_b200_dry():
+    """definitions.md §V9: V100 is busy (share < 10 %) and back-pressured at 1022; B200 eager is
+    not launch-bound by the share, yet its dry stream says the GPU waits on launches."""
+    v = _rec("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    s = _stream(v, 0, 7)
+    assert v["launch_bound"] is False
+    assert v["conclusion"] == (
+        f"not launch-bound: exposed launch overhead is {v['overhead_share'] * 100:.1f} % of the iteration (< 10 %); "
+        f"the rule of thumb agrees; the CPU is ahead and back-pressured: {s['blocked_launches']} launch calls "
+        "blocked at depth 1022 — fewer launches free CPU time, not GPU time")
+    assert s["blocked_launches"] >= 500 and "0.9 %" in v["conclusion"]
+    assert render_markdown(v).splitlines()[2] == f"**Verdict:** {v['conclusion']}"
+    b = _rec("kineto/b200__eager_trace.json.gz")
+    s = _stream(b, 0, 7)
+    assert b["launch_bound"] is False and b["overhead_share"] < 0.10
+    assert (f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
+            "flight (device 0 stream 7)") in b["conclusion"]
+    assert s["waited_gap_share"] > 0.5 and "back-pressured" not in b["conclusion"]
+
+
 def test_mi300_deep_queue_without_blocking_is_not_saturated():
     doc = _rec("kineto/mi300__timesformer-k400.json.gz")
     assert all(s["queue_class"] != "saturated" for s in doc["streams"])

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 
+from launchtui.analysis.config import CONFIG
+
 SCHEMA = "launchtui-diff/1"
-LAUNCH_BOUND_SHARE = 0.10
-WHOLE_SOURCES = ("none", "whole window")   # the record's source when no iteration marks were found   # the seed rule: launch overhead above 10 % of the iteration
+LAUNCH_BOUND_SHARE = CONFIG.launch_bound_share   # the record's own threshold (definitions.md §V9)
+WHOLE_SOURCES = ("none", "whole window")   # the record's source when no iteration marks were found
 
 # gate name -> (label, unit, where in the record)
 METRICS = {
@@ -158,10 +160,13 @@ def match_phases(side_b: dict, side_a: dict) -> list[dict]:
 
 
 def launch_class(rec: dict) -> str:
-    """'launch-bound', 'not launch-bound' or 'unknown' for one side's record."""
+    """'launch-bound', 'not launch-bound' or 'unknown' for one side's record: the record's own
+    `launch_bound` (null: too little activity to judge); records without the key fall back to the share."""
     lb = rec.get("launch_bound")
     if isinstance(lb, bool):
         return "launch-bound" if lb else "not launch-bound"
+    if "launch_bound" in rec:
+        return "unknown"
     share = _num(rec.get("overhead_share"))
     if share is None:
         return "unknown"

@@ -203,6 +203,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level}}
     if not devs:
         doc.update({"empty": "no launched GPU ops in this trace or selection", "iterations": None,
+                    "launch_bound": None, "conclusion": "cannot judge: no launched GPU ops in this trace or selection",
                     "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
                     "launch_thread_cpu": {"available": False, "note": "not recorded: capture with sampling"}})
@@ -275,6 +276,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
                              f"{_dur(float(f.iteration_ns.sum()) / 1e6)}")
     doc["verdict"] = verdict_lines(doc)
+    doc["launch_bound"], doc["conclusion"] = conclusion(doc)
     return doc, streams
 
 
@@ -310,6 +312,40 @@ def verdict_lines(doc: dict) -> list[str]:
     return lines
 
 
+def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple[bool | None, str]:
+    """(launch_bound, one line the user should take away), from the record's own evidence
+    (docs/definitions.md §V9): the exposed share against `share_min`, the rule of thumb as a second
+    opinion, what the queues say, and when launch-bound the top row's fix and the Amdahl gain."""
+    if doc.get("too_little"):
+        return None, f"cannot judge: too little activity ({doc['too_little']})"
+    share, rt = doc["overhead_share"], doc["rule_of_thumb"]
+    bound = share >= share_min
+    op = ">=" if bound else "<"
+    parts = [f"{'launch-bound' if bound else 'not launch-bound'}: exposed launch overhead is {share * 100:.1f} % of the "
+             f"iteration ({op} {share_min * 100:g} %)"
+             + ("; the rule of thumb agrees" if rt["flag"] == bound else
+                f"; the rule of thumb disagrees ({rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
+                f"{_dur(rt['estimate_ms'])} {'<' if bound else '>='} 10 % of the iteration)")]
+    sat = [s for s in doc["streams"] if s["queue_class"] == "saturated"]
+    dry = [s for s in doc["streams"] if s["queue_class"] == "dry"]
+    if sat:
+        depth = max(s["observed_limit"] if s["observed_limit"] is not None else s["max_depth"] for s in sat)
+        parts.append(f"the CPU is ahead and back-pressured: {sum(s['blocked_launches'] for s in sat):,} launch calls "
+                     f"blocked at depth {depth} — fewer launches free CPU time, not GPU time")
+    if dry:
+        s = max(dry, key=lambda s: (s["launches"], -s["device_id"], -s["stream_id"]))
+        parts.append(f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
+                     f"flight (device {s['device_id']} stream {s['stream_id']})")
+    if bound:
+        if doc["top"]:
+            r = doc["top"][0]
+            parts.append(f"first fix: {r['fix']} (`{_short(r['kernel_name'], 40)}`)")
+        if doc["amdahl_bound"] is not None:
+            parts.append(f"removing all exposed launch overhead would make the iteration at most "
+                         f"{doc['amdahl_bound']:.2f}× faster")
+    return bound, "; ".join(parts)
+
+
 # --- Markdown ---------------------------------------------------------------------------
 
 def _fmt_ms(x) -> str:
@@ -336,6 +372,8 @@ def phase_label(r: dict, width: int = 50) -> str:
 def render_markdown(doc: dict) -> str:
     src = doc["source"]
     out = [f"# Launch page: {src['path'].rsplit('/', 1)[-1]}", ""]
+    if doc.get("conclusion"):
+        out += [f"**Verdict:** {doc['conclusion']}", ""]
     out.append(f"{src['producer']} {src['version']}".strip())
     if doc.get("empty"):
         out += ["", f"**{doc['empty']}**: nothing to record.", ""]
@@ -345,10 +383,10 @@ def render_markdown(doc: dict) -> str:
     ds = doc["devices"]
     out.append(f"Device {doc['device_id']}" + (f" (of {', '.join(map(str, ds))}: the one with most launches; "
                                                "`--device N` for another)" if len(ds) > 1 else ""))
-    src_line = (f"Iterations: {it['count']} from {it['source']}"
-                + (f" `{_short(it['name'])}`" if it["name"] else "")
-                + f"; median {_dur(it['median_ns'] / 1e6)} (min {_dur(it['min_ns'] / 1e6)}, "
-                  f"max {_dur(it['max_ns'] / 1e6)})")
+    src_line = ("Iterations: none found — the whole window counts as one" if it["source"] == itr.SOURCE_NONE else
+                f"Iterations: {it['count']} from {it['source']}" + (f" `{_short(it['name'])}`" if it["name"] else ""))
+    src_line += (f"; median {_dur(it['median_ns'] / 1e6)} (min {_dur(it['min_ns'] / 1e6)}, "
+                 f"max {_dur(it['max_ns'] / 1e6)})")
     out += [src_line, f"_{it['note']}_" if it["note"] else "", ""]
     rt = doc["rule_of_thumb"]
     if doc.get("too_little"):
