@@ -115,12 +115,19 @@ def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> 
     pi, it = doc["per_iteration"], doc["iterations"]
     if doc.get("too_little"):
         lines.append(f"Verdict: too little activity to judge launch overhead ({doc['too_little']})")
+        styles.append(HEAD)
     else:
-        lines.append(f"Verdict: {pi['launches']['median']:,.0f} launches/iter · exposed launch overhead "
-                     f"{pi['exposed_overhead_ms']['median']:,.3f} ms/iter = {doc['overhead_share']:.1%} of "
-                     f"{pi['iteration_ms']['median']:,.3f} ms · Amdahl ≤ {doc['amdahl_bound']:.3f}× · "
-                     f"backpressure {'yes' if doc['backpressure'] else 'no'} · CPU stalls {doc['cpu_stalls']}")
-    styles.append(HEAD)
+        figures = (f"{pi['launches']['median']:,.0f} launches/iter · exposed launch overhead "
+                   f"{pi['exposed_overhead_ms']['median']:,.3f} ms/iter = {doc['overhead_share']:.1%} of "
+                   f"{pi['iteration_ms']['median']:,.3f} ms · Amdahl ≤ {doc['amdahl_bound']:.3f}× · "
+                   f"backpressure {'yes' if doc['backpressure'] else 'no'} · CPU stalls {doc['cpu_stalls']}")
+        # what to conclude first (the record's conclusion), then the figures it rests on when there is room
+        conclusion = doc.get("conclusion")
+        lines.append(f"Verdict: {conclusion or figures}")
+        styles.append(HEAD)
+        if conclusion and not compact:
+            lines.append(f" {figures}")
+            styles.append(Style())
     src = it["source"] + (" (heuristic)" if it["heuristic"] else "")
     lines.append(f" GPU {doc['device_id']} · {it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, "
                  f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
