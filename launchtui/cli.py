@@ -168,31 +168,31 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     return parsers
 
 
-def _report_options(a):
+def _report_options(args):
     from launchtui.analysis.backpressure import Options
     from launchtui.analysis.report import ReportOptions
-    th = tuple(a.thresholds)
-    return ReportOptions(min_launches=a.min_launches, max_avg_us=a.max_avg_us, limit=a.limit, names=a.names,
+    th = tuple(args.thresholds)
+    return ReportOptions(min_launches=args.min_launches, max_avg_us=args.max_avg_us, limit=args.limit, names=args.names,
                          thresholds=th, backpressure=Options(threshold=th[0], full=th[1] if len(th) > 1 else th[0],
-                                                             spike_us=a.spike_us, spike_factor=a.spike_factor))
+                                                             spike_us=args.spike_us, spike_factor=args.spike_factor))
 
 
-def _emit(text: str, a) -> None:
-    a._emitted = text  # what launchtui.result_cache stores
-    if getattr(a, "output", None) is not None:
+def _emit(text: str, args) -> None:
+    args._emitted = text  # what launchtui.result_cache stores
+    if getattr(args, "output", None) is not None:
         from launchtui.output import write_atomic
-        path = write_atomic(a.output, text, force=a.force)
+        path = write_atomic(args.output, text, force=args.force)
         print(f"launchtui: wrote {printable(path)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
 
 
-def _load(a, need_cuda: bool = False):
+def _load(args, need_cuda: bool = False):
     from launchtui.errors import TraceError
     from launchtui.trace.load import open_trace
-    trace = open_trace(a.trace, use_cache=not getattr(a, "no_cache", False), defer_cache=True)
+    trace = open_trace(args.trace, use_cache=not getattr(args, "no_cache", False), defer_cache=True)
     if need_cuda and not trace.has_cuda_tables:
-        raise TraceError(a.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
+        raise TraceError(args.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
                                   "`launchtui info` describes what it holds")
     if need_cuda:   # the derived index, once, before any analysis (kept in the cache on commit)
         from launchtui.analysis.index import trace_index
@@ -205,95 +205,96 @@ def _commit(trace) -> None:
     commit(trace)
 
 
-def cmd_info(a) -> int:
+def cmd_info(args) -> int:
     from launchtui.analysis.info import render_info, trace_info
     from launchtui.output import dumps
-    trace = _load(a)
+    trace = _load(args)
     info = trace_info(trace)
-    _emit(dumps(info) if a.json else render_info(info), a)
+    _emit(dumps(info) if args.json else render_info(info), args)
     _commit(trace)
     return 0
 
 
-def _record_options(a):
+def _record_options(args):
     from launchtui.analysis.record import RecordOptions
     from launchtui.errors import UsageError
-    if getattr(a, "phase_level", 1) < 1:
-        raise UsageError(f"--phase-level {a.phase_level}: expected 1 or more", a.trace)
-    return RecordOptions(iter_name=getattr(a, "iter", None), min_launches=a.min_launches, max_avg_us=a.max_avg_us,
-                         phase_level=getattr(a, "phase_level", 1), backpressure=_report_options(a).backpressure)
+    if getattr(args, "phase_level", 1) < 1:
+        raise UsageError(f"--phase-level {args.phase_level}: expected 1 or more", args.trace)
+    return RecordOptions(iter_name=getattr(args, "iter", None), min_launches=args.min_launches,
+                         max_avg_us=args.max_avg_us, phase_level=getattr(args, "phase_level", 1),
+                         backpressure=_report_options(args).backpressure)
 
 
-def cmd_record(a) -> int:
+def cmd_record(args) -> int:
     from launchtui.analysis.record import build_record, render_markdown
     from launchtui.output import dumps
     from launchtui.analysis.select import selection_from_args
-    trace = _load(a, need_cuda=True)
-    doc = build_record(trace, selection_from_args(trace, a), _record_options(a))
-    _emit(dumps(doc) if a.json else render_markdown(doc), a)
+    trace = _load(args, need_cuda=True)
+    doc = build_record(trace, selection_from_args(trace, args), _record_options(args))
+    _emit(dumps(doc) if args.json else render_markdown(doc), args)
     _commit(trace)
     return 0
 
 
-def cmd_report(a) -> int:
+def cmd_report(args) -> int:
     from launchtui.analysis.record import build_record
     from launchtui.analysis.report import build_report, render_text
     from launchtui.output import dumps
-    if a.by == "source":
-        return _report_sources(a)
+    if args.by == "source":
+        return _report_sources(args)
     from launchtui.analysis.select import selection_from_args
-    trace = _load(a, need_cuda=True)
-    sel = selection_from_args(trace, a)
-    doc = build_report(trace, sel, _report_options(a))
-    if a.json:
-        doc["record"] = build_record(trace, sel, _record_options(a))
-    _emit(dumps(doc) if a.json else render_text(doc), a)
+    trace = _load(args, need_cuda=True)
+    sel = selection_from_args(trace, args)
+    doc = build_report(trace, sel, _report_options(args))
+    if args.json:
+        doc["record"] = build_record(trace, sel, _record_options(args))
+    _emit(dumps(doc) if args.json else render_text(doc), args)
     _commit(trace)
     return 0
 
 
-def _report_sources(a) -> int:
+def _report_sources(args) -> int:
     from launchtui.analysis.select import selection_from_args
     from launchtui.analysis.sources import SourceFilter, build_source_report, render_source_report
     from launchtui.errors import UsageError
     from launchtui.output import dumps
     try:
-        flt = SourceFilter.parse(a.source_filter)
+        flt = SourceFilter.parse(args.source_filter)
     except ValueError as e:
-        raise UsageError(str(e), a.trace) from None
-    trace = _load(a, need_cuda=True)
-    doc = build_source_report(trace, selection_from_args(trace, a), flt, a.limit, a.names)
-    _emit(dumps(doc) if a.json else render_source_report(doc), a)
+        raise UsageError(str(e), args.trace) from None
+    trace = _load(args, need_cuda=True)
+    doc = build_source_report(trace, selection_from_args(trace, args), flt, args.limit, args.names)
+    _emit(dumps(doc) if args.json else render_source_report(doc), args)
     _commit(trace)
     return 0
 
 
-def cmd_export(a) -> int:
+def cmd_export(args) -> int:
     from launchtui.analysis.export import export_document
     from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
-    trace = _load(a, need_cuda=True)
-    sel = selection_from_args(trace, a)
-    doc = export_document(trace, sel, _report_options(a))
-    _emit(dumps(doc), a)
+    trace = _load(args, need_cuda=True)
+    sel = selection_from_args(trace, args)
+    doc = export_document(trace, sel, _report_options(args))
+    _emit(dumps(doc), args)
     _commit(trace)
     return 0
 
 
-def cmd_diff(a) -> int:
+def cmd_diff(args) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from launchtui.analysis.diff_inputs import diff_document
     from launchtui.analysis.diff_markdown import render_markdown
     from launchtui.analysis.gates import evaluate, parse_gates, tripped_line
     from launchtui.output import dumps
-    gates = parse_gates(a.fail_if)  # bad gate syntax fails before any trace is read
+    gates = parse_gates(args.fail_if)  # bad gate syntax fails before any trace is read
     with ThreadPoolExecutor(2) as pool:
-        traces = list(pool.map(lambda p: _load(argparse.Namespace(trace=p, no_cache=a.no_cache), need_cuda=True),
-                               (a.before, a.after)))
-    doc = diff_document(*traces, iter_name=a.iter)
+        traces = list(pool.map(lambda p: _load(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
+                               (args.before, args.after)))
+    doc = diff_document(*traces, iter_name=args.iter)
     tripped = evaluate(gates, doc)
-    _emit(dumps(doc) if a.json else render_markdown(doc), a)
+    _emit(dumps(doc) if args.json else render_markdown(doc), args)
     for t in traces:
         _commit(t)
     for g, x in tripped:
@@ -301,9 +302,9 @@ def cmd_diff(a) -> int:
     return 1 if tripped else 0
 
 
-def cmd_cache(a) -> int:
+def cmd_cache(args) -> int:
     from launchtui.trace import cache
-    if a.action == "clear":
+    if args.action == "clear":
         n, size = cache.clear()
         print(f"launchtui: removed {n} cache entries ({size / 1e6:.1f} MB) from {cache.cache_root()}")
     else:
@@ -312,12 +313,12 @@ def cmd_cache(a) -> int:
     return 0
 
 
-def cmd_tui(a) -> int:
-    if getattr(a, "compare", None):
+def cmd_tui(args) -> int:
+    if getattr(args, "compare", None):
         from launchtui.tui.compare import run_compare
-        return run_compare(a)
+        return run_compare(args)
     from launchtui.tui.app import run_app
-    return run_app(a)
+    return run_app(args)
 
 
 def main(argv: list[str] | None = None) -> int:

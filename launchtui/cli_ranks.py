@@ -29,17 +29,17 @@ def main(cmd: str, argv: list[str]) -> int:
     from launchtui.output import dumps
     from launchtui.ranks.job import run_job
     from launchtui.ranks.render import render_markdown
-    a = build_parser(cmd).parse_args(argv)
-    if a.workers is not None and a.workers < 1:
-        raise UsageError(f"--workers {a.workers}: needs at least 1")
+    args = build_parser(cmd).parse_args(argv)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: needs at least 1")
     if cmd == "tui":
         from launchtui.tui.ranks_view import run_ranks_app
-        return run_ranks_app(a)
-    doc = run_job(a.traces, scheduler=a.scheduler, workers=a.workers, use_cache=not a.no_cache)
-    text = dumps(doc) if (a.json or cmd == "record") else render_markdown(doc)
-    if a.output:
+        return run_ranks_app(args)
+    doc = run_job(args.traces, scheduler=args.scheduler, workers=args.workers, use_cache=not args.no_cache)
+    text = dumps(doc) if (args.json or cmd == "record") else render_markdown(doc)
+    if args.output:
         from launchtui.output import write_atomic
-        path = write_atomic(a.output, text, force=a.force)
+        path = write_atomic(args.output, text, force=args.force)
         print(f"launchtui: wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
