@@ -329,9 +329,11 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
     sat = [s for s in doc["streams"] if s["queue_class"] == "saturated"]
     dry = [s for s in doc["streams"] if s["queue_class"] == "dry"]
     if sat:
-        depth = max(s["observed_limit"] if s["observed_limit"] is not None else s["max_depth"] for s in sat)
+        known = [s["observed_limit"] for s in sat if s["observed_limit"] is not None]
+        # an unknown limit (ops launched before a sliced capture were pending): the seen depth is a lower bound
+        where = f"at depth {max(known)}" if known else f"at a depth of at least {max(s['max_depth'] for s in sat)}"
         parts.append(f"the CPU is ahead and back-pressured: {sum(s['blocked_launches'] for s in sat):,} launch calls "
-                     f"blocked at depth {depth} — fewer launches free CPU time, not GPU time")
+                     f"blocked {where} — fewer launches free CPU time, not GPU time")
     if dry:
         s = max(dry, key=lambda s: (s["launches"], -s["device_id"], -s["stream_id"]))
         parts.append(f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
