@@ -384,10 +384,12 @@ def output_target(rng: random.Random, d: Path) -> list[str]:
         return ["-o", str(out / "a\nb.json")] + force
     if kind == "symlink":
         (out / "target.txt").write_text("keep")
-        (out / "link.json").symlink_to(out / "target.txt")
+        if not (out / "link.json").is_symlink():  # a case may draw this target for several commands
+            (out / "link.json").symlink_to(out / "target.txt")
         return ["-o", str(out / "link.json")] + force
     if kind == "fifo":
-        os.mkfifo(out / "f.json")
+        if not (out / "f.json").exists():  # a case may draw this target for several commands
+            os.mkfifo(out / "f.json")
         return ["-o", str(out / "f.json")] + force
     return ["-o", str(out / "x.json")] + force
 
