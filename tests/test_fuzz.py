@@ -142,6 +142,21 @@ def test_kineto_wrong_types_are_skipped_and_counted_by_reason(tmp_path, capsys, 
     assert "skipped   2 × ts or dur not a finite number in range" in out
 
 
+def test_kineto_invalid_utf8_in_one_event_skips_that_event(tmp_path, capsys, monkeypatch):
+    """fuzz seed 2 case 1886: a bit flip put an invalid UTF-8 byte inside one event's name; only that
+    event is dropped (counted), the others are read."""
+    doc = kineto_doc()
+    n_kernels = sum(e.get("cat") == "kernel" for e in doc["traceEvents"])
+    doc["traceEvents"][6]["name"] = "@BAD@"
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc).encode().replace(b"@BAD@", b"bad\xffname"))
+    rc, out, err = run(["info", p, "--json"], capsys, monkeypatch, tmp_path)
+    assert rc == 0 and err == ""
+    info = strict_json(out)
+    assert info["skipped"] == {"event not decodable (e.g. invalid UTF-8 in a string)": 1}
+    assert info["counts"]["gpu_ops"]["kernel"] == n_kernels - 1
+
+
 def test_clean_trace_info_has_no_skipped_key(tmp_path, capsys, monkeypatch):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(kineto_doc()))

@@ -36,6 +36,7 @@ MAX_DEVICE = 2**31 - 1  # device ids are int32 in the model
 # reasons an event is skipped (counted in trace.source.extra["skipped"], shown by `info`)
 SKIP_FIELD_TYPE = "event field of the wrong type (ph, cat, name, pid or tid)"
 SKIP_DEVICE = "device id out of range"
+SKIP_BAD_TEXT = "event not decodable (e.g. invalid UTF-8 in a string)"
 
 
 class _OpArgs(msgspec.Struct, gc=False):
@@ -182,15 +183,17 @@ def _decode_events(raws: list, skipped: Counter) -> list:
     buf = b"[" + b",".join(raws) + b"]"
     try:
         return msgspec.json.decode(buf, type=list[_Event])
-    except (msgspec.ValidationError, RecursionError):
-        pass
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        pass  # e.g. invalid UTF-8 inside one event's string: only that event is skipped
     del buf
     out = []
     for raw in raws:  # rare fallback: some event has an odd field
         try:
             out.append(msgspec.json.decode(raw, type=_Event))
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        except (msgspec.ValidationError, RecursionError):  # ValidationError subclasses DecodeError
             skipped[SKIP_FIELD_TYPE] += 1
+        except msgspec.DecodeError:
+            skipped[SKIP_BAD_TEXT] += 1
     return out
 
 
