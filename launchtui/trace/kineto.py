@@ -24,7 +24,8 @@ import numpy as np
 from launchtui.errors import TraceError
 from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
-from launchtui.trace.kineto_events import MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, decode_args, ids, keep, num, timed
+from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, ids, keep, num, timed,
+                                          timed_with_args)
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, ApiCalls, GpuOps,
                                    Overheads, Ranges, SourceInfo, StringTable, Threads, Trace)
@@ -220,10 +221,7 @@ def _extract(events: list, skipped: Counter) -> dict:
     out = {}
     api_ev = _pick(events, roles == ROLE_API)
     if api_ev:
-        api_ev, start, end, _ = timed(api_ev, skipped)
-        args, ok = decode_args(list(map(attrgetter("args"), api_ev)), _ApiArgs, _LooseApiArgs)
-        api_ev, c = keep(api_ev, {"start": start, "end": end, "args": args}, ok, skipped, SKIP_ARGS)
-        start, end, args = c["start"], c["end"], c["args"]
+        api_ev, start, end, _, args = timed_with_args(api_ev, _ApiArgs, _LooseApiArgs, skipped)
     if api_ev:
         out["api"] = {"start": start, "end": end, "name": _names(api_ev),
                       "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
@@ -231,10 +229,7 @@ def _extract(events: list, skipped: Counter) -> dict:
                       "tid": ids(list(map(attrgetter("tid"), api_ev)))}
     op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET))
     if op_ev:
-        op_ev, start, end, dur = timed(op_ev, skipped)
-        args, ok = decode_args(list(map(attrgetter("args"), op_ev)), _OpArgs, _LooseOpArgs)
-        op_ev, c = keep(op_ev, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
-        start, end, dur, args = c["start"], c["end"], c["dur"], c["args"]
+        op_ev, start, end, dur, args = timed_with_args(op_ev, _OpArgs, _LooseOpArgs, skipped)
     if op_ev:
         role = np.fromiter(map(role_of.__getitem__, map(attrgetter("cat"), op_ev)), np.int8, len(op_ev))
         kind = np.zeros(len(op_ev), np.int8)

@@ -119,3 +119,12 @@ def num(v) -> int:
         m = DIGITS.search(str(v))
         v = int(m.group()) if m else -1
     return v if -2**63 <= v < 2**63 else -1
+
+
+def timed_with_args(evs: list, typ, loose, skipped: Counter):
+    """(events, start, end, dur, args) for the events whose times and `args` are valid; the others
+    are dropped and counted by reason (`timed`, then `decode_args` + `keep`)."""
+    evs, start, end, dur = timed(evs, skipped)
+    args, ok = decode_args(list(map(attrgetter("args"), evs)), typ, loose)
+    evs, c = keep(evs, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
+    return evs, c["start"], c["end"], c["dur"], c["args"]

@@ -53,7 +53,7 @@ def extract(events: list, skipped=None) -> dict:
     number or a call stack). Cheap when absent: one category lookup per event. Events with bad
     times or args are dropped and counted in `skipped` (kineto's reasons)."""
     from collections import Counter
-    from launchtui.trace.kineto_events import SKIP_ARGS, decode_args, ids, keep, timed
+    from launchtui.trace.kineto_events import ids, timed, timed_with_args
     skipped = Counter() if skipped is None else skipped
     cats = list(map(attrgetter("cat"), events))
     kind_of = {c: _KIND.get(str(c).lower(), 0) for c in set(cats)}
@@ -71,10 +71,7 @@ def extract(events: list, skipped=None) -> dict:
     if ops and not _any_link_args(ops):
         ops = []  # no operator carries a sequence number or call stack: skip decoding their args
     if ops:
-        ops, t_start, t_end, _ = timed(ops, skipped)
-        args, ok = decode_args(list(map(attrgetter("args"), ops)), _OpArgs, _LooseOpArgs)
-        ops, c = keep(ops, {"start": t_start, "end": t_end, "args": args}, ok, skipped, SKIP_ARGS)
-        t_start, t_end, args = c["start"], c["end"], c["args"]
+        ops, t_start, t_end, _, args = timed_with_args(ops, _OpArgs, _LooseOpArgs, skipped)
     if ops:
         if type(args[0]) is _OpArgs:  # one batch decode gives one type for all
             seq = np.fromiter(map(attrgetter("seq"), args), np.int64, len(args))
