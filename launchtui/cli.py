@@ -20,8 +20,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         from launchtui.errors import UsageError
-        raise UsageError(f"{self.prog.removeprefix('launchtui').strip() or 'launchtui'}: {message} "
-                         f"(see {self.prog} --help)")
+        cmd = self.prog.removeprefix("launchtui").strip()  # bare `launchtui`: no second prefix
+        raise UsageError(f"{cmd + ': ' if cmd else ''}{message} (see {self.prog} --help)")
 
 
 def _number(kind, lo, hi, what):
@@ -314,6 +314,10 @@ def cmd_cache(args) -> int:
 
 
 def cmd_tui(args) -> int:
+    from launchtui.trace.load import preflight
+    for path in (args.trace, getattr(args, "compare", None)):
+        if path:
+            preflight(path)
     if getattr(args, "compare", None):
         from launchtui.tui.compare import run_compare
         return run_compare(args)

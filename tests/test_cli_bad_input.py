@@ -166,3 +166,27 @@ def test_format_detected_by_content_not_extension(tmp_path, capsys, monkeypatch)
     assert rc == 0 and "kineto-json" in out
     rc, out, err, _ = run_cli(["info", nsy], capsys, tmp_path, monkeypatch)
     assert rc == 0 and "nsys-sqlite" in out
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "junk", "file as directory"])
+def test_tui_refuses_before_taking_the_terminal(case, tmp_path, capsys, monkeypatch):
+    """What a stat and the first bytes can tell is said before the TUI starts: no loading screen
+    flashes up for a mistyped path (the app is never constructed)."""
+    import launchtui.tui.app as tui_app
+
+    def no_app(*a, **k):
+        raise AssertionError("the TUI was started for a path that cannot be read")
+    monkeypatch.setattr(tui_app, "run_app", no_app)
+    path, needle = _bad_files(tmp_path)[case]
+    rc, out, err, written = run_cli([path], capsys, tmp_path, monkeypatch)
+    assert_one_line_error(rc, err, path, needle)
+    assert out == "" and not written
+    good = sample("nsys/nsys-ai__mock.sqlite")
+    rc, out, err, written = run_cli([good, "--compare", path], capsys, tmp_path, monkeypatch)
+    assert_one_line_error(rc, err, path, needle)
+
+
+def test_bare_command_usage_error_says_launchtui_once(tmp_path, capsys, monkeypatch):
+    rc, out, err, written = run_cli(["--bogus", "x.sqlite"], capsys, tmp_path, monkeypatch)
+    assert rc == 2 and out == "" and not written
+    assert err == "launchtui: unrecognized arguments: --bogus (see launchtui --help)\n"

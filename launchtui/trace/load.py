@@ -98,6 +98,19 @@ def memory_estimate(path: Path, kind: str, size: int) -> int:
     return int(n * PEAK_PER_BYTE.get(kind, 1.0))
 
 
+_UNSUPPORTED = ("not a supported trace: expected an Nsight Systems SQLite export, an .nsys-rep/.qdrep report, "
+                "or PyTorch-profiler JSON (.json / .json.gz)")
+
+
+def preflight(path: str | os.PathLike) -> None:
+    """The checks that need only a stat and the first bytes, so that the TUI fails with its one
+    line before it takes over the terminal (a missing path must not flash a loading screen)."""
+    path = Path(path)
+    check_readable(path)
+    if sniff(path) == "unknown":
+        raise TraceError(path, _UNSUPPORTED)
+
+
 def read_trace(path: str | os.PathLike, progress=None) -> Trace:
     """Read a trace file into the model (no cache). Running out of memory is one line that says
     about how much the read needs."""
@@ -128,8 +141,7 @@ def _read(path: Path, st: os.stat_result, kind: str, progress) -> Trace:
         trace.source.extra["exported_by_nsys"] = trace.source.version
         trace.source.version = f"report {report_version(path)}"
         return trace
-    raise TraceError(path, "not a supported trace: expected an Nsight Systems SQLite export, an "
-                           ".nsys-rep/.qdrep report, or PyTorch-profiler JSON (.json / .json.gz)")
+    raise TraceError(path, _UNSUPPORTED)
 
 
 def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True, defer_cache: bool = False) -> Trace:
