@@ -9,6 +9,7 @@ import numpy as np
 from launchtui.analysis import nvtx
 from launchtui.analysis.report import ReportOptions, build_report
 from launchtui.analysis.select import Selection, op_mask
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
 
 EXPORT_KIND = "launchtui-range-export"
@@ -42,7 +43,7 @@ def export_document(trace: Trace, sel: Selection, opt: ReportOptions = ReportOpt
         {"start_ns": s, "end_ns": e, "name": n, "kind": API_KIND_NAMES[k], "thread": t, "correlation": c}
         for s, e, n, k, t, c in zip(api.start[a].tolist(), api.end[a].tolist(), _names(trace, api.name[a]),
                                     api.kind[a].tolist(), thread_label(api.thread[a]), api.corr[a].tolist())]
-    range_names = {int(i): nvtx.range_name(trace, int(i)) for i in np.unique(op_rng[op_rng >= 0]).tolist()}
+    range_names = {int(i): nvtx.range_name(trace, int(i)) for i in unique_sorted(op_rng[op_rng >= 0]).tolist()}
     # no API table at all (GPU activity only): every op is unmatched
     queue = np.where(launch >= 0, ops.start[o] - api.end[np.maximum(launch, 0)], 0) if len(api) else \
         np.zeros(len(o), np.int64)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
@@ -191,7 +192,7 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 # Counting each replay as one entry (retired when its first op starts) removes the
                 # replay's other ops: each was +1 from the launch call until its own start.
                 gi = np.nonzero(is_graph)[0]
-                first = np.unique(calls[gi], return_index=True)[1]
+                first = unique_sorted(calls[gi], return_index=True)[1]
                 rest = np.delete(gi, first)
                 on = np.searchsorted(np.sort(api.start[calls[rest]]), t_last, side="right")
                 off = np.searchsorted(np.sort(minus[rest]), t_last, side="right")
@@ -230,7 +231,7 @@ def _distinguishing_names(trace: Trace) -> np.ndarray:
     ops = trace.ops
     width = len(trace.strings) + 1
     pair = ops.full_name.astype(np.int64) * width + ops.name
-    uniq, inv = np.unique(pair, return_inverse=True)
+    uniq, inv = unique_sorted(pair, return_inverse=True)
     ids = np.empty(len(uniq), np.int32)
     for i, p in enumerate(uniq.tolist()):  # once per distinct (full, short) pair
         full, short = divmod(p, width)
@@ -247,7 +248,7 @@ def _op_categories(trace: Trace) -> np.ndarray:
     cat[k & (dur < CONFIG.small_kernel_ns)] = CAT_SMALL
     cat[~k] = CAT_MEM
     if len(ops):
-        uniq = np.unique(ops.name[k])
+        uniq = unique_sorted(ops.name[k])
         nccl_ids = [u for u in uniq.tolist() if "nccl" in trace.strings[u].lower()]
         if nccl_ids:
             cat[k & np.isin(ops.name, nccl_ids)] = CAT_NCCL

@@ -13,6 +13,7 @@ import numpy as np
 
 from launchtui.analysis.launches import name_ids
 from launchtui.analysis.phases import normalise
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 from launchtui.trace.nesting import InnermostIndex
@@ -158,7 +159,7 @@ def iteration_tables(trace: Trace, spans, device: int | None = None, streams=Non
     k = k[((kinds == API_LAUNCH) | (kinds == API_GRAPH_LAUNCH)) & in_spans(api.start[ops.api[k]], merged)]
     graph = api.kind[ops.api[k]] == API_GRAPH_LAUNCH
     ph = op_phases(trace, merged)
-    gl = np.unique(ops.api[k[graph]])
+    gl = unique_sorted(ops.api[k[graph]])
     return {
         "kernels": _kernel_rows(trace, k, graph, n_iter),
         "phases": _phase_rows(trace, k, graph, ph, n_iter),

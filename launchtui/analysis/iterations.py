@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.phases import normalise
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 
 SOURCE_PROFILER_STEP = "ProfilerStep"
@@ -66,7 +67,7 @@ def _outermost_on_one_thread(trace: Trace, idx: np.ndarray, device: int | None =
     idx = idx[rg.kind[idx] == RANGE_PUSHPOP]
     if not len(idx):
         return idx
-    th, cnt = np.unique(rg.thread[idx], return_counts=True)
+    th, cnt = unique_sorted(rg.thread[idx], return_counts=True)
     tied = th[cnt == cnt.max()]
     pick = tied[0]
     if len(tied) > 1:
@@ -100,7 +101,7 @@ def _text_matches(trace: Trace, pred) -> np.ndarray:
     rg = trace.ranges
     if not len(rg):
         return np.zeros(0, np.int64)
-    uniq = np.unique(rg.text)
+    uniq = unique_sorted(rg.text)
     hits = [u for u in uniq.tolist() if pred(trace.strings[u])]
     return np.nonzero(np.isin(rg.text, hits))[0]
 
@@ -126,7 +127,7 @@ def step_like(trace: Trace, device: int | None = None) -> Iterations | None:
     rg = trace.ranges
     if not len(rg):
         return None
-    uniq = np.unique(rg.text)
+    uniq = unique_sorted(rg.text)
     pattern: dict[int, str] = {}
     for u in uniq.tolist():  # once per distinct name
         s = normalise(trace.strings[u])
@@ -159,7 +160,7 @@ def launch_sequence(trace: Trace, device: int | None = None):
     is_launch = np.isin(api.kind[a], (API_LAUNCH, API_GRAPH_LAUNCH))
     k, a = k[is_launch], a[is_launch]
     # one entry per launch call: a graph launch feeds many ops
-    a_u, first = np.unique(a, return_index=True)
+    a_u, first = unique_sorted(a, return_index=True)
     k = k[first]
     o = np.lexsort((a_u, api.start[a_u]))
     return a_u[o], ops.name[k[o]].astype(np.int64)
@@ -177,7 +178,7 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
     n = len(seq)
     if n < 2 * PERIOD_MIN_LAUNCHES:
         return None
-    names, inv, counts = np.unique(seq, return_inverse=True, return_counts=True)
+    names, inv, counts = unique_sorted(seq, return_inverse=True, return_counts=True)
     inv = inv.reshape(-1)
     cand = np.nonzero((counts >= 3) & (counts <= n // PERIOD_MIN_LAUNCHES))[0]
     # fewest occurrences first: a once-per-step name is rare, per-layer names are common
@@ -187,7 +188,7 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
     for c in cand.tolist():  # a few candidate anchors, each checked in O(n)
         pos = np.nonzero(inv == c)[0]
         lens = np.diff(pos)
-        vals, lc = np.unique(lens, return_counts=True)
+        vals, lc = unique_sorted(lens, return_counts=True)
         L = int(vals[np.argmax(lc)])
         if L < PERIOD_MIN_LAUNCHES:
             continue

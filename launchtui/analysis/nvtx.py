@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.index import trace_index
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
 
@@ -58,9 +59,9 @@ def search(trace: Trace, text: str) -> np.ndarray:
     if not len(rg) or not text:
         return np.zeros(0, np.int64)
     needle = text.lower()
-    uniq = np.unique(rg.text)
+    uniq = unique_sorted(rg.text)
     hit_ids = [u for u in uniq.tolist() if needle in trace.strings[u].lower()]
-    dom_hits = [d for d in np.unique(rg.domain).tolist() if d >= 0 and needle in trace.strings[d].lower()]
+    dom_hits = [d for d in unique_sorted(rg.domain).tolist() if d >= 0 and needle in trace.strings[d].lower()]
     m = np.isin(rg.text, hit_ids) | np.isin(rg.domain, dom_hits)
     idx = np.nonzero(m)[0]
     return idx[np.lexsort((rg.thread[idx], -rg.end[idx], rg.start[idx]))]
@@ -80,7 +81,7 @@ def summary(trace: Trace) -> list[RangeName]:
     rg = trace.ranges
     if not len(rg):
         return []
-    uniq, first, inv = np.unique(rg.text, return_index=True, return_inverse=True)
+    uniq, first, inv = unique_sorted(rg.text, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     counts = np.bincount(inv)
     total = np.bincount(inv, weights=(rg.end - rg.start).astype(np.float64))

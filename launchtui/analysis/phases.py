@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from launchtui.analysis import nvtx
+from launchtui.trace.arrays import unique_rows, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import RANGE_PUSHPOP, Trace
 
@@ -30,7 +31,7 @@ def normalised_text(trace: Trace) -> np.ndarray:
     rg = trace.ranges
     if not len(rg):
         return np.zeros(0, np.int32)
-    uniq, inv = np.unique(rg.text, return_inverse=True)
+    uniq, inv = unique_sorted(rg.text, return_inverse=True)
     ids = np.fromiter((trace.strings.intern(normalise(trace.strings[int(u)])) for u in uniq.tolist()),
                       np.int32, len(uniq))  # once per distinct name
     return ids[inv.reshape(-1)]
@@ -100,7 +101,7 @@ def op_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int = 1):
     has = mat[:, 0] >= 0
     if not has.any():
         return keys, []
-    uniq, inv = np.unique(mat[has], axis=0, return_inverse=True)
+    uniq, inv = unique_rows(mat[has], return_inverse=True)
     texts = [" > ".join(trace.strings[int(t)] for t in row if t >= 0) for row in uniq.tolist()]
     keys[has] = inv.reshape(-1)
     return keys, texts

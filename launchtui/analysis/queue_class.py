@@ -23,6 +23,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full, spikes
 from launchtui.analysis.exposed import DeviceGaps
 from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
 
 MIN_BLOCKED = 3
@@ -95,7 +96,7 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], lo: int, hi: int,
         if not len(mine):
             continue
         # one entry per launch call (a graph launch feeds several ops)
-        a_u, first = np.unique(ops.api[mine], return_index=True)
+        a_u, first = unique_sorted(ops.api[mine], return_index=True)
         depth_b = dbl[mine[first]]
         max_depth = int(s.v.max()) if len(s.v) else 0
         stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]

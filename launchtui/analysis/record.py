@@ -18,6 +18,7 @@ from launchtui.analysis.launches import kernel_groups
 from launchtui.analysis.phases import group_phases, op_phase_keys
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace.model import Trace
 
@@ -105,7 +106,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     # one full (demangled) name per group, from its first launch: the fix rules read it
     firsts = np.full(ng, -1, np.int64)
-    ug, fi = np.unique(g, return_index=True)
+    ug, fi = unique_sorted(g, return_index=True)
     firsts[ug] = k[fi]
     full_names = {i: trace.strings[int(ops.full_name[firsts[i]])] if firsts[i] >= 0 else "" for i in range(ng)}
 
@@ -152,7 +153,7 @@ def _syncs(trace: Trace, it: itr.Iterations) -> dict:
     """Host-blocking syncs inside the iterations: *Synchronize calls and synchronous copies."""
     api = trace.api
     names = trace.strings
-    uniq = np.unique(api.name)
+    uniq = unique_sorted(api.name)
     blocking = []
     for u in uniq.tolist():  # once per distinct API name
         n = nm.api_display_name(names[u])
@@ -165,7 +166,7 @@ def _syncs(trace: Trace, it: itr.Iterations) -> dict:
     idx, k = idx[k >= 0], k[k >= 0]
     per = np.bincount(k, minlength=len(it)) if len(it) else np.zeros(0, np.int64)
     by_name: dict[str, list] = {}
-    for u in np.unique(api.name[idx]).tolist():
+    for u in unique_sorted(api.name[idx]).tolist():
         sel = idx[api.name[idx] == u]
         by_name[nm.api_display_name(names[u])] = [int(len(sel)), round(float((api.end[sel] - api.start[sel]).sum()) / 1e6, 3)]
     out = {"per_iteration": _stats(per, nd=1), "total_ms": round(float((api.end[idx] - api.start[idx]).sum()) / 1e6, 3),
@@ -179,7 +180,7 @@ def _api_totals(trace: Trace, it: itr.Iterations, calls: np.ndarray) -> list[dic
     api = trace.api
     calls = calls[_in_iterations(api.start[calls], it) >= 0]
     out: dict[str, list] = {}
-    for u in np.unique(api.name[calls]).tolist():  # once per API name
+    for u in unique_sorted(api.name[calls]).tolist():  # once per API name
         sel = calls[api.name[calls] == u]
         n = nm.api_display_name(trace.strings[u])
         c = out.setdefault(n, [0, 0])

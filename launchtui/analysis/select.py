@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from launchtui.errors import UsageError
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
 
 
@@ -187,7 +188,7 @@ def launched_inside(trace: Trace, range_idx: np.ndarray) -> np.ndarray:
     a_start = api.start[calls]
     hit = np.zeros(len(calls), bool)
     r_thread = rg.thread[range_idx]
-    for th in np.unique(r_thread):  # per thread, not per event
+    for th in unique_sorted(r_thread):  # per thread, not per event
         sel = range_idx[r_thread == th]
         s, e = _merge(rg.start[sel], rg.end[sel])
         on = a_thread == th

@@ -15,6 +15,7 @@ import numpy as np
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.launches import launched_kernels, name_ids
 from launchtui.analysis.select import WHOLE, Selection, time_window
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import STACK_BACKWARD, Trace
 from launchtui.trace.stacks import stack_frames
@@ -154,7 +155,7 @@ def iterations(trace: Trace, sel: Selection = WHOLE) -> int:
     w = time_window(sel, trace)
     if w is not None:
         step &= (rg.end > w[0]) & (rg.start < w[1])
-    return len(np.unique(rg.text[step]))
+    return len(unique_sorted(rg.text[step]))
 
 
 def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter(),
@@ -190,7 +191,7 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
         order = order[:limit]
     for g in order.tolist():
         sub = kname[inv == g]
-        kn, kc = np.unique(sub, return_counts=True)
+        kn, kc = unique_sorted(sub, return_counts=True)
         top = np.lexsort((kn, -kc))[:TOP_KERNELS]
         frame = trace.strings[int(keys[g])]
         file, line, func = parse_frame(frame)
@@ -296,7 +297,7 @@ def dominant_sites(trace: Trace, api_rows: np.ndarray, group: np.ndarray, n_grou
         return out
     frame = trace.stacks.frame[site[m]].astype(np.int64)
     g = np.asarray(group)[m].astype(np.int64)
-    pairs, cnt = np.unique(g * (len(trace.strings) + 1) + frame, return_counts=True)
+    pairs, cnt = unique_sorted(g * (len(trace.strings) + 1) + frame, return_counts=True)
     pg, pf = np.divmod(pairs, len(trace.strings) + 1)
     total = np.bincount(np.asarray(group, np.int64), minlength=n_groups)
     order = np.lexsort((pf, -cnt, pg))  # per group: most launches first, then frame id

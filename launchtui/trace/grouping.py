@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_sorted
+
 DENSE_LIMIT = 1 << 24
 
 
@@ -20,7 +22,7 @@ def dense_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         uniq = np.nonzero(present)[0]
         lut = np.cumsum(present) - 1
         return (uniq + lo).astype(key.dtype), lut[k].astype(np.int64)
-    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, inv = unique_sorted(key, return_inverse=True)
     return uniq, inv.reshape(-1).astype(np.int64)
 
 
@@ -31,5 +33,5 @@ def distinct_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not len(values):
         return values, np.zeros(0, np.int64)
     heads = np.concatenate([[True], values[1:] != values[:-1]])
-    uniq = np.unique(values[heads])
+    uniq = unique_sorted(values[heads])
     return uniq, np.searchsorted(uniq, values)

@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 
 from launchtui.errors import TraceError
+from launchtui.trace.arrays import unique_rows, unique_sorted
 from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, ids, keep, num, timed,
@@ -325,7 +326,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     n_rng = len(r["start"]) if r else 0
     pid = np.concatenate([x["pid"] for x in (a, r) if x] or [np.zeros(0, np.int64)])
     tid = np.concatenate([x["tid"] for x in (a, r) if x] or [np.zeros(0, np.int64)])
-    upairs, tinv = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
+    upairs, tinv = unique_rows(np.stack([pid, tid], axis=1), return_inverse=True)
     tinv = tinv.reshape(-1).astype(np.int32)
     threads = Threads(pid=upairs[:, 0].copy(), tid=upairs[:, 1].copy(),
                       key=np.arange(len(upairs), dtype=np.int64), name=np.full(len(upairs), -1, np.int32))
@@ -333,7 +334,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     if n_api:
         names = strings.intern_many(a["name"])
         lut = np.zeros(len(strings), np.int8)
-        for i in np.unique(names).tolist():  # once per distinct API name
+        for i in unique_sorted(names).tolist():  # once per distinct API name
             lut[i] = nm.api_kind(strings[i])
         api = ApiCalls(thread=tinv[:n_api], pid=a["pid"], start=a["start"], end=a["end"], corr=a["corr"],
                        name=names, kind=lut[names])
@@ -347,7 +348,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         keep = ~((o["start"] == 0) & (o["dur"] == 0)) & (o["dur"] >= 0) & (o["dur"] < MAX_DUR_NS)
         full = strings.intern_many(o["name"])
         lut = np.arange(len(strings), dtype=np.int32)
-        for i in np.unique(full[o["kind"] == OP_KERNEL]).tolist():  # once per distinct kernel name
+        for i in unique_sorted(full[o["kind"] == OP_KERNEL]).tolist():  # once per distinct kernel name
             lut[i] = strings.intern(nm.kernel_short_name(strings[i]))
         ops = GpuOps(device=o["device"], stream=o["stream"], start=o["start"], end=o["end"], corr=o["corr"],
                      pid=np.full(n, -1, np.int64), name=lut[full], full_name=full, kind=o["kind"],
@@ -370,7 +371,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         did = num(d.id) if d.id is not None else -1
         if did >= 0:
             devices[did] = str(d.name or "")
-    used = sorted(set(np.unique(ops.device).tolist()))
+    used = sorted(set(unique_sorted(ops.device).tolist()))
     devices = {d: devices.get(d, f"GPU {d}") for d in used}
 
     trace = Trace(source=source, strings=strings, ops=ops, api=api, ranges=ranges, threads=threads,

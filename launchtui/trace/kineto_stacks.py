@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.stacks import (Carriers, StackTrie, attach, attach_nvtx_sites, forest_parents,
                                     innermost_at)
 from launchtui.trace.grouping import distinct_runs
@@ -137,7 +138,7 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
         if has.any():
             sid = trace.strings.intern_many([s for s, h in zip(op["stack"], has.tolist()) if h])
             lut = {}
-            for i in np.unique(sid).tolist():  # once per distinct call-stack string
+            for i in unique_sorted(sid).tolist():  # once per distinct call-stack string
                 frames = [f.strip() for f in trace.strings[i].split(";") if f.strip()]
                 lut[i] = trie.add_chain(reversed(frames))
             node = np.fromiter(map(lut.__getitem__, sid.tolist()), np.int64, len(sid))
@@ -167,11 +168,11 @@ def _python_carriers(trace: Trace, trie: StackTrie, pt, py: dict, api_thread, ot
     hit = c.index().lookup(np.concatenate(q_thread), np.concatenate(q_t))
     parent = forest_parents(pt, py["start"], py["end"])
     need = np.zeros(len(pt), bool)
-    cur = np.unique(hit[hit >= 0])
+    cur = unique_sorted(hit[hit >= 0])
     while len(cur):  # one round per stack level: mark the callers
         need[cur] = True
         cur = parent[cur]
-        cur = np.unique(cur[cur >= 0])
+        cur = unique_sorted(cur[cur >= 0])
         cur = cur[~need[cur]]
     sub = np.nonzero(need)[0]
     pos = np.full(len(pt), -1, np.int64)
@@ -217,7 +218,7 @@ def _backward_linker(trace: Trace, api_thread, ot, op, carriers):
 def _latest_before(thread, start, value, q_thread, q_t) -> np.ndarray:
     """Per query: `value` of the latest interval on the same thread starting at or before q_t."""
     out = np.full(len(q_t), -1, np.int64)
-    for t in np.unique(q_thread).tolist():  # one iteration per thread
+    for t in unique_sorted(q_thread).tolist():  # one iteration per thread
         m = np.nonzero(thread == t)[0]
         if not len(m):
             continue

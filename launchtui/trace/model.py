@@ -16,6 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_rows, unique_sorted
+
 # GPU op kinds
 OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
 OP_KIND_NAMES = ("kernel", "memcpy", "memset")
@@ -236,13 +238,13 @@ class Trace:
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:
-        ids = set(np.unique(self.ops.device).tolist())
+        ids = set(unique_sorted(self.ops.device).tolist())
         return sorted(ids)
 
     def streams(self) -> list[tuple[int, int]]:
         if not len(self.ops):
             return []
-        pairs = np.unique(np.stack([self.ops.device.astype(np.int64), self.ops.stream]), axis=1)
+        pairs = unique_rows(np.stack([self.ops.device.astype(np.int64), self.ops.stream]).T).T
         return [(int(d), int(s)) for d, s in pairs.T]
 
     def window(self) -> tuple[int, int] | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.errors import TraceError
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_stacks
 from launchtui.trace.join import finalize
@@ -188,7 +189,7 @@ class _Reader:
             short = self.map_string_ids(c["short"])
             full = self.map_string_ids(c["full"])
         elif op_kind == OP_MEMCPY:
-            uniq, inv = np.unique(c["copy"], return_inverse=True)
+            uniq, inv = unique_sorted(c["copy"], return_inverse=True)
             ids = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
                             for k in uniq], np.int32)
             short = full = ids[inv.reshape(-1)] if n else np.zeros(0, np.int32)
@@ -387,7 +388,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         overheads = Overheads.empty()
 
     devices = r.devices()
-    used = sorted(set(np.unique(ops.device).tolist()))
+    used = sorted(set(unique_sorted(ops.device).tolist()))
     devices = {d: devices.get(d, f"GPU {d}") for d in used} if used else {}
 
     trace = Trace(source=source, strings=r.strings, ops=ops, api=api, ranges=ranges, threads=threads,

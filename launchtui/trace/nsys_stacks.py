@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_rows
 from launchtui.trace.model import STACK_DIRECT, ApiStacks, Trace
 from launchtui.trace.sqlite_columns import fetch_int_columns
 from launchtui.trace.stacks import StackTrie, attach_nvtx_sites
@@ -51,7 +52,7 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
     same = np.concatenate([[False], cid[1:] == cid[:-1]])
     parent = np.where(same, np.arange(len(o)) - 1, -1)
     sids = reader.string_ids()
-    pairs, inv = np.unique(np.stack([sym, mod], axis=1), axis=0, return_inverse=True)
+    pairs, inv = unique_rows(np.stack([sym, mod], axis=1), return_inverse=True)
 
     def sval(i: int) -> str:
         return str(sids[i]) if 0 <= i < len(sids) else ""
@@ -65,7 +66,7 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
     api = trace.api
     both = np.concatenate([np.stack([api.pid, api.corr, api.start], axis=1),
                            np.stack([c["gtid"] & ~0xFFFFFF, c["corr"], c["start"]], axis=1)])
-    _, inv = np.unique(both, axis=0, return_inverse=True)
+    _, inv = unique_rows(both, return_inverse=True)
     inv = inv.reshape(-1)
     row_of = np.full(len(both), -1, np.int64)
     row_of[inv[:len(api)]] = np.arange(len(api))

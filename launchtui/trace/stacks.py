@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import STACK_BACKWARD, STACK_DIRECT, ApiStacks, StackFrames, StringTable, Trace
 from launchtui.trace.nesting import InnermostIndex, _groups, _parents
@@ -62,7 +63,7 @@ class StackTrie:
         for a, b in zip(bounds[:-1], bounds[1:]):
             idx = order[a:b]
             pnode = np.where(parent[idx] >= 0, node[np.maximum(parent[idx], 0)], -1)
-            pairs, inv = np.unique((pnode + 1) * width + frame[idx], return_inverse=True)  # one int64 key
+            pairs, inv = unique_sorted((pnode + 1) * width + frame[idx], return_inverse=True)  # one int64 key
             ids = np.array([self.node(int(p) - 1, int(f)) for p, f in zip(*np.divmod(pairs, width))], np.int64)
             node[idx] = ids[inv.reshape(-1)]
         return node
