@@ -76,7 +76,8 @@ def _dry_share(s: StreamSeries, trace: Trace, lo: int, hi: int) -> float | None:
     # before the first change the depth is 0
     pre = (np.array([min(lo, int(s.t[0]))]), np.array([int(s.t[0])]))
     low_set = iv.union(np.concatenate([low_set[0], pre[0]]), np.concatenate([low_set[1], pre[1]]))
-    return float((iv.intersect(busy, low_set)[1] - iv.intersect(busy, low_set)[0]).sum()) / total
+    both = iv.intersect(busy, low_set)
+    return float((both[1] - both[0]).sum()) / total
 
 
 def classify(trace: Trace, gaps: dict[int, DeviceGaps], lo: int, hi: int,
