@@ -329,6 +329,7 @@ class Instances:
     ops: np.ndarray        # GpuOps indices, time order
     start: np.ndarray
     by_stream: dict        # (device, stream) -> Intervals of the instances
+    by_api_lane: dict = field(default_factory=dict)   # (device, thread) -> Intervals of their launch calls
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -343,18 +344,40 @@ class Instances:
         return i
 
 
+def _intervals_by(key_hi: np.ndarray, key_lo: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
+    """(hi, lo) -> Intervals of the rows with that key pair; rows in start order stay so."""
+    out = {}
+    if not len(start):
+        return out
+    skey = key_hi.astype(np.int64) * (1 << 40) + key_lo
+    order = np.argsort(skey, kind="stable")
+    ks = skey[order]
+    for a, b in _group_bounds(ks):    # one iteration per lane
+        ii = order[a:b]
+        out[(int(ks[a] >> 40), int(ks[a] & ((1 << 40) - 1)))] = Intervals(start[ii], end[ii], presorted=True)
+    return out
+
+
+def op_instances(trace: Trace, idx: np.ndarray, with_api: bool = False) -> Instances:
+    """Instances of the GPU ops `idx` (sorted): their HW-row intervals and, with `with_api`, the
+    launch calls that enqueued them, per API row (device of the op, launching thread)."""
+    ops = trace.ops
+    idx = np.asarray(idx, np.int64)
+    by = _intervals_by(ops.device[idx], ops.stream[idx], ops.start[idx], ops.end[idx])
+    api_by = {}
+    if with_api and len(idx):
+        a = ops.api[idx]
+        ok = a >= 0
+        a, dev = a[ok], ops.device[idx][ok]
+        order = np.argsort(trace.api.start[a], kind="stable")
+        a, dev = a[order], dev[order]
+        api_by = _intervals_by(dev, trace.api.thread[a], trace.api.start[a], trace.api.end[a])
+    return Instances(idx, ops.start[idx], by, api_by)
+
+
 def kernel_instances(trace: Trace, name_ids: np.ndarray, name_id: int, device: int | None) -> Instances:
     ops = trace.ops
     m = name_ids == name_id
     if device is not None:
         m &= ops.device == device
-    idx = np.nonzero(m)[0]
-    by = {}
-    if len(idx):
-        skey = ops.device[idx].astype(np.int64) * (1 << 40) + ops.stream[idx]
-        order = np.argsort(skey, kind="stable")
-        ks = skey[order]
-        for a, b in _group_bounds(ks):
-            ii = idx[order[a:b]]
-            by[(int(ks[a] >> 40), int(ks[a] & ((1 << 40) - 1)))] = Intervals(ops.start[ii], ops.end[ii], presorted=True)
-    return Instances(idx, ops.start[idx], by)
+    return op_instances(trace, np.nonzero(m)[0])

@@ -51,6 +51,7 @@ MAIN_BINDINGS = [
     Binding("i", "info", "Info", id="info", show=False),
     Binding("c", "call_stack", "Call stack", id="call_stack", show=False),
     Binding("C", "call_sites", "Call sites", id="call_sites"),
+    Binding("w", "source_pane", "Call-site pane: kernels / both / sites", id="source_pane", show=False),
     Binding("left_curly_bracket", "iteration(-1)", "Prev iteration", id="iteration_prev", key_display="{"),
     Binding("right_curly_bracket", "iteration(1)", "Next iteration", id="iteration_next", key_display="}"),
     Binding("m", "verdict_setting('min_launches', -1)", "Fewer min launches", id="min_launches_down", show=False),
@@ -81,6 +82,9 @@ def help_notes() -> str:
         "Verdict panel: the case record (launchtui record); m/M and u/U change the table's minimum launches and\n"
         "maximum average µs, P the phase level (ranges below the iteration).\n"
         "Table: 1-9 sort by the shown column of that number, p by Phase; ← / → scroll the columns sideways.\n"
+        "Call sites (definitions.md §S): w shows the call-site pane beside the kernel table (full width below\n"
+        "120 columns); Enter on a site highlights its launch calls (API rows) and the ops they launched (HW rows),\n"
+        "n / N step through them, Esc clears; c shows the whole stack at the cursor, C a picker of the sites.\n"
         "Remap keys: LAUNCHTUI_KEYS='pan_left=a;pan_right=d' or ~/.config/launchtui/keys.conf (id=key lines);\n"
         "ids: " + ", ".join(b.id for b in BINDINGS)
     )
@@ -89,6 +93,7 @@ def help_notes() -> str:
 def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
     """Every key, grouped, as currently mapped (`keymap`: binding id -> keys)."""
     from launchtui.tui.widgets.kernel_table import KernelTable
+    from launchtui.tui.widgets.source_table import SourceTable
     from launchtui.tui.widgets.timeline import Timeline
     keymap = dict(keymap or {})
 
@@ -98,6 +103,8 @@ def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str,
     return [("Everywhere", [(keys(b), b.description) for b in BINDINGS]),
             ("Timeline (when focused)", [(keys(b), b.description) for b in Timeline.BINDINGS]),
             ("Table (when focused)", [(keys(b), b.description) for b in KernelTable.BINDINGS]),
+            ("Call-site pane (when focused)", [(keys(b), b.description) for b in SourceTable.BINDINGS
+                                               if b.id.startswith("sources.")]),
             ("Textual", [("tab / shift+tab", "Move focus between timeline and table"),
                          ("ctrl+p", "Command palette: NVTX jump, export, sort, NCCL toggle, info"),
                          ("ctrl+q", "Quit")])]

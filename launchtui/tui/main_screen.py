@@ -11,7 +11,8 @@ bottom:
     #stats      totals of the selection
     #verdict    the verdict panel (tui/verdict.py): the case record's headline, iterations, one verdict
                 per stream and the top kernels; height follows its lines, taken from the table
-    #table      the small-and-frequent kernel table
+    #tables     the small-and-frequent kernel table and, beside it or instead of it (`w`), the
+                call-site pane (tui/sources_view.py)
     #filter     the table's name filter (shown by /)
 
 Other views (compare, ranks) are screens beside this one; they reuse the widgets, not this class.
@@ -22,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -31,8 +32,10 @@ from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
 from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
-from launchtui.tui.messages import CursorMoved, KernelChosen, TableReady, TableRowMoved
+from launchtui.tui.messages import CursorMoved, KernelChosen, SiteChosen, SourcesReady, TableReady, TableRowMoved
+from launchtui.tui.sources_view import SourcesPane
 from launchtui.tui.widgets.kernel_table import KernelTable
+from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.verdict import VerdictReady, VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
@@ -47,7 +50,11 @@ MainScreen.-short #legend { display: none; }
 MainScreen #verdict { height: auto; }
 MainScreen #filter { dock: bottom; display: none; height: 3; }
 MainScreen #filter.visible { display: block; }
-MainScreen KernelTable { height: 30%; min-height: 4; max-height: 16; }
+MainScreen #tables { height: 30%; min-height: 4; max-height: 16; }
+MainScreen #tables > KernelTable { height: 100%; width: 1fr; }
+MainScreen #tables.-kernels > SourceTable { display: none; }
+MainScreen #tables.-sources > #table { display: none; }
+MainScreen #tables.-both > SourceTable { border-left: vkey $panel-lighten-2; }
 """
 
 
@@ -80,6 +87,8 @@ class MainScreen(Screen):
         self.instance_pos = -1
         self.export = ExportFlow(self)
         self.verdict = VerdictView(self)
+        self.sources = SourcesPane(self)
+        self.highlight_label: str | None = None   # the call site whose launches are highlighted
 
     @property
     def device(self) -> int | None:
@@ -103,7 +112,8 @@ class MainScreen(Screen):
         yield self.stats_line
         yield Vertical(id="verdict")
         self.table = KernelTable(id="table")
-        yield self.table
+        self.source_table = SourceTable(id="sources")
+        yield Horizontal(self.table, self.source_table, id="tables")
         yield Input(placeholder="filter kernels by name (Enter keeps, Esc clears)", id="filter")
         yield Footer()
 
@@ -129,6 +139,7 @@ class MainScreen(Screen):
         if not len(tr.ops):
             self.table.empty_text = "(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
         self.verdict.mount(self.query_one("#verdict"))
+        self.sources.mount(self.source_table, self.query_one("#tables"))
         self.update_header()
         self.update_details()
         self.refresh_selection()
@@ -167,6 +178,9 @@ class MainScreen(Screen):
         from launchtui.tui import details
         tl = self.timeline
         tr = self.loaded.trace
+        if self.focused is self.source_table:
+            self._site_details()
+            return
         trow = self.table.selected_row() if self.focused is self.table else None
         if trow is not None:
             label = self.selection.label if self.selection is not None else "whole trace"
@@ -196,6 +210,17 @@ class MainScreen(Screen):
         if self.context:
             head += f" │ {self.context}"
         self.details.set_lines([head] + lines[:3])
+
+    def _site_details(self) -> None:
+        from launchtui.tui.sources_view import describe_site
+        st = self.source_table
+        row = st.selected_row()
+        head = f"call site {st.cursor + 1}/{len(st.order)}" if row is not None else "call sites"
+        if self.context:
+            head += f" │ {self.context}"
+        label = self.selection.label if self.selection is not None else "whole trace"
+        self.details.set_lines([head] + (describe_site(row, label, st.doc["per"]) if row is not None else
+                                         [st.coverage(), "", ""]))
 
     def update_stats(self) -> None:
         s = self.stats
@@ -250,6 +275,22 @@ class MainScreen(Screen):
         self.table.set_rows(m.rows)
         self.update_stats()
         self.table_busy = False
+        self.sources.selection_changed()
+
+    def on_sources_ready(self, m: SourcesReady) -> None:
+        self.sources.ready(m.gen, m.doc)
+        if self.focused is self.source_table:
+            self.update_details()
+
+    def on_site_chosen(self, m: SiteChosen) -> None:
+        self.sources.highlight(m.row["frame_id"], m.row["site"])
+
+    def action_source_pane(self) -> None:
+        self.context = "showing the " + self.sources.cycle()
+        self.update_details()
+
+    def on_resize(self, event) -> None:
+        self.sources.resized()
 
     def _empty_table_text(self) -> str:
         tr = self.loaded.trace
@@ -265,7 +306,7 @@ class MainScreen(Screen):
         return base + ")"
 
     def on_table_row_moved(self, m: TableRowMoved) -> None:
-        if self.focused is self.table:
+        if self.focused is self.table or self.focused is self.source_table:
             self.update_details()
 
     def on_descendant_focus(self, event) -> None:
@@ -462,6 +503,7 @@ class MainScreen(Screen):
         k = launched_kernels(tr, sel) if sel is not None else launched_kernels(tr)
         counted[k] = ids[k]
         inst = lanes.kernel_instances(tr, counted, nid, r["device_id"])
+        self.highlight_label = None
         self.timeline.highlight = inst
         if not len(inst):
             self.notify(f"No instances of {r['kernel_name']} on the timeline.")
@@ -476,7 +518,11 @@ class MainScreen(Screen):
         j = tl.row_index("hw", int(ops.device[k]), ("hw", int(ops.device[k]), int(ops.stream[k])))
         name = self.loaded.trace.strings[int(ops.name[k])]
         self.instance_pos = i
-        self.context = f"{name}: instance {i + 1}/{len(inst)} in {self._spec_label()} (n / N step)"
+        if self.highlight_label:   # a call site's launches
+            self.context = (f"{self.highlight_label}: {len(inst):,} launches highlighted; launch {i + 1} "
+                            f"({name}) (n / N step, Esc clears)")
+        else:
+            self.context = f"{name}: instance {i + 1}/{len(inst)} in {self._spec_label()} (n / N step)"
         if j >= 0:
             tl.select_row(j)
         self.jump(int(ops.start[k]))
@@ -646,7 +692,6 @@ class MainScreen(Screen):
         self.app.push_screen(InfoScreen(stack_text(self.loaded.trace, a), title="Call stack of the launch"))
 
     def action_call_sites(self) -> None:
-        from launchtui.analysis import lanes, sources
         from launchtui.analysis.select import WHOLE
         from launchtui.tui.sources_view import SitePicker, site_entries
         tr = self.loaded.trace
@@ -657,13 +702,8 @@ class MainScreen(Screen):
             return
 
         def done(entry) -> None:
-            if entry is None:
-                return
-            ids = sources.op_sites(tr, sel)
-            self.timeline.highlight = lanes.kernel_instances(tr, ids, entry.frame_id, self.device)
-            if len(self.timeline.highlight):
-                self._goto_instance(0)
-                self.context = f"{entry.name}: " + self.context
+            if entry is not None:
+                self.sources.highlight(entry.frame_id, entry.name)
         self.app.push_screen(SitePicker(entries, fmt_duration, cover), done)
 
     def action_info(self) -> None:

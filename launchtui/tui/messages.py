@@ -54,3 +54,20 @@ class TableReady(Message):
         self.rows = rows
         self.stats = stats
         self.selection = selection
+
+
+class SiteChosen(Message):
+    """Enter on a call-site row: highlight that site's launches on the timeline."""
+
+    def __init__(self, row: dict) -> None:
+        super().__init__()
+        self.row = row
+
+
+class SourcesReady(Message):
+    """A call-site worker finished for selection generation `gen` (`doc`: `sources.source_table`)."""
+
+    def __init__(self, gen: int, doc: dict) -> None:
+        super().__init__()
+        self.gen = gen
+        self.doc = doc

@@ -58,7 +58,6 @@ COLUMNS = (
     Col("nvtx_range", "Phase", 0, numeric=False),
 )
 PINNED = frozenset(("kernel_name", "launch_count", "avg_api_us", "avg_kernel_us", "total_api_ms"))
-SORT_CYCLE = (None,) + tuple(c.key for c in COLUMNS)
 MIN_NAME = 24
 MIN_NAME_FLOOR = 16
 MIN_PHASE = 12
@@ -74,6 +73,17 @@ EMPTY_STYLE = Style(color="#8a8a8a", italic=True)
 
 
 class KernelTable(Widget, can_focus=True):
+    """The kernel table. Subclasses (the call-site pane) set COLUMNS, PINNED, NAME_KEY (the name
+    column), FLEX_KEY (the optional text column that takes the spare width) and `chosen`."""
+
+    COLUMNS = COLUMNS
+    PINNED = PINNED
+    NAME_KEY = "kernel_name"
+    FLEX_KEY = "nvtx_range"
+    MIN_NAME = MIN_NAME
+    MAX_NAME = 0           # the name column grows at most to this (0: to its longest name)
+    NAME_SHARE = 1.0       # of the spare width, the share the name takes before the FLEX_KEY column
+
     BINDINGS = [
         Binding("j,down", "cursor_down", "Down", id="table.cursor_down", show=False),
         Binding("k,up", "cursor_up", "Up", id="table.cursor_up", show=False),
@@ -114,7 +124,7 @@ class KernelTable(Widget, can_focus=True):
         self.hidden_cols = 0                    # optional columns not shown at this width
         self._keys: dict = {}
         self._colcache = None
-        self._need = (MIN_NAME, 0)              # widths the names and phases need
+        self._need = (self.MIN_NAME, 0)         # widths the names and phases need
 
     def watch_filter_text(self) -> None:
         self._apply(self.selected_row())
@@ -142,7 +152,7 @@ class KernelTable(Widget, can_focus=True):
             self.multi_device = multi_device
         n = len(rows)
         self._keys = {}
-        for c in COLUMNS:
+        for c in self.COLUMNS:
             vals = [r.get(c.key) for r in rows]
             if c.numeric:
                 self._keys[c.key] = np.array([v if v is not None else -1 for v in vals], np.float64)
@@ -152,8 +162,9 @@ class KernelTable(Widget, can_focus=True):
                     if n else np.zeros(0)
         self._colcache = None
         prefix = 5 if self.multi_device else 0
-        self._need = (max([len(r["kernel_name"]) + 2 for r in rows] + [MIN_NAME]) + prefix,
-                      max([len(r.get("nvtx_range") or "") for r in rows] + [0]))
+        need = max([len(r[self.NAME_KEY]) + 2 for r in rows] + [self.MIN_NAME]) + prefix
+        self._need = (min(need, max(self.MAX_NAME, self.MIN_NAME)) if self.MAX_NAME else need,
+                      max([len(r.get(self.FLEX_KEY) or "") for r in rows] + [0]))
         self._apply(keep)
 
     def _apply(self, keep: dict | None = None) -> None:
@@ -161,7 +172,7 @@ class KernelTable(Widget, can_focus=True):
         idx = np.arange(n)
         if self.filter_text:
             f = self.filter_text.lower()
-            idx = np.array([i for i in idx.tolist() if f in self.rows[i]["kernel_name"].lower()], np.int64)
+            idx = np.array([i for i in idx.tolist() if f in self.rows[i][self.NAME_KEY].lower()], np.int64)
         if self.hide_nccl and len(idx):
             idx = np.array([i for i in idx.tolist() if not self.rows[i].get("is_nccl")], np.int64)
         if self.sort_key is not None and len(idx):
@@ -174,7 +185,7 @@ class KernelTable(Widget, can_focus=True):
         if keep is not None:
             for pos, i in enumerate(self.order.tolist()):
                 r = self.rows[i]
-                if r["kernel_name"] == keep["kernel_name"] and r["device_id"] == keep["device_id"]:
+                if r[self.NAME_KEY] == keep[self.NAME_KEY] and r.get("device_id") == keep.get("device_id"):
                     self.cursor = pos
                     break
         self.top = 0
@@ -199,7 +210,7 @@ class KernelTable(Widget, can_focus=True):
     def sort_by(self, key: str | None, descending: bool | None = None) -> None:
         if key is not None and key not in self._keys and self.rows:
             raise ValueError(key)
-        col = next((c for c in COLUMNS if c.key == key), None)
+        col = next((c for c in self.COLUMNS if c.key == key), None)
         if descending is None:
             if key == self.sort_key and key is not None:
                 descending = not self.descending
@@ -214,8 +225,8 @@ class KernelTable(Widget, can_focus=True):
         return self._need[1] > 0
 
     def _optional(self) -> list[Col]:
-        return [c for c in COLUMNS if c.key not in PINNED and (c.key != "device_id" or self.multi_device)
-                and (c.key != "nvtx_range" or self._has_phase())]
+        return [c for c in self.COLUMNS if c.key not in self.PINNED and (c.key != "device_id" or self.multi_device)
+                and (c.key != self.FLEX_KEY or self._has_phase())]
 
     def columns(self, width: int) -> list[tuple[Col, int]]:
         """(column, cells) shown at `width`: the pinned columns, then optional ones from col_offset as
@@ -223,31 +234,33 @@ class KernelTable(Widget, can_focus=True):
         ck = (width, self.multi_device, self._need, self.col_offset, self.cols_scrolled)
         if self._colcache and self._colcache[0] == ck:
             return self._colcache[1]
-        pinned = [c for c in COLUMNS if c.key in PINNED and c.width]
+        pinned = [c for c in self.COLUMNS if c.key in self.PINNED and c.width]
         opt = self._optional()
         # scrolled sideways, the name gives up a few cells so that an optional column shows (80 columns)
-        name_min = MIN_NAME
+        name_min = self.MIN_NAME
         if opt and self.cols_scrolled:
             first = opt[min(self.col_offset, len(opt) - 1)]
-            room = width - (MIN_NAME + 1 + sum(c.cells + 1 for c in pinned))
-            need = (MIN_PHASE if first.key == "nvtx_range" else first.cells) + 1
+            room = width - (self.MIN_NAME + 1 + sum(c.cells + 1 for c in pinned))
+            need = (MIN_PHASE if first.key == self.FLEX_KEY else first.cells) + 1
             if need > room:
-                name_min = max(MIN_NAME_FLOOR, MIN_NAME - (need - room))
+                name_min = max(MIN_NAME_FLOOR, self.MIN_NAME - (need - room))
         used = name_min + 1 + sum(c.cells + 1 for c in pinned)
         shown = []
         for c in opt[self.col_offset:]:
-            w = MIN_PHASE if c.key == "nvtx_range" else c.cells
+            w = MIN_PHASE if c.key == self.FLEX_KEY else c.cells
             if used + w + 1 > width:
                 break
             shown.append(c)
             used += w + 1
         self.hidden_cols = len(opt) - len(shown)
         spare = max(0, width - used)
-        name_w = name_min + min(spare, max(0, self._need[0] - name_min))
+        flex = any(c.key == self.FLEX_KEY for c in shown)
+        share = spare if not flex else int(spare * self.NAME_SHARE)   # what the name may take first
+        name_w = name_min + min(share, max(0, self._need[0] - name_min))
         spare -= name_w - name_min
-        out = [(COLUMNS[0], name_w)] + [(c, c.cells) for c in pinned]
+        out = [(self.COLUMNS[0], name_w)] + [(c, c.cells) for c in pinned]
         for c in shown:
-            if c.key == "nvtx_range":
+            if c.key == self.FLEX_KEY:
                 w = MIN_PHASE + min(spare, max(0, self._need[1] - MIN_PHASE))
                 spare -= w - MIN_PHASE
                 out.append((c, w))
@@ -284,7 +297,8 @@ class KernelTable(Widget, can_focus=True):
                 if c.key == self.sort_key:
                     title = title + ("▼" if self.descending else "▲")
                     style = HEADER_SORT_STYLE
-                if c.key == "kernel_name":
+                if c.key == self.NAME_KEY:
+                    title = self.name_title(title)
                     if self.multi_device and not self.shows("device_id"):
                         title += " (GPUn=dev)"
                     if self.hidden_cols:
@@ -297,10 +311,9 @@ class KernelTable(Widget, can_focus=True):
             return Strip(segs).adjust_cell_length(width, HEADER_STYLE)
         i = self.top + y - 1
         if not len(self.order):
-            if y == 1:
-                msg = self.empty_text if not (self.filter_text or self.hide_nccl) else \
-                    f"(no row matches the filter {self.filter_text!r}{' with NCCL hidden' if self.hide_nccl else ''})"
-                return Strip([Segment(msg[:width], EMPTY_STYLE)]).adjust_cell_length(width, PLAIN)
+            msg = self.empty_lines(width)
+            if 1 <= y <= len(msg):
+                return Strip([Segment(msg[y - 1][:width], EMPTY_STYLE)]).adjust_cell_length(width, PLAIN)
             return Strip.blank(width, PLAIN)
         if i >= len(self.order):
             return Strip.blank(width, PLAIN)
@@ -312,10 +325,10 @@ class KernelTable(Widget, can_focus=True):
         dev_in_name = self.multi_device and not any(c.key == "device_id" for c, _ in cols)
         for c, w in cols:
             v = r.get(c.key)
-            if c.key == "kernel_name":
+            if c.key == self.NAME_KEY:
                 lead = f"GPU{r['device_id']} " if dev_in_name else ""
                 lead += NCCL_MARK if r.get("is_nccl") else ""
-                txt = lead + elide(str(v), w - len(lead))
+                txt = lead + self.fit_name(str(v), w - len(lead))
                 txt = txt.ljust(w)
             elif not c.numeric:
                 txt = elide(str(v or ""), w).ljust(w)
@@ -328,6 +341,24 @@ class KernelTable(Widget, can_focus=True):
             segs.append(Segment(txt, style))
             segs.append(Segment(" ", base))
         return Strip(segs).adjust_cell_length(width, base)
+
+    def fit_name(self, name: str, width: int) -> str:
+        """A name in `width` cells (kernel names differ at both ends: cut in the middle)."""
+        return elide(name, width)
+
+    def name_title(self, title: str) -> str:
+        """The name column's header (the call-site pane adds its coverage)."""
+        return title
+
+    def empty_lines(self, width: int) -> list[str]:
+        """What an empty table says, one line per body line."""
+        if self.filter_text or self.hide_nccl:
+            return [f"(no row matches the filter {self.filter_text!r}{' with NCCL hidden' if self.hide_nccl else ''})"]
+        return [self.empty_text]
+
+    def chosen(self, row: dict):
+        """The message Enter on a row posts."""
+        return KernelChosen(row)
 
     # ---- actions -------------------------------------------------------------------------------
     def _move(self, to: int) -> None:
@@ -363,11 +394,12 @@ class KernelTable(Widget, can_focus=True):
     def action_choose(self) -> None:
         r = self.selected_row()
         if r is not None:
-            self.post_message(KernelChosen(r))
+            self.post_message(self.chosen(r))
 
     def action_sort_next(self) -> None:
-        i = SORT_CYCLE.index(self.sort_key) if self.sort_key in SORT_CYCLE else 0
-        self.sort_by(SORT_CYCLE[(i + 1) % len(SORT_CYCLE)])
+        cycle = (None,) + tuple(c.key for c in self.COLUMNS)
+        i = cycle.index(self.sort_key) if self.sort_key in cycle else 0
+        self.sort_by(cycle[(i + 1) % len(cycle)])
 
     def action_sort_reverse(self) -> None:
         if self.sort_key is not None:

@@ -334,7 +334,7 @@ class Timeline(Widget, can_focus=True):
         return self._edges
 
     def _row_strip(self, row: Row) -> Strip:
-        hl = self.highlight_gen if row.kind == "hw" else 0
+        hl = self.highlight_gen if row.kind in ("hw", "api") else 0
         key = (row.key, self.view.key(), hl)
         s = self._cache.get(key)
         if s is not None:
@@ -355,6 +355,12 @@ class Timeline(Widget, can_focus=True):
             if c.spike.any():
                 glyph = np.where(c.spike, SPIKE_GLYPH, glyph)
                 codes[c.spike] = S_SPIKE
+            calls = self.highlight.by_api_lane.get((row.lane.device, row.lane.thread)) if self.highlight else None
+            if calls is not None:   # the launch calls of the highlighted ops (a call site's launches)
+                hit = calls.any(edges)
+                if hit.any():
+                    glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
+                    codes[hit] = S_HIGHLIGHT
             return cells_to_strip("".join(glyph.tolist()), codes)
         if row.kind == "hw":
             c = lanes_fn.hw_cells(row.lane, edges)

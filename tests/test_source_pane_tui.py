@@ -1,0 +1,157 @@
+"""The call-site pane beside the kernel table (definitions.md §S3, §T): its rows against the generator's
+ground truth, sorting, Enter highlighting exactly the site's launches (API calls and the ops they
+launched), Esc, the no-stacks hint, 80 columns and the remappable switch key."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+import numpy as np
+import pytest
+
+from fixtures import stacks_synth
+from tui_helpers import make_app, run, screen_text, settle, tui_args, wait_ready
+
+STEPS = 3
+WIDE, NARROW = (160, 50), (80, 24)
+API_NS = 4_000          # every synthetic launch call lasts 4 µs (fixtures/stacks_synth.py)
+
+
+@pytest.fixture(scope="module")
+def stacked(tmp_path_factory):
+    """A Kineto trace with python_function stacks and the call site of every launch."""
+    from launchtui.trace.load import open_trace
+    d = tmp_path_factory.mktemp("pane")
+    path = d / "stacks.json"
+    truth = stacks_synth.write(path, steps=STEPS)
+    return path, truth, open_trace(path, use_cache=False)
+
+
+def _expected(truth) -> Counter:
+    return Counter(s for s in truth.site.values() if s is not None)
+
+
+def _row(text: str, label: str) -> str:
+    """The timeline row whose gutter label starts with `label` (API, HW)."""
+    return next(ln for ln in text.splitlines() if ln.lstrip("▶").startswith(label))
+
+
+def test_pane_rows_equal_ground_truth(stacked):
+    path, truth, trace = stacked
+    want = _expected(truth)
+
+    async def go():
+        app = make_app(path.name, trace=trace)
+        async with app.run_test(size=WIDE) as pilot:
+            await wait_ready(app, pilot)
+            main = app.main
+            assert main.sources.mode == "both"          # a trace with stacks, a wide terminal: beside
+            rows = main.source_table.visible_rows()
+            assert {r["site"]: r["launches"] for r in rows} == dict(want)
+            counts = [r["launches"] for r in rows]
+            assert counts == sorted(counts, reverse=True)
+            for r in rows:
+                assert r["launches_per_iteration"] == pytest.approx(want[r["site"]] / STEPS)
+                assert r["launch_api_ms"] == pytest.approx(want[r["site"]] * API_NS / 1e6)
+            n = len(truth.site)
+            attributed = sum(want.values())
+            await settle(app, pilot)
+            text = screen_text(app)
+            assert f"Call site · {attributed}/{n} attributed" in text
+            assert "model.py:40 forward_0" in text and "gemm_kernel ×3" in text
+    run(go())
+
+
+def test_sorting_enter_highlights_the_sites_launches_and_esc_clears(stacked):
+    path, truth, trace = stacked
+    want = _expected(truth)
+
+    async def go():
+        app = make_app(path.name, trace=trace)
+        async with app.run_test(size=WIDE) as pilot:
+            await wait_ready(app, pilot)
+            main = app.main
+            await pilot.press("tab", "tab")               # timeline → kernel table → call sites
+            assert app.focused is main.source_table
+            await pilot.press("1")                        # by call site, ascending
+            sites = [r["site"] for r in main.source_table.visible_rows()]
+            assert sites == sorted(want)
+            await pilot.press("2")                        # by launches, descending
+            assert [r["launches"] for r in main.source_table.visible_rows()] == sorted(want.values(), reverse=True)
+            await pilot.press("1", "end")                 # the last site by name: train.py:31 optimizer_step
+            row = main.source_table.selected_row()
+            assert row["site"] == stacks_synth.SITE_OPTIM
+            await pilot.press("enter")
+            await settle(app, pilot)
+            hl = main.timeline.highlight
+            assert len(hl) == want[stacks_synth.SITE_OPTIM]
+            # the launch calls of exactly those ops are marked on the API rows
+            corr = {c for c, s in truth.site.items() if s == stacks_synth.SITE_OPTIM}
+            assert sorted(trace.api.corr[trace.ops.api[hl.ops]].tolist()) == sorted(corr)
+            marked = sorted(t for iv in hl.by_api_lane.values() for t in iv.s.tolist())
+            assert marked == sorted(trace.api.start[np.isin(trace.api.corr, list(corr))].tolist())
+            text = screen_text(app)
+            assert f"{stacks_synth.SITE_OPTIM}: {len(corr)} launches highlighted" in text
+            assert "◆" in _row(text, "API") and "◆" in _row(text, "HW")
+            await pilot.press("n")
+            assert "launch 2 (adam_kernel)" in main.context
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert main.timeline.highlight is None
+            text = screen_text(app)
+            assert "◆" not in _row(text, "API") + _row(text, "HW")
+    run(go())
+
+
+def test_no_stacks_the_pane_says_how_to_record_them():
+    from launchtui.trace.load import open_trace
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
+    trace = open_trace(path, use_cache=False)
+    assert not len(trace.stacks)
+
+    async def go():
+        app = make_app(path.name, trace=trace)
+        async with app.run_test(size=WIDE) as pilot:
+            await wait_ready(app, pilot)
+            main = app.main
+            assert main.sources.mode == "kernels"         # nothing to show: the pane waits for w
+            await pilot.press("w")
+            await settle(app, pilot)
+            assert main.sources.mode == "both" and app.focused is main.source_table
+            # the pane's column (right of its border), its lines joined
+            text = " ".join(" ".join(ln.split("▏", 1)[1].split()) for ln in screen_text(app).splitlines()
+                            if "▏" in ln)
+            assert "torch.profiler.profile(with_stack=True)" in text
+            assert "nsys profile --python-backtrace=cuda --cudabacktrace=all" in text
+            assert f"0 of {main.stats['launches']:,} launches attributed (0.0 %)" in text
+    run(go())
+
+
+def test_80_columns_the_pane_takes_the_whole_width_and_the_key_remaps(stacked):
+    from launchtui.tui.app import LaunchApp
+    path, truth, trace = stacked
+
+    async def go():
+        app = LaunchApp(tui_args(path.name), trace=trace, keymap={"source_pane": "x"})
+        async with app.run_test(size=NARROW) as pilot:
+            await wait_ready(app, pilot)
+            main = app.main
+            assert main.sources.mode == "kernels"         # too narrow to share the width
+            await pilot.press("x")                        # remapped from w
+            await settle(app, pilot)
+            assert main.sources.mode == "sources" and app.focused is main.source_table
+            await settle(app, pilot)
+            text = screen_text(app)
+            assert "Call site · 24/27 attributed" in text and "model.py:40 forward_0" in text
+            assert "Kernel avg" not in text               # the kernel table gave the width up
+            assert "call site 1/5" in text                # the details panel reads the site row
+            await pilot.press("x")
+            assert main.sources.mode == "kernels" and app.focused is main.table
+    run(go())
+
+
+def test_fit_site_keeps_file_line_and_function():
+    from launchtui.tui.widgets.source_table import fit_site
+    site = "vllm/model_executor/layers/fused_moe/layer.py:1696 forward_native"
+    assert fit_site(site, 80) == site
+    assert fit_site(site, 40).endswith("layer.py:1696 forward_native") and len(fit_site(site, 40)) == 40
+    assert fit_site(site, 20) == "layer.py:1696 forwa…"
