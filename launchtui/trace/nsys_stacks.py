@@ -4,7 +4,8 @@ Exports recorded with `--cudabacktrace` (and `--python-backtrace=cuda`) give API
 `callchainId` into `CUDA_CALLCHAINS(id, symbol, module, stackDepth)`, stackDepth 0 innermost,
 symbol and module through StringIds. Chains are interned level by level into the stack trie, one
 dict lookup per distinct (symbol, module) pair. Frames are written `symbol [module]`; a frame of a
-Python file is written `module(0): symbol` (Nsight records no Python line here: 0 = unknown).
+Python file is written `module(0): symbol` (0 = line unknown). The table's shape is from NVIDIA's
+schema; how `--python-backtrace=cuda` frames appear in it is unverified (definitions.md §S5).
 """
 from __future__ import annotations
 
