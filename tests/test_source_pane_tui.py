@@ -4,12 +4,14 @@ launched), Esc, the no-stacks hint, 80 columns and the remappable switch key."""
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import asynccontextmanager
 from pathlib import Path
 import numpy as np
 import pytest
 
 from fixtures import stacks_synth
-from tui_helpers import make_app, run, screen_text, settle, tui_args, wait_ready
+from conftest import sample
+from tui_helpers import run, screen_text, settle, tui_args, wait_ready
 
 STEPS = 3
 WIDE, NARROW = (160, 50), (80, 24)
@@ -30,6 +32,16 @@ def _expected(truth) -> Counter:
     return Counter(s for s in truth.site.values() if s is not None)
 
 
+@asynccontextmanager
+async def _started(path, trace, size=WIDE, **kw):
+    """(app, pilot) of the TUI on `trace`, loaded and its workers done."""
+    from launchtui.tui.app import LaunchApp
+    app = LaunchApp(tui_args(Path(path).name), trace=trace, **kw)
+    async with app.run_test(size=size) as pilot:
+        await wait_ready(app, pilot)
+        yield app, pilot
+
+
 def _row(text: str, label: str) -> str:
     """The timeline row whose gutter label starts with `label` (API, HW)."""
     return next(ln for ln in text.splitlines() if ln.lstrip("▶").startswith(label))
@@ -40,9 +52,7 @@ def test_pane_rows_equal_ground_truth(stacked):
     want = _expected(truth)
 
     async def go():
-        app = make_app(path.name, trace=trace)
-        async with app.run_test(size=WIDE) as pilot:
-            await wait_ready(app, pilot)
+        async with _started(path, trace) as (app, pilot):
             main = app.main
             assert main.sources.mode == "both"          # a trace with stacks, a wide terminal: beside
             rows = main.source_table.visible_rows()
@@ -66,9 +76,7 @@ def test_sorting_enter_highlights_the_sites_launches_and_esc_clears(stacked):
     want = _expected(truth)
 
     async def go():
-        app = make_app(path.name, trace=trace)
-        async with app.run_test(size=WIDE) as pilot:
-            await wait_ready(app, pilot)
+        async with _started(path, trace) as (app, pilot):
             main = app.main
             await pilot.press("tab", "tab")               # timeline → kernel table → call sites
             assert app.focused is main.source_table
@@ -109,9 +117,7 @@ def test_no_stacks_the_pane_says_how_to_record_them():
     assert not len(trace.stacks)
 
     async def go():
-        app = make_app(path.name, trace=trace)
-        async with app.run_test(size=WIDE) as pilot:
-            await wait_ready(app, pilot)
+        async with _started(path, trace) as (app, pilot):
             main = app.main
             assert main.sources.mode == "kernels"         # nothing to show: the pane waits for w
             await pilot.press("w")
@@ -127,13 +133,10 @@ def test_no_stacks_the_pane_says_how_to_record_them():
 
 
 def test_80_columns_the_pane_takes_the_whole_width_and_the_key_remaps(stacked):
-    from launchtui.tui.app import LaunchApp
     path, truth, trace = stacked
 
     async def go():
-        app = LaunchApp(tui_args(path.name), trace=trace, keymap={"source_pane": "x"})
-        async with app.run_test(size=NARROW) as pilot:
-            await wait_ready(app, pilot)
+        async with _started(path, trace, NARROW, keymap={"source_pane": "x"}) as (app, pilot):
             main = app.main
             assert main.sources.mode == "kernels"         # too narrow to share the width
             await pilot.press("x")                        # remapped from w
@@ -155,3 +158,47 @@ def test_fit_site_keeps_file_line_and_function():
     assert fit_site(site, 80) == site
     assert fit_site(site, 40).endswith("layer.py:1696 forward_native") and len(fit_site(site, 40)) == 40
     assert fit_site(site, 20) == "layer.py:1696 forwa…"
+
+
+def test_a_selection_recomputes_the_pane(stacked):
+    """o → ProfilerStep#2: the pane counts only the launches inside that range on its thread (§7), so
+    not the autograd thread's backward launches: a third of each site's forward launches."""
+    path, truth, trace = stacked
+    want = Counter(s for c, s in truth.site.items() if s is not None and c not in truth.backward)
+
+    async def go():
+        async with _started(path, trace) as (app, pilot):
+            main = app.main
+            await pilot.press("o")
+            await pilot.pause()
+            await pilot.press(*"ProfilerStep#2", "enter")
+            await settle(app, pilot)
+            assert "ProfilerStep#2" in main.selection.label
+            rows = main.source_table.visible_rows()
+            assert {r["site"]: r["launches"] for r in rows} == {k: v // STEPS for k, v in want.items()}
+            await pilot.press("tab", "tab", "1", "enter")   # model.py:40 forward_0, within the step
+            await settle(app, pilot)
+            assert len(main.timeline.highlight) == want[stacks_synth.layer_site(0)] // STEPS
+    run(go())
+
+
+def test_b200_pane_equals_the_cli_source_report(capsys):
+    """The shared B200 eager trace: the pane's rows are `report --by source --json`'s, row for row."""
+    import json
+
+    from launchtui.cli import main as cli
+    from launchtui.trace.load import open_trace
+    path = sample("kineto/b200__eager_trace.json.gz")
+    assert cli(["report", str(path), "--by", "source", "--json", "--limit", "0", "--no-cache"]) == 0
+    want = [(s["site"], s["launches"], s["launch_api_ms"], s["small_launches"])
+            for s in json.loads(capsys.readouterr().out)["sources"]["sites"]]
+    trace = open_trace(path, use_cache=False)
+
+    async def go():
+        async with _started(path, trace) as (app, pilot):
+            rows = app.main.source_table.visible_rows()
+            assert [(r["site"], r["launches"], r["launch_api_ms"], r["small_launches"]) for r in rows] == want
+            assert rows[0]["site"] == "flashinfer/fused_moe/core.py:1633 trtllm_fp4_block_scale_moe_op"
+            await settle(app, pilot)
+            assert "Call site · 768/768 attributed" in screen_text(app)
+    run(go())
