@@ -194,7 +194,7 @@ def test_cli_trace_without_launched_ops_cannot_be_compared(capsys, tmp_path):
     rc, out, err = run(capsys, "diff", paths[("nsys", "no_kernels")], paths[("nsys", "modern")], "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["verdict"]["status"] == "unknown"
-    assert doc["verdict"]["line"].startswith("cannot compare: before has no launched GPU ops")
+    assert doc["verdict"]["line"].startswith("cannot compare: before has GPU activity not recorded")
     assert doc["per_iteration"]["launches_per_iter"] == {"before": None, "after": 482.0, "delta": None, "rel": None}
     rc, out, err = run(capsys, "diff", paths[("nsys", "no_kernels")], paths[("nsys", "modern")],
                        "--fail-if", "launches_per_iter>+5%")

@@ -10,6 +10,7 @@ import pytest
 
 from fixtures import record_cases as rc
 from fixtures import synth
+from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.fixes import rule_for
@@ -220,8 +221,8 @@ def test_cross_checks_and_json_schema(traces):
         sum(t["idle_ns"] for t in truth) / 1e6, abs=0.005)
     names = {a["api_name"]: a["count"] for a in doc["cross_checks"]["api_totals"]}
     assert sum(names.values()) == sum(t["launches"] for t in truth)
-    assert doc["launch_thread_cpu"] == {"available": False, "note": doc["launch_thread_cpu"]["note"]}
-    assert "not recorded" in doc["launch_thread_cpu"]["note"]
+    assert doc["launch_thread_cpu"] == {"available": False, "reason": cpu_busy.NOT_RECORDED}
+    assert "--sample=process-tree --cpuctxsw=process-tree" in doc["launch_thread_cpu"]["reason"]
     json.dumps(doc)
 
 

@@ -69,12 +69,14 @@ def change(before, after) -> dict:
 
 def per_iteration(side_b: dict, side_a: dict) -> dict:
     out = {}
+    # an empty record's CPU-side figures (definitions.md §V11: any device's launches) do not compare
+    rb, ra = ({} if s["record"].get("empty") else s["record"] for s in (side_b, side_a))
     for key, (_, _, path) in METRICS.items():
         if path is None:
             b = side_b["tables"].get("graph_launches_per_iteration")
             a = side_a["tables"].get("graph_launches_per_iteration")
         else:
-            b, a = _get(side_b["record"], path), _get(side_a["record"], path)
+            b, a = _get(rb, path), _get(ra, path)
         if b is None and a is None and key in ("gpu_busy_ms", "gpu_idle_ms"):
             continue
         out[key] = change(b, a)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import intervals as iv
 from launchtui.analysis import iterations as itr
@@ -68,6 +69,15 @@ def _device_window(trace: Trace, device: int, sel: Selection, calls: np.ndarray)
     if sel.t1 is not None:
         hi = min(hi, sel.t1)
     return lo, hi
+
+
+def _iterations_inside(trace: Trace, it: itr.Iterations, window: tuple[int, int]) -> itr.Iterations:
+    """The iterations fully inside a trimmed window; the whole window when none is."""
+    keep = (it.start >= window[0]) & (it.end <= window[1])
+    if not keep.all():
+        it = itr.Iterations(it.source, it.start[keep], it.end[keep], it.heuristic, it.name,
+                            None if it.range_idx is None else it.range_idx[keep], it.base_depth, it.note)
+    return it if len(it) else itr.whole(trace, window)
 
 
 def _in_iterations(t: np.ndarray, it: itr.Iterations) -> np.ndarray:
@@ -153,14 +163,7 @@ def _syncs(trace: Trace, it: itr.Iterations) -> dict:
     """Host-blocking syncs inside the iterations: *Synchronize calls and synchronous copies."""
     api = trace.api
     names = trace.strings
-    uniq = unique_sorted(api.name)
-    blocking = []
-    for u in uniq.tolist():  # once per distinct API name
-        n = nm.api_display_name(names[u])
-        sync_copy = n in ("cudaMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "hipMemcpy", "cudaMemcpy2D")
-        if "Synchronize" in n or n in ("Stream Sync", "Event Sync", "Context Sync") or sync_copy:
-            blocking.append(u)
-    m = np.isin(api.name, blocking) if blocking else np.zeros(len(api), bool)
+    m = cpu_busy.host_blocking_calls(trace)
     idx = np.nonzero(m)[0]
     k = _in_iterations(api.start[idx], it)
     idx, k = idx[k >= 0], k[k >= 0]
@@ -202,24 +205,24 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level}}
+    if not devs and not len(trace.ops):
+        calls = cpu_busy.launch_calls(trace, sel.t0 if sel.t0 is not None else -2**62,
+                                      sel.t1 if sel.t1 is not None else 2**62)
+        if len(calls):   # launches recorded, GPU activity not (definitions.md §V11)
+            return _cpu_side_record(trace, sel, opt, doc, calls), []
     if not devs:
         doc.update({"empty": "no launched GPU ops in this trace or selection", "iterations": None,
                     "launch_bound": None, "conclusion": "cannot judge: no launched GPU ops in this trace or selection",
                     "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
-                    "launch_thread_cpu": {"available": False, "note": "not recorded: capture with sampling"}})
+                    "launch_thread_cpu": {"available": False, "reason": "no launched GPU ops to judge against"}})
         return doc, []
     devices = list(devs)
     primary = devices[0]
     window = _device_window(trace, primary, sel, devs[primary])
     it = itr.find(trace, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
-        keep = (it.start >= window[0]) & (it.end <= window[1])
-        if not keep.all():
-            it = itr.Iterations(it.source, it.start[keep], it.end[keep], it.heuristic, it.name,
-                                None if it.range_idx is None else it.range_idx[keep], it.base_depth, it.note)
-        if not len(it):
-            it = itr.whole(trace, window)
+        it = _iterations_inside(trace, it, window)
     lo, hi = int(it.start.min()), int(it.end.max())
     gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d]) for d in devices}
     f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary], devs[primary])
@@ -270,7 +273,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
             "table_api_ms": round(table_api_ns / 1e6, 3),
             "table_share_of_launch_api": round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None,
         },
-        "launch_thread_cpu": _launch_thread_cpu(trace),
+        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end),
     })
     n_launch = int(f.launches.sum())
     if n_launch < MIN_LAUNCHES or int(f.iteration_ns.sum()) < MIN_WINDOW_NS:
@@ -281,18 +284,63 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     return doc, streams
 
 
-def _launch_thread_cpu(trace: Trace) -> dict:
-    """CPU busy share of the launching thread needs CPU sampling or scheduling data (Nsight
-    COMPOSITE_EVENTS / SCHED_EVENTS). The trace model does not carry their rows yet: say whether the
-    capture has them rather than guess (domain.md §7.5)."""
-    sched = int(trace.source.extra.get("cpu_sched_events", 0))
-    samples = int(trace.source.extra.get("cpu_samples", 0))
-    if sched or samples:
-        return {"available": False, "cpu_sched_events": sched, "cpu_samples": samples,
-                "note": f"recorded ({sched:,} scheduling events, {samples:,} CPU samples) but not read by "
-                        "this version of launchtui"}
-    return {"available": False, "note": "not recorded: capture with sampling (Nsight --sample=process-tree "
-                                        "--cpuctxsw=process-tree: COMPOSITE_EVENTS / SCHED_EVENTS)"}
+GPU_NOT_RECORDED = "GPU activity not recorded (no kernel, memcpy or memset rows): CPU side only"
+CAPTURE_GPU = "capture with `nsys profile --trace=cuda` (GPU activity is not captured under WSL2)"
+
+
+def _cpu_side_record(trace: Trace, sel: Selection, opt: RecordOptions, doc: dict, calls: np.ndarray) -> dict:
+    """Launch calls but no GPU op in the trace (definitions.md §V11): the CPU-side facts (launches and
+    launch-API time per iteration, syncs, API totals, the launching thread's CPU busy share); every
+    figure that needs the GPU is null, never guessed. `empty` stays set, so consumers that need GPU
+    figures (diff, ranks) treat the record as they treat one without launches."""
+    api = trace.api
+    window = (int(api.start[calls].min()), int(api.end[calls].max()))
+    it = itr.find(trace, opt.iter_name, None, window)
+    if sel.t0 is not None or sel.t1 is not None:
+        it = _iterations_inside(trace, it, window)
+    lo, hi = int(it.start.min()), int(it.end.max())
+    k = _in_iterations(api.start[calls], it)
+    inside = k >= 0
+    n_it = len(it)
+    launches = np.bincount(k[inside], minlength=n_it)
+    api_ns = np.bincount(k[inside], weights=(api.end[calls] - api.start[calls])[inside].astype(np.float64), minlength=n_it)
+    med_launches, med_iter = float(np.median(launches)), float(np.median(it.durations()))
+    rule_ms = med_launches * LAUNCH_COST_US / 1e3
+    api_totals = _api_totals(trace, it, calls)
+    launch_api_ms = sum(r["total_ms"] for r in api_totals)
+    doc.update({
+        "empty": GPU_NOT_RECORDED, "gpu_recorded": False, "device_id": None, "devices": [],
+        "iterations": it.to_json(),
+        "per_iteration": {"launches": _stats(launches, nd=1), "launch_api_ms": _stats(api_ns, 1e6),
+                          "gpu_busy_ms": None, "gpu_idle_ms": None, "exposed_overhead_ms": None,
+                          "iteration_ms": _stats(it.durations(), 1e6)},
+        "per_device": None, "overhead_share": None, "amdahl_bound": None,
+        "rule_of_thumb": {"launch_cost_us": LAUNCH_COST_US, "launches": med_launches,
+                          "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
+                          "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
+        "streams": [], "backpressure": None, "cpu_stalls": None, "top": [], "nccl": [],
+        "empty_reason": GPU_NOT_RECORDED, "near_misses": [],
+        "syncs": _syncs(trace, it),
+        "cross_checks": {"idle_gaps": None, "api_totals": api_totals, "launch_api_ms": round(launch_api_ms, 3),
+                         "table_api_ms": None, "table_share_of_launch_api": None},
+        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end),
+    })
+    n_launch = int(launches.sum())
+    if n_launch < MIN_LAUNCHES or int(it.durations().sum()) < MIN_WINDOW_NS:
+        doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
+                             f"{_dur(float(it.durations().sum()) / 1e6)}")
+    sy = doc["syncs"]
+    pi = doc["per_iteration"]
+    per = "iteration" if it.source != itr.SOURCE_NONE else "window"
+    facts = (f"{pi['launches']['median']:,.0f} launches/{per}, launch API {_dur(pi['launch_api_ms']['median'])}/{per}, "
+             f"{sum(b['count'] for b in sy['by_api']):,} host syncs ({_dur(sy['total_ms'])})")
+    lt = doc["launch_thread_cpu"]
+    doc["verdict"] = [f"{GPU_NOT_RECORDED}: {facts}"]
+    doc["launch_bound"] = None
+    doc["conclusion"] = (f"cannot judge: GPU activity was not recorded, so neither the exposed launch overhead nor the "
+                         f"queue class can be judged — {CAPTURE_GPU}; CPU side: {facts}"
+                         + (f"; {lt['note']}" if lt.get("available") else ""))
+    return doc
 
 
 def verdict_lines(doc: dict) -> list[str]:
@@ -372,42 +420,8 @@ def phase_label(r: dict, width: int = 50) -> str:
     return f"{_short(r['phase'], width)} ({share})" if r["phase"] else f"(no range: {share})"
 
 
-def render_markdown(doc: dict) -> str:
-    src = doc["source"]
-    out = [f"# Launch page: {src['path'].rsplit('/', 1)[-1]}", ""]
-    if doc.get("conclusion"):
-        out += [f"**Verdict:** {doc['conclusion']}", ""]
-    out.append(f"{src['producer']} {src['version']}".strip())
-    if doc.get("empty"):
-        out += ["", f"**{doc['empty']}**: nothing to record.", ""]
-        return "\n".join(out) + "\n"
-    it = doc["iterations"]
-    pi = doc["per_iteration"]
-    ds = doc["devices"]
-    out.append(f"Device {doc['device_id']}" + (f" (of {', '.join(map(str, ds))}: the one with most launches; "
-                                               "`--device N` for another)" if len(ds) > 1 else ""))
-    src_line = ("Iterations: none found — the whole window counts as one" if it["source"] == itr.SOURCE_NONE else
-                f"Iterations: {it['count']} from {it['source']}" + (f" `{_short(it['name'])}`" if it["name"] else ""))
-    src_line += (f"; median {_dur(it['median_ns'] / 1e6)} (min {_dur(it['min_ns'] / 1e6)}, "
-                 f"max {_dur(it['max_ns'] / 1e6)})")
-    out += [src_line, f"_{it['note']}_" if it["note"] else "", ""]
-    rt = doc["rule_of_thumb"]
-    if doc.get("too_little"):
-        out.append(f"**Too little activity to judge launch overhead: {doc['too_little']}.**")
-    else:
-        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · exposed launch overhead: "
-                   f"{_dur(pi['exposed_overhead_ms']['median'])}/iter · share: {doc['overhead_share']:.1%} of "
-                   f"{_dur(pi['iteration_ms']['median'])} · Amdahl bound: {doc['amdahl_bound']:.3f}×**")
-        out.append(f"Rule of thumb: {rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
-                   f"{_dur(rt['estimate_ms'])} against 10 % of the iteration = {_dur(rt['ten_percent_ms'])}: "
-                   + ("launch throughput is probably a bottleneck" if rt["flag"] else "below"))
-    out += ["", "| per iteration | median | min | max |", "|---|---:|---:|---:|"]
-    for key, label in (("launches", "Launches"), ("launch_api_ms", "Launch API (ms)"), ("gpu_busy_ms", "GPU busy (ms)"),
-                       ("gpu_idle_ms", "GPU idle (ms)"), ("exposed_overhead_ms", "Exposed launch overhead (ms)"),
-                       ("iteration_ms", "Iteration (ms)")):
-        v = pi[key]
-        fmt = (lambda x: f"{x:,.0f}") if key == "launches" else _fmt_ms
-        out.append(f"| {label} | {fmt(v['median'])} | {fmt(v['min'])} | {fmt(v['max'])} |")
+def _queue_and_top_md(doc: dict, out: list[str]) -> None:
+    """The page's Queue and Top sections (GPU activity recorded)."""
     out += ["", "## Queue", ""]
     for s in doc["streams"]:
         lim = f", observed limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
@@ -433,6 +447,55 @@ def render_markdown(doc: dict) -> str:
                            f"{r['avg_kernel_us']:.1f} µs — {r['misses']}")
     for r in doc["nccl"]:
         out.append(f"- NCCL `{r['kernel_name']}`: {r['launches_per_iteration']:,.1f}/iter — {r['fix']}")
+
+
+def render_markdown(doc: dict) -> str:
+    src = doc["source"]
+    out = [f"# Launch page: {src['path'].rsplit('/', 1)[-1]}", ""]
+    if doc.get("conclusion"):
+        out += [f"**Verdict:** {doc['conclusion']}", ""]
+    out.append(f"{src['producer']} {src['version']}".strip())
+    cpu_side = doc.get("gpu_recorded") is False   # launches without GPU activity (§V11)
+    if doc.get("empty") and not cpu_side:
+        out += ["", f"**{doc['empty']}**: nothing to record.", ""]
+        return "\n".join(out) + "\n"
+    it = doc["iterations"]
+    pi = doc["per_iteration"]
+    ds = doc["devices"]
+    if cpu_side:
+        out.append(f"**{GPU_NOT_RECORDED}**: exposed launch overhead, queue class and the small-kernel table "
+                   f"cannot be judged — {CAPTURE_GPU}.")
+    else:
+        out.append(f"Device {doc['device_id']}" + (f" (of {', '.join(map(str, ds))}: the one with most launches; "
+                                                   "`--device N` for another)" if len(ds) > 1 else ""))
+    src_line = ("Iterations: none found — the whole window counts as one" if it["source"] == itr.SOURCE_NONE else
+                f"Iterations: {it['count']} from {it['source']}" + (f" `{_short(it['name'])}`" if it["name"] else ""))
+    src_line += (f"; median {_dur(it['median_ns'] / 1e6)} (min {_dur(it['min_ns'] / 1e6)}, "
+                 f"max {_dur(it['max_ns'] / 1e6)})")
+    out += [src_line, f"_{it['note']}_" if it["note"] else "", ""]
+    rt = doc["rule_of_thumb"]
+    if doc.get("too_little"):
+        out.append(f"**Too little activity to judge launch overhead: {doc['too_little']}.**")
+    elif cpu_side:
+        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · launch API: "
+                   f"{_dur(pi['launch_api_ms']['median'])}/iter · iteration: {_dur(pi['iteration_ms']['median'])}**")
+    else:
+        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · exposed launch overhead: "
+                   f"{_dur(pi['exposed_overhead_ms']['median'])}/iter · share: {doc['overhead_share']:.1%} of "
+                   f"{_dur(pi['iteration_ms']['median'])} · Amdahl bound: {doc['amdahl_bound']:.3f}×**")
+        out.append(f"Rule of thumb: {rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
+                   f"{_dur(rt['estimate_ms'])} against 10 % of the iteration = {_dur(rt['ten_percent_ms'])}: "
+                   + ("launch throughput is probably a bottleneck" if rt["flag"] else "below"))
+    out += ["", "| per iteration | median | min | max |", "|---|---:|---:|---:|"]
+    for key, label in (("launches", "Launches"), ("launch_api_ms", "Launch API (ms)"), ("gpu_busy_ms", "GPU busy (ms)"),
+                       ("gpu_idle_ms", "GPU idle (ms)"), ("exposed_overhead_ms", "Exposed launch overhead (ms)"),
+                       ("iteration_ms", "Iteration (ms)")):
+        v = pi[key]
+        fmt = (lambda x: f"{x:,.0f}") if key == "launches" else _fmt_ms
+        out.append(f"| {label} | " + (f"{fmt(v['median'])} | {fmt(v['min'])} | {fmt(v['max'])} |" if v is not None
+                                      else "not recorded | | |"))
+    if not cpu_side:
+        _queue_and_top_md(doc, out)
     sy = doc["syncs"]
     if sy["by_api"]:
         out += ["", "## Syncs inside the step", "",
@@ -440,7 +503,7 @@ def render_markdown(doc: dict) -> str:
                 + ", ".join(f"{b['api_name']} ×{b['count']}" for b in sy["by_api"]) + f"): {sy['fix']}"]
     cc = doc["cross_checks"]
     out += ["", "## Cross-checks", ""]
-    for d, g in cc["idle_gaps"].items():
+    for d, g in (cc["idle_gaps"] or {}).items():
         b = g["buckets"]
         out.append(f"- Idle gaps, device {d}: " + " · ".join(f"{k} {v['count']:,} ({v['total_ms']:,.3f} ms)"
                                                           for k, v in b.items())
@@ -449,8 +512,8 @@ def render_markdown(doc: dict) -> str:
     if cc["api_totals"]:
         out.append("- Launch API totals: " + " · ".join(f"{a['api_name']} {a['count']:,} calls {a['total_ms']:,.3f} ms"
                                                       for a in cc["api_totals"])
-                   + f"; the small-kernel table holds {cc['table_api_ms']:,.3f} ms"
+                   + (f"; the small-kernel table holds {cc['table_api_ms']:,.3f} ms" if cc["table_api_ms"] is not None else "")
                    + (f" ({cc['table_share_of_launch_api']:.0%})" if cc["table_share_of_launch_api"] is not None else ""))
     lt = doc["launch_thread_cpu"]
-    out.append("- Launching thread CPU busy: " + (f"{lt['busy_share']:.0%}" if lt["available"] else lt["note"]))
+    out.append("- Launching thread CPU busy: " + (lt["note"] if lt["available"] else lt["reason"]))
     return "\n".join(x for x in out if x is not None) + "\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from launchtui.paths import cache_dir
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS)
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 
 

@@ -193,6 +193,23 @@ class ApiStacks(_Columns):
 
 
 @dataclass
+class CpuRuns(_Columns):
+    """Thread on-CPU intervals [start, end) from Nsight SCHED_EVENTS (a sched-in and the thread's next
+    sched-out; docs/definitions.md §V10). Sorted by (thread, start); one thread's runs never overlap."""
+    thread: np.ndarray = col(np.int64)    # Nsight globalTid (= Threads.key), not an index into Threads
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+
+
+@dataclass
+class CpuSamples(_Columns):
+    """CPU IP/backtrace samples from Nsight COMPOSITE_EVENTS (definitions.md §V10), sorted by (thread, time)."""
+    thread: np.ndarray = col(np.int64)    # Nsight globalTid (= Threads.key)
+    time: np.ndarray = col(np.int64)
+    state: np.ndarray = col(np.int8)      # ENUM_SAMPLING_THREAD_STATE (1 = Running); -1 unknown
+
+
+@dataclass
 class SourceInfo:
     path: str
     size: int
@@ -229,6 +246,8 @@ class Trace:
     has_cuda_tables: bool = True
     stacks: StackFrames = field(default_factory=StackFrames.empty)
     api_stacks: ApiStacks = field(default_factory=ApiStacks.empty)
+    cpu_runs: CpuRuns = field(default_factory=CpuRuns.empty)          # empty: not recorded (or Kineto)
+    cpu_samples: CpuSamples = field(default_factory=CpuSamples.empty)
     # The derived index (launchtui.analysis.index.TraceIndex): set once by `trace_index(trace)`, then
     # read-only. `index_arrays` holds what the cache kept of it until then; `cache_entry` is where
     # `trace.cache.commit` writes a freshly read trace (None: came from the cache or not cached).
@@ -268,7 +287,8 @@ class Trace:
         return min(lo), max(hi)
 
     def nbytes(self) -> int:
-        return sum(t.nbytes() for t in (self.ops, self.api, self.ranges, self.threads, self.overheads))
+        return sum(t.nbytes() for t in (self.ops, self.api, self.ranges, self.threads, self.overheads,
+                                        self.cpu_runs, self.cpu_samples))
 
     def event_count(self) -> int:
         return len(self.ops) + len(self.api) + len(self.ranges)

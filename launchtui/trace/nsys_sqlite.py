@@ -18,7 +18,7 @@ import numpy as np
 from launchtui.errors import TraceError
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
-from launchtui.trace import nsys_stacks
+from launchtui.trace import nsys_cpu, nsys_stacks
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
@@ -58,6 +58,7 @@ class _Reader:
         self.db = path  # the file actually read: a private snapshot when side files hold data
         self.snapshot_dir: Path | None = None
         self.dropped: Counter = Counter()  # rows dropped per table (NULL in a required column)
+        self.skipped: Counter = Counter()  # other rows skipped, by reason (e.g. unpaired sched events)
         self.progress = progress or (lambda stage, rows: None)
         sides = side_files(path)
         if sides:
@@ -286,9 +287,9 @@ def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
     try:
         meta = r.meta()
         trace = _build(r, path, source, meta)
-        if r.dropped:
-            source.extra["skipped"] = {f"{t} rows with NULL in a NOT NULL column or start/end": n
-                                       for t, n in sorted(r.dropped.items())}
+        if r.dropped or r.skipped:
+            source.extra["skipped"] = {**{f"{t} rows with NULL in a NOT NULL column or start/end": n
+                                          for t, n in sorted(r.dropped.items())}, **dict(sorted(r.skipped.items()))}
         return trace
     except sqlite3.DatabaseError as e:
         raise TraceError(path, f"cannot read Nsight export ({_one_line(e)})") from None
@@ -416,4 +417,5 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     finalize(trace, match_process=match_process)
     r.progress("joined", len(ops))
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
+    trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
     return trace

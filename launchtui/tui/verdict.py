@@ -108,6 +108,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
 def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> tuple[list[str], list[Style]]:
     """The record in a few lines: headline, iterations, one verdict per stream, the top kernels.
     Compact (short terminals): the streams on one line and only the first kernel."""
+    from launchtui.analysis.cpu_busy import cpu_line
     from launchtui.analysis.record import phase_label
     if not doc or doc.get("empty"):
         return ["Verdict: " + (doc.get("empty", "computing…") if doc else "computing…")], [HEAD]
@@ -154,6 +155,8 @@ def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> 
         near = "; ".join(f"{r['kernel_name']} {r['launches']:,}× {r['avg_kernel_us']:.1f} µs" for r in doc["near_misses"])
         lines.append(f" Top: none — {doc['empty_reason']}" + (f". Nearest: {near}" if near else ""))
         styles.append(Style())
+    if not compact and (lt := doc.get("launch_thread_cpu") or {}).get("available"):  # definitions.md §V10
+        lines.append(f" {cpu_line(lt)}"), styles.append(Style())
     return lines, styles
 
 
