@@ -52,7 +52,7 @@ def test_verdict_lines_on_v100_saturated_and_b200_dry():
     not launch-bound by the share, yet its dry stream says the GPU waits on launches."""
     v = _rec("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
     s = _stream(v, 0, 7)
-    assert v["launch_bound"] is False
+    assert v["launch_bound"] is False and v["launch_bound_level"] == "not launch-bound"
     assert v["conclusion"] == (
         f"not launch-bound: exposed launch overhead is {v['overhead_share'] * 100:.1f} % of the iteration (< 10 %); "
         f"the rule of thumb agrees; the CPU is ahead and back-pressured: {s['blocked_launches']} launch calls "
@@ -61,9 +61,14 @@ def test_verdict_lines_on_v100_saturated_and_b200_dry():
     assert render_markdown(v).splitlines()[2] == f"**Verdict:** {v['conclusion']}"
     b = _rec("kineto/b200__eager_trace.json.gz")
     s = _stream(b, 0, 7)
-    assert b["launch_bound"] is False and b["overhead_share"] < 0.10
+    # 8.8 %: below the 10 % line but within the middle band, and the dry stream backs it: partly
+    assert b["launch_bound"] is False and 0.05 <= b["overhead_share"] < 0.10
+    assert b["launch_bound_level"] == "partly launch-bound"
+    assert b["conclusion"].startswith(f"partly launch-bound: exposed launch overhead is {b['overhead_share'] * 100:.1f} % "
+                                      "of the iteration (>= 5 %, < 10 %)")
     assert (f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
             "flight (device 0 stream 7)") in b["conclusion"]
+    assert f"at most {b['amdahl_bound']:.2f}× faster" in b["conclusion"]
     assert s["waited_gap_share"] > 0.5 and "back-pressured" not in b["conclusion"]
 
 

@@ -25,6 +25,8 @@ class AnalysisConfig:
     # case record verdict and diff (§V9): launch-bound when exposed launch overhead is at least this
     # share of the iteration (domain.md §4's "10 % of the iteration" seed rule)
     launch_bound_share: float = 0.10
+    # below it but at least this share, with evidence the GPU waits on launches: partly launch-bound
+    partly_bound_share: float = 0.05
     # timeline (TUI)
     small_kernel_ns: int = 10_000      # drawn as a small kernel below this duration
     nvtx_depth: int = 3                # NVTX nesting levels drawn as lanes

@@ -216,6 +216,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                     "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
                     "launch_thread_cpu": {"available": False, "reason": "no launched GPU ops to judge against"}})
+        doc["launch_bound_level"] = None
         return doc, []
     devices = list(devs)
     primary = devices[0]
@@ -281,6 +282,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              f"{_dur(float(f.iteration_ns.sum()) / 1e6)}")
     doc["verdict"] = verdict_lines(doc)
     doc["launch_bound"], doc["conclusion"] = conclusion(doc)
+    doc["launch_bound_level"] = bound_level(doc)
     return doc, streams
 
 
@@ -340,6 +342,7 @@ def _cpu_side_record(trace: Trace, sel: Selection, opt: RecordOptions, doc: dict
     doc["conclusion"] = (f"cannot judge: GPU activity was not recorded, so neither the exposed launch overhead nor the "
                          f"queue class can be judged — {CAPTURE_GPU}; CPU side: {facts}"
                          + (f"; {lt['note']}" if lt.get("available") else ""))
+    doc["launch_bound_level"] = None
     return doc
 
 
@@ -361,33 +364,64 @@ def verdict_lines(doc: dict) -> list[str]:
     return lines
 
 
-def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple[bool | None, str]:
+LEVEL_BOUND, LEVEL_PARTLY, LEVEL_NOT = "launch-bound", "partly launch-bound", "not launch-bound"
+
+
+def _waiting_stream(doc: dict) -> dict | None:
+    """The dry stream with most launches: the evidence that the GPU waits on launches (§V3)."""
+    dry = [s for s in doc["streams"] if s["queue_class"] == "dry"]
+    return max(dry, key=lambda s: (s["launches"], -s["device_id"], -s["stream_id"])) if dry else None
+
+
+def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share,
+                partly_min: float = CONFIG.partly_bound_share) -> str | None:
+    """launch-bound (share >= share_min), partly launch-bound (partly_min <= share < share_min with
+    evidence: a dry stream or the rule of thumb's flag), else not; None when too little to judge
+    (docs/definitions.md §V9)."""
+    if doc.get("too_little"):
+        return None
+    share = doc["overhead_share"]
+    if share >= share_min:
+        return LEVEL_BOUND
+    if share >= partly_min and (_waiting_stream(doc) is not None or doc["rule_of_thumb"]["flag"]):
+        return LEVEL_PARTLY
+    return LEVEL_NOT
+
+
+def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share,
+               partly_min: float = CONFIG.partly_bound_share) -> tuple[bool | None, str]:
     """(launch_bound, one line the user should take away), from the record's own evidence
-    (docs/definitions.md §V9): the exposed share against `share_min`, the rule of thumb as a second
-    opinion, what the queues say, and when launch-bound the top row's fix and the Amdahl gain."""
+    (docs/definitions.md §V9): the exposed share against `share_min` (a middle band from
+    `partly_min` when the queue or the rule of thumb backs it), the rule of thumb as a second
+    opinion, what the queues say in words that agree with the level, and unless not launch-bound
+    the top row's fix and the Amdahl gain."""
     if doc.get("too_little"):
         return None, f"cannot judge: too little activity ({doc['too_little']})"
     share, rt = doc["overhead_share"], doc["rule_of_thumb"]
-    bound = share >= share_min
-    op = ">=" if bound else "<"
-    parts = [f"{'launch-bound' if bound else 'not launch-bound'}: exposed launch overhead is {share * 100:.1f} % of the "
-             f"iteration ({op} {share_min * 100:g} %)"
-             + ("; the rule of thumb agrees" if rt["flag"] == bound else
+    level = bound_level(doc, share_min, partly_min)
+    bound = level == LEVEL_BOUND
+    flagged = level != LEVEL_NOT     # the rule of thumb agrees when its flag matches
+    band = (f">= {share_min * 100:g} %" if bound else
+            f">= {partly_min * 100:g} %, < {share_min * 100:g} %" if level == LEVEL_PARTLY else f"< {share_min * 100:g} %")
+    parts = [f"{level}: exposed launch overhead is {share * 100:.1f} % of the iteration ({band})"
+             + ("; the rule of thumb agrees" if rt["flag"] == flagged else
                 f"; the rule of thumb disagrees ({rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
-                f"{_dur(rt['estimate_ms'])} {'<' if bound else '>='} 10 % of the iteration)")]
+                f"{_dur(rt['estimate_ms'])} {'<' if flagged else '>='} 10 % of the iteration)")]
     sat = [s for s in doc["streams"] if s["queue_class"] == "saturated"]
-    dry = [s for s in doc["streams"] if s["queue_class"] == "dry"]
     if sat:
         known = [s["observed_limit"] for s in sat if s["observed_limit"] is not None]
         # an unknown limit (ops launched before a sliced capture were pending): the seen depth is a lower bound
         where = f"at depth {max(known)}" if known else f"at a depth of at least {max(s['max_depth'] for s in sat)}"
         parts.append(f"the CPU is ahead and back-pressured: {sum(s['blocked_launches'] for s in sat):,} launch calls "
                      f"blocked {where} — fewer launches free CPU time, not GPU time")
-    if dry:
-        s = max(dry, key=lambda s: (s["launches"], -s["device_id"], -s["stream_id"]))
-        parts.append(f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
-                     f"flight (device {s['device_id']} stream {s['stream_id']})")
-    if bound:
+    s = _waiting_stream(doc)
+    if s is not None:
+        pct, at = f"{s['waited_gap_share'] * 100:.0f} %", f"device {s['device_id']} stream {s['stream_id']}"
+        # not launch-bound: the gaps wait on launches, but they are too short to matter
+        parts.append(f"the GPU waits on launches: {pct} of idle gaps had the launch call in flight ({at})" if flagged
+                     else f"idle gaps wait on launches ({pct} had the launch call in flight, {at}) but add up to only "
+                          f"{share * 100:.1f} % of the iteration")
+    if flagged:
         if doc["top"]:
             r = doc["top"][0]
             parts.append(f"first fix: {r['fix']} (`{_short(r['kernel_name'], 40)}`)")
