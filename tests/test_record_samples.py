@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import sample, snapshot
-from launchtui.analysis.record import build_record, render_markdown
+from launchtui.analysis.record import build_record, record_with_streams, render_markdown
 from launchtui.cli import main
 from launchtui.trace.load import open_trace
 
@@ -25,6 +25,7 @@ def test_v100_saturates_at_observed_limit_1022():
     assert (it["source"], it["count"]) == ("ProfilerStep", 5)
     s = _stream(doc, 0, 7)
     assert s["queue_class"] == "saturated" and s["max_depth"] == 1022
+    assert s["iteration_classes"] == {"saturated": 4, "dry": 0, "normal": 1}
     assert s["observed_limit"] == 1022          # definitions.md §5-§6: launches at 1021 block
     assert s["blocked_launches"] >= 500 and s["cpu_stalls"] == 0
     assert doc["backpressure"] is True
@@ -43,8 +44,13 @@ def test_b200_eager_is_dry():
     assert doc["backpressure"] is False
     # the decode steps repeat: found by the launch-sequence heuristic, and said to be one
     assert doc["iterations"]["heuristic"] is True and doc["iterations"]["count"] >= 10
-    # the one 141 µs launch at depth 0 is a CPU stall, not backpressure
-    assert s["cpu_stalls"] == 1
+    assert s["iteration_classes"]["dry"] == doc["iterations"]["count"]
+    # the one 141 µs launch at depth 0 precedes the first period: not counted (§V3), still marked a
+    # CPU stall on the timeline, never backpressure
+    assert s["cpu_stalls"] == 0
+    _, streams = record_with_streams(open_trace(sample("kineto/b200__eager_trace.json.gz"), use_cache=False))
+    v = next(x for x in streams if (x.device_id, x.stream_id) == (0, 7))
+    assert [e.max_depth for e in v.outside_stalls] == [0] and not v.blocked_calls
 
 
 def test_verdict_lines_on_v100_saturated_and_b200_dry():
@@ -89,9 +95,11 @@ def test_h100_slice_saturated_by_command_buffer_full_with_unknown_limit():
     for dev, stream in ((0, 7), (1, 15)):
         s = _stream(doc, dev, stream)
         assert s["queue_class"] == "saturated" and s["command_buffer_full"] > 0
+        assert s["iteration_classes"] == {"saturated": 8, "dry": 0, "normal": 0}
         assert s["observed_limit"] is None     # 1,138 ops launched before the slice were pending
-    # with the limit unknown, the conclusion gives the depth seen as a lower bound, never as the limit
-    assert doc["conclusion"].endswith("140 launch calls blocked at a depth of at least 753 — fewer launches free "
+    # with the limit unknown, the conclusion gives the depth seen (inside the iterations) as a lower
+    # bound, never as the limit
+    assert doc["conclusion"].endswith("118 launch calls blocked at a depth of at least 698 — fewer launches free "
                                       "CPU time, not GPU time")
     # emit_nvtx names (`aten::add, op_id = N`) group into phases without the suffix
     assert doc["top"] and all(r["phase"] and "op_id" not in r["phase"] for r in doc["top"])

@@ -1,5 +1,8 @@
 """Queue class per stream from evidence in the trace, never from a constant (docs/definitions.md §V3).
 
+Judged within each iteration (time outside them, warm-up or profiler setup, never counts), then per
+stream: the class most iterations fall in, ties to the more severe; the count per class is kept.
+Per iteration:
 - saturated: launch calls block, i.e. launch spikes (backpressure.spikes: far above the thread's
   median) at the stream's plateau depth, >= 3 of them and >= 5 % of the launches made there; or
   Nsight recorded "command buffer full" for launches on the stream.
@@ -10,7 +13,7 @@
 - Observed limit: the median depth (pending, the blocked call's own entry included) at which the
   blocked calls were made. Unknown when ops launched before the capture window were still
   pending (the depth is then a lower bound).
-- CPU stalls: launch spikes that are not blocked calls (below the plateau, or on a stream that
+- CPU stalls: launch spikes that are not blocked calls (below the plateau, or in an iteration that
   does not saturate). Counted apart from backpressure.
 """
 from __future__ import annotations
@@ -46,8 +49,10 @@ class StreamVerdict:
     dry_time_share: float | None = None      # busy time with pending <= 1
     waited_gap_share: float | None = None    # idle gaps ended by this stream with the launch in flight
     command_buffer_full: int = 0
+    iteration_classes: dict = field(default_factory=dict)   # class -> iterations judged so
     stalls: list = field(default_factory=list, repr=False)          # Episodes (kind "spike")
     blocked_calls: list = field(default_factory=list, repr=False)   # ApiCalls indices
+    outside_stalls: list = field(default_factory=list, repr=False)  # Episodes outside the iterations
 
     def to_json(self) -> dict:
         return {"device_id": self.device_id, "stream_id": self.stream_id, "queue_class": self.queue_class,
@@ -56,35 +61,61 @@ class StreamVerdict:
                 "launches": self.launches,
                 "dry_time_share": None if self.dry_time_share is None else round(self.dry_time_share, 4),
                 "waited_gap_share": None if self.waited_gap_share is None else round(self.waited_gap_share, 4),
-                "command_buffer_full": self.command_buffer_full, "reason": self.reason}
+                "command_buffer_full": self.command_buffer_full, "reason": self.reason,
+                "iteration_classes": self.iteration_classes}
 
     def one_line(self) -> str:
         return f"device {self.device_id} stream {self.stream_id}: {self.queue_class} — {self.reason}"
 
 
-def _dry_share(s: StreamSeries, trace: Trace, lo: int, hi: int) -> float | None:
-    """Share of the stream's busy time (inside [lo, hi)) during which pending <= 1."""
+CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
+
+
+def _in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per time: index of the iteration [start, end) holding it, -1 when none (windows disjoint)."""
+    k = np.searchsorted(starts, t, side="right") - 1
+    return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+
+
+def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> int:
+    """The stream's largest pending depth inside the iterations."""
+    if not len(s.t):
+        return 0
+    at_start = s.value_at(starts)
+    inside = s.v[_in_windows(s.t, starts, ends) >= 0]
+    return int(max(at_start.max(initial=0), inside.max(initial=0)))
+
+
+def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarray):
+    """Per iteration: (busy ns of the stream, of which pending <= 1)."""
     ops = trace.ops
     m = (ops.device == s.device) & (ops.stream == s.stream)
-    busy = iv.intersect(iv.union(ops.start[m], ops.end[m]), (np.array([lo]), np.array([hi])))
-    total = int((busy[1] - busy[0]).sum())
-    if total <= 0 or not len(s.t):
-        return None
+    busy = iv.union(ops.start[m], ops.end[m])
+    total = iv.measure_in(busy[0], busy[1], starts, ends)
+    if not len(s.t):
+        return total, total
     low = s.v <= 1
-    ends = np.append(s.t[1:], max(int(s.t[-1]), hi))
-    low_set = iv.union(s.t[low], ends[low])
+    stop = np.append(s.t[1:], max(int(s.t[-1]), int(ends.max())))
     # before the first change the depth is 0
-    pre = (np.array([min(lo, int(s.t[0]))]), np.array([int(s.t[0])]))
-    low_set = iv.union(np.concatenate([low_set[0], pre[0]]), np.concatenate([low_set[1], pre[1]]))
+    lo0 = min(int(starts.min()), int(s.t[0]))
+    low_set = iv.union(np.append(s.t[low], lo0), np.append(stop[low], int(s.t[0])))
     both = iv.intersect(busy, low_set)
-    return float((both[1] - both[0]).sum()) / total
+    return total, iv.measure_in(both[0], both[1], starts, ends)
 
 
-def classify(trace: Trace, gaps: dict[int, DeviceGaps], lo: int, hi: int,
+def _share(num, den) -> float | None:
+    return float(num) / float(den) if den > 0 else None
+
+
+def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends: np.ndarray,
              opt: Options = Options(), devices=None) -> list[StreamVerdict]:
-    """One verdict per (device, stream) with launched ops, in (device, stream) order. `gaps` maps
-    device -> its idle gaps over [lo, hi) (exposed.device_gaps)."""
+    """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
+    each iteration [starts_k, ends_k) (time outside them never counts) and then over the
+    iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
+    `gaps` maps device -> its idle gaps over the iterations' span (exposed.device_gaps)."""
     ops, api = trace.ops, trace.api
+    starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    n_it = len(starts)
     dbl = depth_before_launch(trace)
     sp: list[Episode] = spikes(trace, opt=opt)
     cbf = command_buffer_full(trace)
@@ -96,21 +127,36 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], lo: int, hi: int,
         mine = np.nonzero(on & (ops.api >= 0))[0]
         if not len(mine):
             continue
-        # one entry per launch call (a graph launch feeds several ops)
+        # one entry per launch call (a graph launch feeds several ops), inside the iterations
         a_u, first = unique_sorted(ops.api[mine], return_index=True)
-        depth_b = dbl[mine[first]]
-        max_depth = int(s.v.max()) if len(s.v) else 0
-        stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]
-        cbf_calls = a_u[cbf[a_u]]
+        k_call = _in_windows(api.start[a_u], starts, ends)
+        a_u, depth_b, k_call = a_u[k_call >= 0], dbl[mine[first]][k_call >= 0], k_call[k_call >= 0]
+        max_depth = _max_in_windows(s, starts, ends)
         tol = max(1, max_depth // 100)
-        n_zone = int((depth_b + 1 >= max_depth - tol).sum())
-        at_plateau = [e for e in stream_spikes if e.max_depth + 1 >= max_depth - tol]
-        saturated = bool(len(cbf_calls)) or (len(at_plateau) >= MIN_BLOCKED
-                                             and len(at_plateau) >= MIN_BLOCKED_SHARE * n_zone)
-        blocked = set()
-        if saturated:
-            blocked = set(cbf_calls.tolist()) | {e.worst_api for e in at_plateau}
-        stalls = [e for e in stream_spikes if e.worst_api not in blocked]
+        per = lambda k, w=None: np.bincount(k, weights=w, minlength=n_it)  # noqa: E731 - per iteration
+        launches_k = per(k_call)
+        zone_k = per(k_call[depth_b + 1 >= max_depth - tol])
+        stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]
+        sp_api = np.fromiter((e.worst_api for e in stream_spikes), np.int64, len(stream_spikes))
+        sp_depth = np.fromiter((e.max_depth for e in stream_spikes), np.int64, len(stream_spikes))
+        sp_k = _in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
+        plateau = (sp_k >= 0) & (sp_depth + 1 >= max_depth - tol)
+        plateau_k = per(sp_k[plateau])
+        cbf_calls = a_u[cbf[a_u]]
+        cbf_k = per(k_call[cbf[a_u]])
+        sat_k = (cbf_k > 0) | ((plateau_k >= MIN_BLOCKED) & (plateau_k >= MIN_BLOCKED_SHARE * zone_k))
+        # blocked: the plateau spikes and command-buffer-full calls of the saturated iterations
+        blocked = set(cbf_calls[sat_k[k_call[cbf[a_u]]]].tolist())
+        blocked |= set(sp_api[plateau & sat_k[np.maximum(sp_k, 0)]].tolist())
+        stalls = [e for e, k in zip(stream_spikes, sp_k.tolist()) if k >= 0 and e.worst_api not in blocked]
+        # outside the iterations nothing is judged or counted; for the timeline's marks a spike there
+        # is a CPU stall unless >= MIN_BLOCKED of them sit at the whole trace's plateau (then only
+        # those below it are)
+        top = int(s.v.max()) if len(s.v) else 0
+        out_k = sp_k < 0
+        at_top = out_k & (sp_depth + 1 >= top - max(1, top // 100))
+        stall_out = out_k & ~at_top if at_top.sum() >= MIN_BLOCKED else out_k
+        outside = [e for e, x in zip(stream_spikes, stall_out.tolist()) if x]
         limit = None
         if blocked:
             b = np.fromiter(sorted(blocked), np.int64, len(blocked))
@@ -118,44 +164,58 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], lo: int, hi: int,
             # ops launched before the window and still pending make the depth a lower bound
             if (on & (ops.api < 0) & (ops.start >= int(api.start[b].min()))).any():
                 limit = None
+        busy_k, low_k = _dry_time(s, trace, starts, ends)
         g = gaps.get(s.device)
-        dry_share = _dry_share(s, trace, lo, hi)
-        waited = None
+        ended_k = waited_k = np.zeros(n_it)
         if g is not None:
             ended = g.next_stream == s.stream
-            if ended.any():
-                waited = float((g.next_launch_end[ended] > g.start[ended]).mean())
-        if saturated:
-            cls = "saturated"
-            if len(cbf_calls):
+            gk = _in_windows(g.end[ended], starts, ends)   # the op ending the gap starts in iteration k
+            ok = gk >= 0
+            ended_k = per(gk[ok])
+            waited_k = per(gk[ok], (g.next_launch_end[ended] > g.start[ended])[ok].astype(np.float64))
+        dry_k = ((launches_k >= MIN_LAUNCHES) & (low_k > DRY_SHARE * busy_k) & (busy_k > 0)
+                 & (waited_k > DRY_SHARE * ended_k) & (ended_k > 0))
+        cls_k = np.where(sat_k, 0, np.where(dry_k, 1, 2))
+        counts = np.bincount(cls_k, minlength=3)
+        cls = CLASSES[int(np.argmax(counts))]      # argmax takes the first (most severe) of ties
+        n_launch = int(launches_k.sum())
+        # the stream's evidence: pooled over the iterations judged as the stream is
+        won = cls_k == CLASSES.index(cls)
+        dry_share = _share(low_k[won].sum(), busy_k[won].sum())
+        waited = _share(waited_k[won].sum(), ended_k[won].sum())
+        n_zone, n_plateau = int(zone_k.sum()), int(plateau_k.sum())
+        if cls == "saturated":
+            if len(cbf_calls) and not n_plateau:
                 reason = f"Nsight recorded 'command buffer full' for {len(cbf_calls)} launch calls"
             else:
-                med = np.median([e.worst_api_ns for e in at_plateau]) / 1e3
+                med = np.median([e.worst_api_ns for e in stream_spikes if e.worst_api in blocked] or [0]) / 1e3
                 reason = (f"{len(blocked)} launch calls blocked (median {med:.0f} µs) at depth "
                           f"{limit} of {n_zone} made there")
+                if len(cbf_calls):
+                    reason += f"; Nsight recorded 'command buffer full' for {len(cbf_calls)}"
             if limit is None:
                 reason += "; limit unknown: ops launched before the capture were still pending"
-        elif len(a_u) < MIN_LAUNCHES:
-            cls = "normal"
-            reason = f"too few launches ({len(a_u)}) to judge; max pending {max_depth}"
-        elif dry_share is not None and waited is not None and dry_share > DRY_SHARE and waited > DRY_SHARE:
-            cls = "dry"
+        elif n_launch < MIN_LAUNCHES:
+            reason = f"too few launches ({n_launch}) to judge; max pending {max_depth}"
+        elif cls == "dry":
             reason = (f"pending <= 1 for {dry_share:.0%} of busy time; {waited:.0%} of idle gaps "
                       "ended by its ops had the launch call still in flight")
         else:
-            cls = "normal"
             bits = [f"max pending {max_depth}"]
             if dry_share is not None:
                 bits.append(f"pending <= 1 for {dry_share:.0%} of busy time")
             if waited is not None:
                 bits.append(f"{waited:.0%} of its idle gaps waited on a launch")
-            bits.append("no launch call blocked" if not at_plateau else
-                        f"{len(at_plateau)} slow launches at the plateau of {n_zone} made there: not a pattern")
+            bits.append("no launch call blocked" if not n_plateau else
+                        f"{n_plateau} slow launches at the plateau of {n_zone} made there: not a pattern")
             reason = "; ".join(bits)
+        if n_it > 1:
+            reason += "; iterations: " + ", ".join(f"{int(c)} {name}" for name, c in zip(CLASSES, counts) if c)
         if stalls:
             reason += f"; {len(stalls)} CPU stall{'s' if len(stalls) != 1 else ''} (slow launch at low depth)"
         out.append(StreamVerdict(s.device, s.stream, cls, max_depth, limit, len(blocked), len(stalls), reason,
-                                 launches=len(a_u), dry_time_share=dry_share, waited_gap_share=waited,
+                                 launches=n_launch, dry_time_share=dry_share, waited_gap_share=waited,
                                  command_buffer_full=len(cbf_calls), stalls=stalls,
-                                 blocked_calls=sorted(blocked)))
+                                 blocked_calls=sorted(blocked), outside_stalls=outside,
+                                 iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}))
     return out

@@ -238,7 +238,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
                 "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
 
-    streams = classify(trace, gaps, lo, hi, opt.backpressure, set(devices))
+    streams = classify(trace, gaps, it.start, it.end, opt.backpressure, set(devices))
     # kernels, API totals and gaps on the primary device: the iterations are its thread's
     top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
     api_totals = _api_totals(trace, it, devs[primary])
@@ -360,8 +360,17 @@ def verdict_lines(doc: dict) -> list[str]:
              + (" [iterations: heuristic]" if it["heuristic"] else "")
              + (" [no iteration marks: whole window]" if it["source"] == itr.SOURCE_NONE else "")]
     for s in doc["streams"]:
-        lines.append(f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}")
+        lines.append(f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}{class_mix(s)}")
     return lines
+
+
+def class_mix(s: dict) -> str:
+    """' (3 of 4 iterations; 1 saturated)' when the stream's iterations fall in several classes."""
+    ic = s.get("iteration_classes") or {}
+    if sum(1 for n in ic.values() if n) < 2:
+        return ""
+    others = ", ".join(f"{n} {c}" for c, n in ic.items() if n and c != s["queue_class"])
+    return f" ({ic[s['queue_class']]} of {sum(ic.values())} iterations; {others})"
 
 
 LEVEL_BOUND, LEVEL_PARTLY, LEVEL_NOT = "launch-bound", "partly launch-bound", "not launch-bound"
@@ -414,6 +423,12 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share,
         where = f"at depth {max(known)}" if known else f"at a depth of at least {max(s['max_depth'] for s in sat)}"
         parts.append(f"the CPU is ahead and back-pressured: {sum(s['blocked_launches'] for s in sat):,} launch calls "
                      f"blocked {where} — fewer launches free CPU time, not GPU time")
+    # a stream that saturates in some iterations but not most: said, never counted as backpressure
+    for s in doc["streams"]:
+        n_sat = (s.get("iteration_classes") or {}).get("saturated", 0)
+        if s["queue_class"] != "saturated" and n_sat:
+            parts.append(f"device {s['device_id']} stream {s['stream_id']} is back-pressured in {n_sat} of "
+                         f"{sum(s['iteration_classes'].values())} iterations")
     s = _waiting_stream(doc)
     if s is not None:
         pct, at = f"{s['waited_gap_share'] * 100:.0f} %", f"device {s['device_id']} stream {s['stream_id']}"

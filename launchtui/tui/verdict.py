@@ -69,7 +69,7 @@ def compute(trace, device, settings: VerdictSettings, gen: int) -> VerdictResult
                                                                  phase_level=settings.phase_level))
     it = doc.get("iterations") or {}
     starts, ends = it.get("starts_ns", []), it.get("ends_ns", [])
-    stalls = frozenset(e.worst_api for v in streams for e in v.stalls)
+    stalls = frozenset(e.worst_api for v in streams for e in v.stalls + v.outside_stalls)
     return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64),
                          list(zip(starts, ends)), stalls)
 
