@@ -81,23 +81,18 @@ def ancestor_at_depth(trace: Trace, idx: np.ndarray, depth, par: np.ndarray | No
         cur[climb] = par[cur[climb]]
 
 
-def op_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int = 1):
-    """Phase of each op as (key per op, texts): texts[key] is the path of normalised names from
-    the range at `base_depth` (the first level inside the iteration) down `level` ranges, cut at
-    the op's innermost range. Ops with no range at `base_depth` get key -1."""
-    ops = np.asarray(ops, np.int64)
-    keys = np.full(len(ops), -1, np.int64)
-    if not len(trace.ranges) or not len(ops):
-        return keys, []
-    inner = nvtx.op_ranges(trace)[ops]
-    base = np.broadcast_to(np.asarray(base_depth, np.int64), ops.shape)
+def _path_matrix(trace: Trace, inner: np.ndarray, base: np.ndarray, level: int) -> np.ndarray:
+    """Per innermost range: the normalised names from depth `base` down `level` ranges (-1 pads)."""
     norm = normalised_text(trace)
     par = parents(trace)
     cols = []
     for k in range(max(int(level), 1)):  # one column per path component
         anc = ancestor_at_depth(trace, inner, base + k, par)
         cols.append(np.where(anc >= 0, norm[np.maximum(anc, 0)], -1).astype(np.int64))
-    mat = np.stack(cols, axis=1)
+    return np.stack(cols, axis=1)
+
+
+def _keys(trace: Trace, mat: np.ndarray, keys: np.ndarray):
     has = mat[:, 0] >= 0
     if not has.any():
         return keys, []
@@ -107,17 +102,89 @@ def op_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int = 1):
     return keys, texts
 
 
+# which rule gave an op its phase (docs/definitions.md §V5)
+RULE_NONE, RULE_RANGE, RULE_MAIN_THREAD, RULE_BACKWARD = 0, 1, 2, 3
+RULE_NAMES = {RULE_RANGE: "range", RULE_MAIN_THREAD: "main thread", RULE_BACKWARD: "backward link"}
+BACKWARD_PHASE = "backward (autograd thread)"
+
+
+def main_thread(trace: Trace, ops: np.ndarray, base_depth: int, iter_starts=None) -> int:
+    """The thread whose ranges time the phases of other threads' launches: the thread of the ranges
+    that mark the iterations (those at `base_depth` - 1 starting at `iter_starts`); without such
+    ranges, of the threads holding a push/pop range at `base_depth`, the one launching most of
+    `ops`; -1 if none (ties: the lowest thread id)."""
+    rg = trace.ranges
+    ops = np.asarray(ops, np.int64)
+    if not len(rg) or not len(ops):
+        return -1
+    pp = rg.kind == RANGE_PUSHPOP
+    if base_depth > 0 and iter_starts is not None and len(iter_starts):
+        marks = rg.thread[pp & (rg.depth == base_depth - 1) & np.isin(rg.start, np.asarray(iter_starts, np.int64))]
+        if len(marks):
+            return int(np.argmax(np.bincount(marks)))
+    cand = np.unique(rg.thread[pp & (rg.depth == base_depth)])
+    if not len(cand):
+        return -1
+    th = trace.api.thread[trace.ops.api[ops[trace.ops.api[ops] >= 0]]]
+    n = np.bincount(th, minlength=int(cand.max()) + 1)[cand] if len(th) else np.zeros(len(cand), np.int64)
+    return int(cand[np.argmax(n)])
+
+
+def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int = 1, main: int = -1):
+    """Phase of each op as (keys, texts, rule per op): texts[key] is the path of normalised names
+    from the range at `base_depth` (the first level inside the iteration) down `level` ranges, cut
+    at the op's innermost range (rule range); key -1 when none. For a launch with no range of its
+    own at the base depth, made on a thread other than `main` (PyTorch's autograd thread carries none):
+    the range open on `main` at the launch call's start (rule main thread); else, when its call
+    stack was linked to the forward op by `Sequence number` (Kineto), the phase `backward
+    (autograd thread)` (rule backward link)."""
+    from launchtui.trace.model import STACK_BACKWARD
+    ops = np.asarray(ops, np.int64)
+    keys = np.full(len(ops), -1, np.int64)
+    rule = np.zeros(len(ops), np.int8)
+    if not len(ops):
+        return keys, [], rule
+    a = trace.ops.api[ops]
+    base = np.broadcast_to(np.asarray(base_depth, np.int64), ops.shape)
+    mat = np.full((len(ops), max(int(level), 1)), -1, np.int64)
+    if len(trace.ranges):
+        mat = _path_matrix(trace, nvtx.op_ranges(trace)[ops], base, level)
+        rule[mat[:, 0] >= 0] = RULE_RANGE
+        api = trace.api
+        other = (mat[:, 0] < 0) & (a >= 0) & (main >= 0)
+        if main >= 0:
+            other &= api.thread[np.maximum(a, 0)] != main
+        if other.any():
+            at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), api.start[a[other]])
+            sub = _path_matrix(trace, at, base[other], level)
+            got = sub[:, 0] >= 0
+            idx = np.nonzero(other)[0][got]
+            mat[idx] = sub[got]
+            rule[idx] = RULE_MAIN_THREAD
+    st = trace.api_stacks
+    if len(st) == len(trace.api) and len(st):
+        linked = (rule == RULE_NONE) & (a >= 0) & (st.via[np.maximum(a, 0)] == STACK_BACKWARD)
+        if linked.any():
+            mat[linked, 0] = trace.strings.intern(BACKWARD_PHASE)
+            rule[linked] = RULE_BACKWARD
+    keys, texts = _keys(trace, mat, keys)
+    return keys, texts, rule
+
+
+def _best(keys: np.ndarray, width: int, group: np.ndarray, n_groups: int):
+    """Per group: (total ops, ops per key, most common key, its count, ops without a key)."""
+    total = np.bincount(group, minlength=n_groups)
+    has = keys >= 0
+    cnt = np.bincount(group[has] * width + keys[has], minlength=n_groups * width).reshape(n_groups, width)
+    best = cnt.argmax(axis=1)
+    return total, best, cnt[np.arange(n_groups), best], total - cnt.sum(axis=1)
+
+
 def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups: int) -> list[tuple]:
     """Per group of ops: (its most common phase, that phase's share of the group's ops). Ops outside
     every range count as a phase of their own: when they are the most common, the phase is None and
     the share is theirs (a kernel launched mostly from an unannotated thread has no phase)."""
-    total = np.bincount(group, minlength=n_groups)
-    has = keys >= 0
-    width = max(len(texts), 1)
-    cnt = np.bincount(group[has] * width + keys[has], minlength=n_groups * width).reshape(n_groups, width)
-    best = cnt.argmax(axis=1)
-    top = cnt[np.arange(n_groups), best]
-    none = total - cnt.sum(axis=1)
+    total, best, top, none = _best(keys, max(len(texts), 1), group, n_groups)
     out = []
     for i in range(n_groups):  # per group (the table's rows)
         if total[i] == 0:
@@ -127,3 +194,12 @@ def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups
         else:
             out.append((None, float(none[i]) / float(total[i])))
     return out
+
+
+def group_rules(keys: np.ndarray, texts: list[str], rule: np.ndarray, group: np.ndarray, n_groups: int) -> list:
+    """Per group: the rule (RULE_NAMES) that attributed most of the ops holding its phase
+    (`group_phases`'s choice); None when the group has no phase."""
+    total, best, top, none = _best(keys, max(len(texts), 1), group, n_groups)
+    won = (keys >= 0) & (keys == best[group]) & (top[group] >= none[group]) & (top[group] > 0)
+    cnt = np.bincount(group[won] * 4 + rule[won], minlength=n_groups * 4).reshape(n_groups, 4)
+    return [RULE_NAMES.get(int(r)) if cnt[i].sum() else None for i, r in enumerate(cnt.argmax(axis=1))]

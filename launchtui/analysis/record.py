@@ -16,7 +16,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.launches import kernel_groups
-from launchtui.analysis.phases import group_phases, op_phase_keys
+from launchtui.analysis.phases import attributed_phase_keys, group_phases, group_rules, main_thread
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.trace.arrays import unique_sorted
@@ -110,8 +110,11 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     ok = (count >= opt.min_launches) & (mean_k < opt.max_avg_us * 1e3) & (count > 0)
     nccl = np.array([nm.is_nccl(n) for n in names], bool) if ng else np.zeros(0, bool)
     # phase: the most common phase key among each group's launches
-    keys, texts = op_phase_keys(trace, k, it.base_depth, opt.phase_level)
+    # launches from a thread without ranges (autograd) take the main thread's (definitions §V5)
+    keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level,
+                                               main_thread(trace, k, it.base_depth, it.start))
     phase = group_phases(keys, texts, g, ng)
+    rules = group_rules(keys, texts, prule, g, ng)
     n_it = max(len(it), 1)
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     # one full (demangled) name per group, from its first launch: the fix rules read it
@@ -129,7 +132,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
                 "avg_api_us": round(float(sum_api[i]) / count[i] / 1e3, 1),
                 "avg_queue_us": round(float(sum_q[i]) / qn[i] / 1e3, 1) if qn[i] else 0,
                 "avg_kernel_us": round(float(mean_k[i]) / 1e3, 3),
-                "phase": ph, "phase_share": round(share, 4), "fix_rule": rule, "fix": fix, "source": source[i]}
+                "phase": ph, "phase_share": round(share, 4), "phase_rule": rules[i], "fix_rule": rule, "fix": fix, "source": source[i]}
 
     # order: launch cost per iteration desc, then launches desc, name, device (definitions §4)
     order = sorted(range(ng), key=lambda i: (-sum_api[i], -count[i], names[i], int(gr.device[i])))
@@ -464,9 +467,11 @@ def _short(name: str, width: int = 60) -> str:
 
 
 def phase_label(r: dict, width: int = 50) -> str:
-    """`forward (93 %)`, or `(no range: 95 %)` when most launches lie outside every range."""
+    """`forward (93 %)`, `## backward ## (97 %, main thread)` when timed on the main thread (§V5), or
+    `(no range: 95 %)` when most launches lie outside every range."""
     share = f"{r['phase_share']:.0%}"
-    return f"{_short(r['phase'], width)} ({share})" if r["phase"] else f"(no range: {share})"
+    how = {"main thread": ", main thread"}.get(r.get("phase_rule"), "")
+    return f"{_short(r['phase'], width)} ({share}{how})" if r["phase"] else f"(no range: {share})"
 
 
 def _queue_and_top_md(doc: dict, out: list[str]) -> None:

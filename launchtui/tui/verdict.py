@@ -79,7 +79,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
     iteration span start their phase path at `base_depth`, the others at the outermost range."""
     from launchtui.analysis.launches import kernel_groups, small_kernel_table
-    from launchtui.analysis.phases import group_phases, op_phase_keys
+    from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
                               limit=0, names=names)
     for r in rows:
@@ -95,7 +95,8 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
         k = np.searchsorted(starts, t, side="right") - 1
         inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
         base[inside] = base_depth
-    keys, texts = op_phase_keys(trace, gr.op_idx, base, settings.phase_level)
+    keys, texts, _ = attributed_phase_keys(trace, gr.op_idx, base, settings.phase_level,
+                                           main_thread(trace, gr.op_idx, base_depth, [a for a, _ in spans]))
     phase = group_phases(keys, texts, gr.op_group, len(gr))
     where = {(trace.strings[int(n)], int(d)): i for i, (n, d) in enumerate(zip(gr.name, gr.device))}
     for r in rows:
