@@ -111,11 +111,46 @@ def test_v100_verdict_panel_and_phase_levels():
             await _ready(app, pilot)
             text = screen_text(app)
             assert "5 iterations from ProfilerStep" in text
-            assert "GPU 0 stream 7: saturated (max 1022, limit 1022)" in text
+            assert "GPU 0 stream 7: saturated (4 of 5 iterations; 1 normal) (max 1022, limit 1022)" in text
             rows = {r["kernel_name"]: r["nvtx_range"] for r in app.screen.table.rows}
             assert rows["computeOffsetsKernel"] == "## forward ##"
             await pilot.press("P")
             await settle(app, pilot)
             rows = {r["kernel_name"]: r["nvtx_range"] for r in app.screen.table.rows}
             assert rows["computeOffsetsKernel"] == "## forward ## > DistributedDataParallel.forward"
+    run(go())
+
+
+def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
+    """80×24: the panel takes one line so the timeline keeps 6 rows of lanes; V shows every line
+    (squeezing the timeline), V again fits it back. 90×28: the conclusion and one line per class."""
+    from launchtui.tui.verdict import COMPACT, FULL, ONE
+    path, trace = synth
+
+    async def go():
+        app = make_app(path, trace=trace)
+        async with app.run_test(size=(80, 24)) as pilot:
+            scr = await _ready(app, pilot)
+            panel, tl = scr.verdict.panel, scr.timeline
+            doc = scr.verdict.result.doc
+            assert panel.form == ONE and len(panel.lines) == 1 and tl.content_height >= 6
+            assert panel.lines[0] == (f"Verdict: {doc['launch_bound_level']} ({doc['overhead_share']:.1%} exposed)"
+                                      f" · queues: {len(doc['streams'])} normal · V: details")
+            assert panel.lines[0] in screen_text(app)
+            await pilot.press("V")
+            await settle(app, pilot)
+            assert panel.expanded and panel.form == FULL
+            text = screen_text(app)
+            assert "Verdict: launch-bound: exposed launch overhead" in text and "GPU 0 stream 7: normal" in text
+            await pilot.press("V")
+            await settle(app, pilot)
+            assert not panel.expanded and panel.form == ONE and tl.content_height >= 6
+            await pilot.resize_terminal(90, 28)
+            await settle(app, pilot)
+            assert panel.form == COMPACT and tl.content_height >= 6
+            assert panel.lines[0].startswith("Verdict: launch-bound") and panel.lines[1:] == [
+                " normal: " + ", ".join(f"GPU {s['device_id']} s{s['stream_id']}" for s in doc["streams"])]
+            await pilot.resize_terminal(140, 48)
+            await settle(app, pilot)
+            assert panel.form == FULL and tl.content_height >= 6
     run(go())

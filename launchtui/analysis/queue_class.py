@@ -195,6 +195,8 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
                     reason += f"; Nsight recorded 'command buffer full' for {len(cbf_calls)}"
             if limit is None:
                 reason += "; limit unknown: ops launched before the capture were still pending"
+        elif n_launch == 0:
+            reason = "no launches inside the iterations"
         elif n_launch < MIN_LAUNCHES:
             reason = f"too few launches ({n_launch}) to judge; max pending {max_depth}"
         elif cls == "dry":

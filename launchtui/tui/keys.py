@@ -59,6 +59,7 @@ MAIN_BINDINGS = [
     Binding("u", "verdict_setting('max_avg_us', -1)", "Lower max avg µs", id="max_avg_down", show=False),
     Binding("U", "verdict_setting('max_avg_us', 1)", "Higher max avg µs", id="max_avg_up", show=False),
     Binding("P", "verdict_setting('phase_level')", "Phase level", id="phase_level", show=False),
+    Binding("V", "verdict_expand", "Verdict lines", id="verdict_expand", show=False),
 ]
 
 # Every top-level key once (help, tests).
@@ -80,7 +81,8 @@ def help_notes() -> str:
         "Axis: ━ backpressure episode (red saturated, orange approaching), ▲ launch spike, △ CPU stall (a slow\n"
         "launch at low depth, not backpressure), ╎ iteration boundary ({ / } jump), [ ] selected range.\n"
         "Verdict panel: the case record (launchtui record); m/M and u/U change the table's minimum launches and\n"
-        "maximum average µs, P the phase level (ranges below the iteration).\n"
+        "maximum average µs, P the phase level (ranges below the iteration); on short terminals it is compact\n"
+        "(one line at 24 rows) so the timeline keeps 6 rows: V shows every line.\n"
         "Table: 1-9 sort by the shown column of that number, p by Phase; ← / → scroll the columns sideways.\n"
         "Call sites (definitions.md §S): w shows the call-site pane beside the kernel table (full width below\n"
         "120 columns); Enter on a site highlights its launch calls (API rows) and the ops they launched (HW rows),\n"

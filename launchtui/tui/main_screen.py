@@ -10,7 +10,8 @@ bottom:
     #details    what lies under the cursor, or the table row under the table cursor
     #stats      totals of the selection
     #verdict    the verdict panel (tui/verdict.py): the case record's headline, iterations, one verdict
-                per stream and the top kernels; height follows its lines, taken from the table
+                per stream and the top kernels; on short terminals a compact form or one line, so
+                the timeline keeps its rows (V shows every line)
     #tables     the small-and-frequent kernel table and, beside it or instead of it (`w`), the
                 call-site pane (tui/sources_view.py)
     #filter     the table's name filter (shown by /)
@@ -291,6 +292,8 @@ class MainScreen(Screen):
 
     def on_resize(self, event) -> None:
         self.sources.resized()
+        # the verdict panel's form follows the room left once the new layout is done
+        self.call_after_refresh(self.verdict.panel.relayout)
 
     def _empty_table_text(self) -> str:
         tr = self.loaded.trace
@@ -601,6 +604,10 @@ class MainScreen(Screen):
         self.context = f"table and verdict: {label}"
         self.refresh_selection()
         self.verdict.refresh()
+        self.update_details()
+
+    def action_verdict_expand(self) -> None:
+        self.context = self.verdict.toggle_expanded()
         self.update_details()
 
     def action_iteration(self, direction: int) -> None:

@@ -18,6 +18,7 @@ from launchtui.tui.widgets.panel import TextPanel
 MIN_LAUNCHES_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 MAX_AVG_US_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 1000.0)
 PHASE_LEVELS = (1, 2, 3)
+FULL, COMPACT, ONE = "full", "compact", "one line"   # the panel's forms, richest first
 
 CLASS_STYLE = {"saturated": Style(color="red", bold=True), "dry": Style(color="yellow", bold=True),
                "normal": Style(color="green")}
@@ -106,11 +107,43 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     return rows
 
 
-def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> tuple[list[str], list[Style]]:
-    """The record in a few lines: headline, iterations, one verdict per stream, the top kernels.
-    Compact (short terminals): the streams on one line and only the first kernel."""
+ORDER = {"saturated": 0, "dry": 1, "normal": 2}
+
+
+def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
+    """One line per queue class present, most severe first: the streams in it (short terms)."""
+    from launchtui.analysis.record import class_mix
+    lines, styles = [], []
+    for cls in sorted({s["queue_class"] for s in doc["streams"]}, key=ORDER.get):
+        lines.append(f" {cls}: " + ", ".join(
+            f"GPU {s['device_id']} s{s['stream_id']}" + class_mix(s)
+            + (f" limit {s['observed_limit']}" if s["observed_limit"] is not None else "")
+            for s in doc["streams"] if s["queue_class"] == cls))
+        styles.append(CLASS_STYLE.get(cls, Style()))
+    return lines, styles
+
+
+def one_line(doc: dict) -> tuple[str, Style]:
+    """The verdict in one line for the smallest terminals: the level, the share, the queue classes."""
+    if not doc or doc.get("empty"):
+        return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
+    n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
+    queues = ", ".join(f"{k} {c}" for c, k in n.items() if k) or "none"
+    if doc.get("too_little"):
+        head = "too little activity to judge"
+    else:
+        head = f"{doc.get('launch_bound_level') or 'launch-bound?'} ({doc['overhead_share']:.1%} exposed)"
+    return f"Verdict: {head} · queues: {queues} · V: details", HEAD
+
+
+def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple[list[str], list[Style]]:
+    """The record in a few lines. FULL: headline, figures, iterations, one verdict per stream, the top
+    kernels. COMPACT: the conclusion and one line per queue class. ONE: a single line (`one_line`)."""
     from launchtui.analysis.cpu_busy import cpu_line
     from launchtui.analysis.record import phase_label
+    if form == ONE:
+        line, style = one_line(doc)
+        return [line], [style]
     if not doc or doc.get("empty"):
         return ["Verdict: " + (doc.get("empty", "computing…") if doc else "computing…")], [HEAD]
     lines, styles = [], []
@@ -127,28 +160,24 @@ def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> 
         conclusion = doc.get("conclusion")
         lines.append(f"Verdict: {conclusion or figures}")
         styles.append(HEAD)
-        if conclusion and not compact:
+        if conclusion and form == FULL:
             lines.append(f" {figures}")
             styles.append(Style())
+    if form == COMPACT:
+        more, more_styles = _class_lines(doc)
+        return lines + more, styles + more_styles
     src = it["source"] + (" (heuristic)" if it["heuristic"] else "")
     lines.append(f" GPU {doc['device_id']} · {it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, "
                  f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
                  f"table {settings.label()} (m/M u/U P)")
     styles.append(Style())
-    if compact:
-        order = {"saturated": 0, "dry": 1, "normal": 2}
-        worst = min((s["queue_class"] for s in doc["streams"]), key=order.get, default="normal")
-        lines.append(" Queues: " + " · ".join(
-            f"GPU {s['device_id']} s{s['stream_id']} {s['queue_class']}"
-            + (f" (limit {s['observed_limit']})" if s["observed_limit"] is not None else "") for s in doc["streams"]))
-        styles.append(CLASS_STYLE.get(worst, Style()))
-    else:
-        for s in doc["streams"]:
-            lim = f", limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
-            lines.append(f" GPU {s['device_id']} stream {s['stream_id']}: {s['queue_class']} "
-                         f"(max {s['max_depth']}{lim}) — {s['reason']}")
-            styles.append(CLASS_STYLE.get(s["queue_class"], Style()))
-    for i, r in enumerate(doc["top"][:1] if compact else doc["top"], 1):
+    from launchtui.analysis.record import class_mix
+    for s in doc["streams"]:
+        lim = f", limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
+        lines.append(f" GPU {s['device_id']} stream {s['stream_id']}: {s['queue_class']}{class_mix(s)} "
+                     f"(max {s['max_depth']}{lim}) — {s['reason']}")
+        styles.append(CLASS_STYLE.get(s["queue_class"], Style()))
+    for i, r in enumerate(doc["top"], 1):
         lines.append(f" {i}. {r['kernel_name']} {r['launches_per_iteration']:,.1f}/iter · "
                      f"{phase_label(r)} · fix: {r['fix']}")
         styles.append(Style())
@@ -156,33 +185,54 @@ def panel_lines(doc: dict, settings: VerdictSettings, compact: bool = False) -> 
         near = "; ".join(f"{r['kernel_name']} {r['launches']:,}× {r['avg_kernel_us']:.1f} µs" for r in doc["near_misses"])
         lines.append(f" Top: none — {doc['empty_reason']}" + (f". Nearest: {near}" if near else ""))
         styles.append(Style())
-    if not compact and (lt := doc.get("launch_thread_cpu") or {}).get("available"):  # definitions.md §V10
+    if (lt := doc.get("launch_thread_cpu") or {}).get("available"):  # definitions.md §V10
         lines.append(f" {cpu_line(lt)}"), styles.append(Style())
     return lines, styles
 
 
 class VerdictPanel(TextPanel):
-    """The verdict lines; its height follows the number of lines (compact below 30 rows)."""
+    """The verdict lines. Height rule: the richest form (FULL, COMPACT, ONE) whose lines leave the
+    timeline MIN_TIMELINE_ROWS rows of lanes below its axis; `V` expands to FULL whatever the room."""
 
     DEFAULT_CSS = """
     VerdictPanel { height: auto; max-height: 10; background: $panel; }
     """
-    COMPACT_BELOW = 30   # terminal rows: the MainScreen's `-short` breakpoint
+    MAX_LINES = 10
+    MIN_TIMELINE_ROWS = 6
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.doc: dict | None = None
         self.settings = VerdictSettings()
+        self.expanded = False
+        self.form = FULL
+
+    def room(self) -> int | None:
+        """Lines the panel may take: its own height plus what the timeline has beyond its axis, the
+        minimum rows and the "more rows" hint (None before the screen is laid out)."""
+        from launchtui.tui.widgets.timeline import AXIS_ROWS
+        tl = getattr(self.screen, "timeline", None) if self.is_attached else None
+        if tl is None or not tl.size.height:
+            return None
+        return self.size.height + tl.size.height - (AXIS_ROWS + self.MIN_TIMELINE_ROWS + 1)
 
     def show(self, doc: dict | None, settings: VerdictSettings) -> None:
         self.doc, self.settings = doc, settings
-        compact = self.app.size.height < self.COMPACT_BELOW if self.is_attached else False
-        lines, styles = panel_lines(doc or {}, settings, compact)
+        room = self.room()
+        for form in ((FULL,) if self.expanded else (FULL, COMPACT, ONE)):
+            lines, styles = panel_lines(doc or {}, settings, form)
+            if room is None or min(len(lines), self.MAX_LINES) <= room:
+                break
+        self.form = form
+        lines, styles = lines[:self.MAX_LINES], styles[:self.MAX_LINES]
         self.styles.height = len(lines)
         self.set_lines(lines, styles)
 
-    def on_resize(self) -> None:
+    def relayout(self) -> None:
         self.show(self.doc, self.settings)
+
+    def on_resize(self) -> None:
+        self.relayout()
 
 
 class VerdictView:
@@ -199,6 +249,12 @@ class VerdictView:
     def mount(self, slot) -> None:
         slot.mount(self.panel)
         self.panel.show(None, self.settings)
+
+    def toggle_expanded(self) -> str:
+        """`V`: the whole panel whatever the room, or back to the form that fits."""
+        self.panel.expanded = not self.panel.expanded
+        self.panel.relayout()
+        return "verdict: all lines (V: fit)" if self.panel.expanded else f"verdict: {self.panel.form} (V: all lines)"
 
     @property
     def base_depth(self) -> int:
