@@ -232,11 +232,11 @@ def test_reading_rules():
 
 
 def test_verdict_panel_shows_one_cpu_line():
-    from launchtui.tui.verdict import VerdictSettings, panel_lines
+    from launchtui.tui.verdict import COMPACT, VerdictSettings, panel_lines
     doc = build_record(open_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"),
                                   use_cache=False))
     lines, styles = panel_lines(doc, VerdictSettings())
     cpu = [x for x in lines if x.startswith(" Launching thread:")]
     assert cpu == [" Launching thread: on the CPU 18 %, 1 % in syncs — mostly off cpu (SCHED_EVENTS)"]
     assert len(lines) == len(styles)
-    assert not any(x.startswith(" Launching thread:") for x in panel_lines(doc, VerdictSettings(), compact=True)[0])
+    assert not any(x.startswith(" Launching thread:") for x in panel_lines(doc, VerdictSettings(), COMPACT)[0])
