@@ -23,6 +23,9 @@ class LaunchCommands(Provider):
             ("Toggle absolute / relative time", scr.action_toggle_time, ""),
             ("Toggle kernel names short / distinguishing", scr.action_toggle_names, ""),
             ("Cycle device", scr.action_cycle_device, ""),
+            ("Call-site pane: kernels / both / call sites", scr.action_source_pane,
+             "the lines of code that launch the kernels (w)"),
+            ("Pick a call site", scr.action_call_sites, "fuzzy list of call sites; Enter highlights its launches"),
             ("Show keys (help)", app.action_help, ""),
         ]
         for c in COLUMNS:

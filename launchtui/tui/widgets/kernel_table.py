@@ -298,7 +298,7 @@ class KernelTable(Widget, can_focus=True):
                     title = title + ("▼" if self.descending else "▲")
                     style = HEADER_SORT_STYLE
                 if c.key == self.NAME_KEY:
-                    title = self.name_title(title)
+                    title = self.name_title(title, w)
                     if self.multi_device and not self.shows("device_id"):
                         title += " (GPUn=dev)"
                     if self.hidden_cols:
@@ -346,8 +346,8 @@ class KernelTable(Widget, can_focus=True):
         """A name in `width` cells (kernel names differ at both ends: cut in the middle)."""
         return elide(name, width)
 
-    def name_title(self, title: str) -> str:
-        """The name column's header (the call-site pane adds its coverage)."""
+    def name_title(self, title: str, width: int) -> str:
+        """The name column's header in `width` cells (the call-site pane adds its coverage)."""
         return title
 
     def empty_lines(self, width: int) -> list[str]:

@@ -90,9 +90,15 @@ class SourceTable(KernelTable):
     def fit_name(self, name: str, width: int) -> str:
         return fit_site(name, width)
 
-    def name_title(self, title: str) -> str:
+    def name_title(self, title: str, width: int) -> str:
         c = self.doc["coverage"] if self.doc else None
-        return f"{title} · {c['attributed']:,}/{c['launches']:,} attributed" if c else title
+        if not c:
+            return title
+        n = f"{c['attributed']:,}/{c['launches']:,}"
+        for t in (f"{title} · {n} attributed", f"{title} · {n}", n):   # the first that fits
+            if len(t) <= width:
+                return t
+        return title
 
     def empty_lines(self, width: int) -> list[str]:
         if self.doc is None:
