@@ -189,8 +189,10 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
     order = np.lexsort((keys, -count))
     if limit:
         order = order[:limit]
+    by = np.argsort(inv, kind="stable")   # launches grouped by site: one slice per site, not a scan
+    bounds = np.searchsorted(inv[by], np.arange(len(keys) + 1))
     for g in order.tolist():
-        sub = kname[inv == g]
+        sub = kname[by[bounds[g]:bounds[g + 1]]]
         kn, kc = unique_sorted(sub, return_counts=True)
         top = np.lexsort((kn, -kc))[:TOP_KERNELS]
         frame = trace.strings[int(keys[g])]
