@@ -59,8 +59,10 @@ def _pct_stats(values: np.ndarray) -> dict:
             "max": round(float(values.max()), 1)}
 
 
-def launch_thread_cpu(trace: Trace, lo: int, hi: int, it_start: np.ndarray, it_end: np.ndarray) -> dict:
-    """The record's `launch_thread_cpu` (definitions.md §V10) over the window [lo, hi) and its iterations."""
+def launch_thread_cpu(trace: Trace, lo: int, hi: int, it_start: np.ndarray, it_end: np.ndarray,
+                      blocking: np.ndarray | None = None) -> dict:
+    """The record's `launch_thread_cpu` (definitions.md §V10) over the window [lo, hi) and its iterations;
+    `blocking`: host_blocking_calls(trace) when the caller has it."""
     if trace.source.format == "kineto-json":
         return {"available": False, "reason": "not recorded: Kineto traces carry no CPU scheduling or sampling data"}
     runs, smp = trace.cpu_runs, trace.cpu_samples
@@ -73,7 +75,7 @@ def launch_thread_cpu(trace: Trace, lo: int, hi: int, it_start: np.ndarray, it_e
         return {"available": False, "source": source, "reason": "no launch calls in the window"}
     per_thread = np.bincount(api.thread[calls], minlength=len(th))
     order = sorted(np.nonzero(per_thread)[0].tolist(), key=lambda t: (-per_thread[t], t))
-    blocking = host_blocking_calls(trace)
+    blocking = host_blocking_calls(trace) if blocking is None else blocking
     interval = sample_interval(trace) if len(smp) else 0
     wall, it_wall = hi - lo, (it_end - it_start).astype(np.float64)
     rows = [_thread_row(trace, int(t), int(per_thread[t]), blocking, interval, lo, hi, it_start, it_end)

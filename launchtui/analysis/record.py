@@ -162,11 +162,11 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     return top, nccl_rows, misses, why, table_api_ns
 
 
-def _syncs(trace: Trace, it: itr.Iterations) -> dict:
-    """Host-blocking syncs inside the iterations: *Synchronize calls and synchronous copies."""
+def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
+    """Host-blocking syncs inside the iterations (`m`: cpu_busy.host_blocking_calls): *Synchronize
+    calls and synchronous copies."""
     api = trace.api
     names = trace.strings
-    m = cpu_busy.host_blocking_calls(trace)
     idx = np.nonzero(m)[0]
     k = _in_iterations(api.start[idx], it)
     idx, k = idx[k >= 0], k[k >= 0]
@@ -246,6 +246,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
     api_totals = _api_totals(trace, it, devs[primary])
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
+    blocking = cpu_busy.host_blocking_calls(trace)
     idle = {}
     for d in [primary]:
         h = ex.gap_histogram(gaps[d], it.start, it.end)
@@ -269,7 +270,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         "nccl": nccl_rows,
         "empty_reason": why or None,
         "near_misses": misses,
-        "syncs": _syncs(trace, it),
+        "syncs": _syncs(trace, it, blocking),
         "cross_checks": {
             "idle_gaps": idle,
             "api_totals": api_totals,
@@ -277,7 +278,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
             "table_api_ms": round(table_api_ns / 1e6, 3),
             "table_share_of_launch_api": round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None,
         },
-        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end),
+        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking),
     })
     n_launch = int(f.launches.sum())
     if n_launch < MIN_LAUNCHES or int(f.iteration_ns.sum()) < MIN_WINDOW_NS:
@@ -313,6 +314,7 @@ def _cpu_side_record(trace: Trace, sel: Selection, opt: RecordOptions, doc: dict
     rule_ms = med_launches * LAUNCH_COST_US / 1e3
     api_totals = _api_totals(trace, it, calls)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
+    blocking = cpu_busy.host_blocking_calls(trace)
     doc.update({
         "empty": GPU_NOT_RECORDED, "gpu_recorded": False, "device_id": None, "devices": [],
         "iterations": it.to_json(),
@@ -325,10 +327,10 @@ def _cpu_side_record(trace: Trace, sel: Selection, opt: RecordOptions, doc: dict
                           "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
         "streams": [], "backpressure": None, "cpu_stalls": None, "top": [], "nccl": [],
         "empty_reason": GPU_NOT_RECORDED, "near_misses": [],
-        "syncs": _syncs(trace, it),
+        "syncs": _syncs(trace, it, blocking),
         "cross_checks": {"idle_gaps": None, "api_totals": api_totals, "launch_api_ms": round(launch_api_ms, 3),
                          "table_api_ms": None, "table_share_of_launch_api": None},
-        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end),
+        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking),
     })
     n_launch = int(launches.sum())
     if n_launch < MIN_LAUNCHES or int(it.durations().sum()) < MIN_WINDOW_NS:
