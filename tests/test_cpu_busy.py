@@ -240,3 +240,20 @@ def test_verdict_panel_shows_one_cpu_line():
     assert cpu == [" Launching thread: on the CPU 18 %, 1 % in syncs — mostly off cpu (SCHED_EVENTS)"]
     assert len(lines) == len(styles)
     assert not any(x.startswith(" Launching thread:") for x in panel_lines(doc, VerdictSettings(), COMPACT)[0])
+
+
+@pytest.mark.parametrize("name, busy, outside", [
+    ("Sh1mwww__llama3-inference__real_inference_simulation.sqlite", 17.8, 16.6),
+    ("0x822a5b87__test-cuda__report1.sqlite", 92.9, 77.2)])
+def test_real_samples_alone_estimate_what_sched_events_measure(name, busy, outside):
+    """Without the runs, the samples give the estimate, within 1.5 points of the scheduling figures
+    (regularly sampled threads: interval 709.7 µs and 2.0 ms)."""
+    from launchtui.trace.model import CpuRuns
+    trace = open_trace(sample(f"nsys/{name}"), use_cache=False)
+    sched = build_record(trace)["launch_thread_cpu"]
+    trace.cpu_runs = CpuRuns.empty()
+    est = build_record(trace)["launch_thread_cpu"]
+    assert est["source"] == "COMPOSITE_EVENTS" and est["reading"] == sched["reading"]
+    r, s = est["threads"][0], sched["threads"][0]
+    assert (r["busy_pct"], r["busy_outside_sync_pct"]) == (busy, outside)
+    assert abs(r["busy_pct"] - s["busy_pct"]) <= 1.5 and abs(r["busy_outside_sync_pct"] - s["busy_outside_sync_pct"]) <= 1.5
