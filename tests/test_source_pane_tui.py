@@ -202,3 +202,22 @@ def test_b200_pane_equals_the_cli_source_report(capsys):
             await settle(app, pilot)
             assert "Call site · 768/768 attributed" in screen_text(app)
     run(go())
+
+
+def test_narrowing_the_terminal_keeps_the_focused_table(stacked):
+    """Beside at 160 columns; at 80 the pane and the kernel table no longer share: the focused one stays."""
+    path, truth, trace = stacked
+
+    async def go():
+        async with _started(path, trace) as (app, pilot):
+            main = app.main
+            await pilot.press("tab", "tab")
+            assert main.sources.mode == "both" and app.focused is main.source_table
+            await pilot.resize_terminal(*NARROW)
+            await settle(app, pilot)
+            assert main.sources.mode == "sources" and app.focused is main.source_table
+            await pilot.press("w")                     # at 80 columns: sites → kernels, no "both"
+            assert main.sources.mode == "kernels" and app.focused is main.table
+            await pilot.press("w")
+            assert main.sources.mode == "sources"
+    run(go())
