@@ -81,6 +81,7 @@ class KernelTable(Widget, can_focus=True):
     NAME_KEY = "kernel_name"
     FLEX_KEY = "nvtx_range"
     MIN_NAME = MIN_NAME
+    FLEX_MIN = MIN_PHASE   # the FLEX_KEY column shows only with at least this width
     MAX_NAME = 0           # the name column grows at most to this (0: to its longest name)
     NAME_SHARE = 1.0       # of the spare width, the share the name takes before the FLEX_KEY column
 
@@ -241,13 +242,13 @@ class KernelTable(Widget, can_focus=True):
         if opt and self.cols_scrolled:
             first = opt[min(self.col_offset, len(opt) - 1)]
             room = width - (self.MIN_NAME + 1 + sum(c.cells + 1 for c in pinned))
-            need = (MIN_PHASE if first.key == self.FLEX_KEY else first.cells) + 1
+            need = (self.FLEX_MIN if first.key == self.FLEX_KEY else first.cells) + 1
             if need > room:
                 name_min = max(MIN_NAME_FLOOR, self.MIN_NAME - (need - room))
         used = name_min + 1 + sum(c.cells + 1 for c in pinned)
         shown = []
         for c in opt[self.col_offset:]:
-            w = MIN_PHASE if c.key == self.FLEX_KEY else c.cells
+            w = self.FLEX_MIN if c.key == self.FLEX_KEY else c.cells
             if used + w + 1 > width:
                 break
             shown.append(c)
@@ -261,8 +262,8 @@ class KernelTable(Widget, can_focus=True):
         out = [(self.COLUMNS[0], name_w)] + [(c, c.cells) for c in pinned]
         for c in shown:
             if c.key == self.FLEX_KEY:
-                w = MIN_PHASE + min(spare, max(0, self._need[1] - MIN_PHASE))
-                spare -= w - MIN_PHASE
+                w = self.FLEX_MIN + min(spare, max(0, self._need[1] - self.FLEX_MIN))
+                spare -= w - self.FLEX_MIN
                 out.append((c, w))
             else:
                 out.append((c, c.cells))

@@ -19,8 +19,8 @@ COLUMNS = (
     Col("launches", "Launches", 9, fmt="{:,d}"),
     Col("launch_api_ms", "API ms", 9, fmt="{:,.3f}"),
     Col("launches_per_iteration", "Per iter", 9, fmt="{:,.2f}"),
-    Col("top_kernel", "Top kernel", 0, numeric=False),
     Col("small_launches", f"<{CONFIG.small_kernel_ns / 1000:g}µs", 7, fmt="{:,d}"),
+    Col("top_kernel", "Top kernel", 0, numeric=False),
 )
 PINNED = frozenset(("site", "launches", "launch_api_ms"))
 
@@ -60,6 +60,7 @@ class SourceTable(KernelTable):
     MIN_NAME = 30          # `dir/file.py:line function`: the site is what the pane is for
     MAX_NAME = 60
     NAME_SHARE = 0.5       # the top kernel's name gets half of the spare width
+    FLEX_MIN = 24          # narrower, a kernel name says little: the site keeps the width (details show it)
     BINDINGS = [b if b.id != "table.choose" else
                 Binding("enter", "choose", "Highlight launches", id="sources.choose")
                 for b in KernelTable.BINDINGS if b.id != "table.sort_phase"]
