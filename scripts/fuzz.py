@@ -461,7 +461,7 @@ def special_input(rng: random.Random, seeds: dict, d: Path, case_dir: Path) -> t
 
 def damage_cache(kind: str, cache: Path) -> None:
     models = cache / "launchtui" / "models"
-    entries = list(models.glob("*.npz")) if models.is_dir() else []
+    entries = list(models.glob("*.model")) if models.is_dir() else []
     for e in entries:
         e.unlink()
         if kind == "cache-fifo":
@@ -472,7 +472,7 @@ def damage_cache(kind: str, cache: Path) -> None:
             e.write_bytes(b"PK\x03\x04 garbage")
     if kind == "stale-tmp":
         models.mkdir(parents=True, exist_ok=True)
-        old = models / ".tmp-stale123.npz"
+        old = models / ".tmp-stale123.model"
         old.write_bytes(bytes(1000))
         t = time.time() - 7 * 86400
         os.utime(old, (t, t))
@@ -627,7 +627,7 @@ def execute(case: Case, seeds: dict, families: tuple, work: Path, timeout: float
                      "stderr": err[-2000:]})
     after = fingerprint(Path(spec["input_dir"]))
     if spec["pre"] == "stale-tmp":
-        stale = cache / "launchtui" / "models" / ".tmp-stale123.npz"
+        stale = cache / "launchtui" / "models" / ".tmp-stale123.model"
         if stale.exists():
             runs.append({"args": ["<cache>"], "rc": None, "class": "stale-temporary-kept",
                          "sig": "stale .tmp-* not swept", "s": 0, "stderr": ""})

@@ -14,7 +14,7 @@ import pytest
 from conftest import sample, snapshot
 from launchtui.analysis.index import build_index, trace_index
 from launchtui.cli import main
-from launchtui.trace import cache
+from launchtui.trace import cache, flatfile
 from launchtui.trace.load import open_trace, read_trace
 
 H100 = "nsys/nsys-ai__h100_2gpu_1s.sqlite"
@@ -35,7 +35,7 @@ def test_cache_round_trip_and_key(tmp_path):
     shutil.copy(sample(H100), src)
     fresh = read_trace(src)
     first = open_trace(src)
-    entries = list(cache.models_dir().glob("*.npz"))
+    entries = list(cache.models_dir().glob("*.model"))
     assert len(entries) == 1 and str(cache.models_dir()).startswith(os.environ["XDG_CACHE_HOME"])
     second = open_trace(src)
     _same_model(fresh, first)
@@ -44,14 +44,14 @@ def test_cache_round_trip_and_key(tmp_path):
     # touching the trace changes the key: a new entry, the old one is never trusted
     os.utime(src, ns=(1, 1))
     open_trace(src)
-    assert len(list(cache.models_dir().glob("*.npz"))) == 2
+    assert len(list(cache.models_dir().glob("*.model"))) == 2
 
 
 def test_corrupt_cache_entry_is_rebuilt(tmp_path):
     src = tmp_path / "t.sqlite"
     shutil.copy(sample(H100), src)
     open_trace(src)
-    (entry,) = cache.models_dir().glob("*.npz")
+    (entry,) = cache.models_dir().glob("*.model")
     entry.write_bytes(b"garbage")
     trace = open_trace(src)
     _same_model(read_trace(src), trace)
@@ -63,7 +63,7 @@ def test_no_cache_and_clear(tmp_path, capsys):
     assert main(["info", str(p), "--no-cache"]) == 0
     assert not cache.models_dir().exists()
     assert main(["info", str(p)]) == 0
-    (entry,) = cache.models_dir().glob("*.npz")
+    (entry,) = cache.models_dir().glob("*.model")
     capsys.readouterr()
     assert main(["cache", "clear"]) == 0
     assert "removed 1 cache entries" in capsys.readouterr().out
@@ -78,7 +78,7 @@ def test_cache_is_bounded(tmp_path, monkeypatch):
         src = tmp_path / f"t{i}.sqlite"
         shutil.copy(sample(H100), src)
         open_trace(src)
-    assert len(list(cache.models_dir().glob("*.npz"))) == 1, "only the newest entry survives a tiny limit"
+    assert len(list(cache.models_dir().glob("*.model"))) == 1, "only the newest entry survives a tiny limit"
 
 
 def _fake_nsys(bin_dir, sqlite_src, log):
@@ -210,10 +210,10 @@ def test_cache_keeps_the_index_and_warm_report_is_identical(tmp_path, capsys):
     shutil.copy(sample(H100), src)
     assert main(["report", str(src), "--json"]) == 0  # cold: reads, reports, then caches with analyses
     cold = capsys.readouterr().out
-    (entry,) = cache.models_dir().glob("*.npz")
-    with np.load(entry) as z:
-        assert {"index.qs.meta", "index.depth_before_launch", "index.op_ranges",
-                "index.distinguishing_names"} <= set(z.files)
+    (entry,) = cache.models_dir().glob("*.model")
+    _, z = flatfile.read(entry)
+    assert {"index.qs.meta", "index.depth_before_launch", "index.op_ranges",
+            "index.distinguishing_names"} <= set(z)
     warm_trace = open_trace(src)
     assert warm_trace.index is None and warm_trace.index_arrays is not None   # restored on first use
     fresh = build_index(read_trace(src))

@@ -366,7 +366,7 @@ def test_cache_entry_replaced_by_special_file_is_rebuilt(kind, tmp_path, capsys,
     from launchtui.trace import cache
     p = _demo_copy(tmp_path)
     rc, first, _ = run(["report", p, "--json"], capsys, monkeypatch, tmp_path)
-    (entry,) = cache.models_dir().glob("*.npz")
+    (entry,) = cache.models_dir().glob("*.model")
     entry.unlink()
     if kind == "fifo":
         os.mkfifo(entry)
@@ -382,7 +382,7 @@ def test_cache_entry_replaced_by_special_file_is_rebuilt(kind, tmp_path, capsys,
 def test_stale_temporaries_are_swept(tmp_path, capsys, monkeypatch):
     from launchtui.trace import cache
     cache.models_dir().mkdir(parents=True)
-    stale, fresh = cache.models_dir() / ".tmp-killed.npz", cache.models_dir() / ".tmp-inflight.npz"
+    stale, fresh = cache.models_dir() / ".tmp-killed.model", cache.models_dir() / ".tmp-inflight.model"
     for f in (stale, fresh):
         f.write_bytes(bytes(1000))
     old = time.time() - 2 * cache.STALE_TMP_S

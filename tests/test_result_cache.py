@@ -78,7 +78,7 @@ def test_a_rebuilt_model_entry_or_new_code_misses(demo, capsys, monkeypatch):
     calls = []
     real = cache.load
     monkeypatch.setattr(cache, "load", lambda *a: calls.append(1) or real(*a))
-    (entry,) = cache.models_dir().glob("*.npz")
+    (entry,) = cache.models_dir().glob("*.model")
     entry.write_bytes(b"garbage")                      # the entry is no longer what the result came from
     assert run(["report", demo, "--json"], capsys)[1] == text
     assert entry.stat().st_size > 1000, "the model entry was rebuilt"

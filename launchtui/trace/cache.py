@@ -1,8 +1,9 @@
 """Per-user cache of loaded traces ($XDG_CACHE_HOME/launchtui/models), never beside the trace.
 
 An entry is keyed by the trace's resolved path, size, mtime and the model format version. It is one
-uncompressed .npz (arrays + a JSON header), written atomically. A corrupt, stale or foreign entry
-is ignored and rebuilt, never trusted. The directory is bounded in size; oldest entries go first.
+flat file of arrays and a JSON header (trace/flatfile.py), written atomically and memory-mapped on
+load. A corrupt, stale or foreign entry is ignored and rebuilt, never trusted. The directory is
+bounded in size; oldest entries go first.
 """
 from __future__ import annotations
 
@@ -11,15 +12,12 @@ import math
 import os
 import stat
 import shutil
-import tempfile
-import zipfile
 from dataclasses import fields
 from pathlib import Path
 
-import numpy as np
-
 from launchtui.paths import cache_dir
-from launchtui.trace.cache_key import (FORMAT_VERSION, STALE_TMP_S, entry_path, models_dir,  # noqa: F401 (re-exported)
+from launchtui.trace import flatfile
+from launchtui.trace.cache_key import (FORMAT_VERSION, MODEL_SUFFIX, STALE_TMP_S, entry_path, models_dir,  # noqa: F401 (re-exported)
                                        sweep_stale_temporaries)
 from launchtui.trace.model import (ApiCalls, ApiStacks, CpuRuns, CpuSamples, GpuOps, Overheads, Ranges,
                                    SourceInfo, StackFrames, StringTable, Threads, Trace)
@@ -59,37 +57,28 @@ def save(trace: Trace, dest: Path) -> None:
         "missing": trace.missing,
         "has_cuda_tables": trace.has_cuda_tables,
     }
-    arrays = {"header": np.frombuffer(json.dumps(header).encode(), np.uint8)}
+    arrays = {}
     for tname, cls in _TABLES.items():
         table = getattr(trace, tname)
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
     if trace.index is not None:   # the derived index, once a command built it (its own arrays)
         arrays.update({f"index.{k}": v for k, v in trace.index.to_arrays().items()})
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    flatfile.write(dest, header, arrays)
 
 
 def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
-    with np.load(entry, allow_pickle=False) as z:
-        header = json.loads(bytes(z["header"]).decode())
-        index_arrays = {k[len("index."):]: z[k] for k in z.files if k.startswith("index.")}
-        if header.get("format_version") != FORMAT_VERSION:
-            raise ValueError("format version mismatch")
-        tables = {}
-        for tname, cls in _TABLES.items():
-            cols = {f.name: z[f"{tname}.{f.name}"] for f in fields(cls)}
-            table = cls(**cols)
-            n = {len(v) for v in cols.values()}
-            if len(n) > 1:
-                raise ValueError("ragged table")
-            tables[tname] = table
+    header, z = flatfile.read(entry)   # memory-mapped: pages are read when an analysis touches them
+    index_arrays = {k[len("index."):]: v for k, v in z.items() if k.startswith("index.")}
+    if header.get("format_version") != FORMAT_VERSION:
+        raise ValueError("format version mismatch")
+    tables = {}
+    for tname, cls in _TABLES.items():
+        cols = {f.name: z[f"{tname}.{f.name}"] for f in fields(cls)}
+        n = {len(v) for v in cols.values()}
+        if len(n) > 1:
+            raise ValueError("ragged table")
+        tables[tname] = cls(**cols)
     s = header["source"]
     if s["size"] != st.st_size or s["mtime_ns"] != st.st_mtime_ns:
         raise ValueError("stale entry")
@@ -132,7 +121,7 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
                 progress("loaded from cache", len(trace.ops))
             os.utime(entry)  # recently used: evicted last
             return trace
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError, EOFError):
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, EOFError):
             entry.unlink(missing_ok=True)  # corrupt or stale: rebuild
     trace = reader(path, progress)
     trace.cache_entry = entry
@@ -172,7 +161,10 @@ def commit(trace: Trace) -> None:
 
 def _entries() -> list[Path]:
     d = models_dir()
-    return sorted(d.glob("*.npz"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
+    if not d.is_dir():
+        return []
+    # *.npz: entries of format versions before 8, evicted first like any old entry
+    return sorted([*d.glob("*" + MODEL_SUFFIX), *d.glob("*.npz")], key=lambda p: p.stat().st_mtime)
 
 
 def _evict(keep: Path) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from launchtui.paths import cache_dir
 
-FORMAT_VERSION = 7  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS)
+FORMAT_VERSION = 8  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS); 8: one memory-mapped
+                    # flat file (trace/flatfile.py), not an .npz
+MODEL_SUFFIX = ".model"
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 
 
@@ -21,7 +23,7 @@ def models_dir() -> Path:
 def entry_path(path: Path, st: os.stat_result) -> Path:
     # fsencode: a file name that is not UTF-8 keys by its bytes
     key = b"v%d|%s|%d|%d" % (FORMAT_VERSION, os.fsencode(path.resolve()), st.st_size, st.st_mtime_ns)
-    return models_dir() / (hashlib.sha256(key).hexdigest()[:32] + ".npz")
+    return models_dir() / (hashlib.sha256(key).hexdigest()[:32] + MODEL_SUFFIX)
 
 
 def sweep_stale_temporaries(directory: Path, pattern: str, age_s: float = STALE_TMP_S) -> None:
