@@ -8,6 +8,8 @@ never loses an op that a plain equi-join (NVIDIA's) would keep.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from launchtui.trace.grouping import distinct_runs
@@ -31,27 +33,34 @@ def _group_keys(pid_a, corr_a, pid_b, corr_b):
 def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     """The common case: (process, correlation) is unique among API rows, so the join is a lookup.
     Returns None when keys repeat (correlation reuse) or do not fit one int64."""
-    both = np.concatenate([api_pid, op_pid])
-    if len(both) and (both == both[0]).all():  # one process: the key is the correlation id
-        pids, pinv = both[:1], np.zeros(len(both), np.int64)
-    else:
-        pids, pinv = distinct_runs(both)
     lo = min(int(api_corr.min()), int(op_corr.min()))
     hi = max(int(api_corr.max()), int(op_corr.max()))
     span = hi - lo + 1
-    if span <= 0 or len(pids) * span >= 2**62:
-        return None
-    key = pinv.astype(np.int64) * span + (np.concatenate([api_corr, op_corr]) - lo)
-    ka, ko = key[:len(api_pid)], key[len(api_pid):]
-    size = len(pids) * span
-    if size <= 4 * len(key) + 1024:
-        # correlation ids are dense counters per process: a direct-address table, no sort at all
-        counts = np.bincount(ka, minlength=size)
-        if counts.max(initial=0) > 1:
+    p0 = api_pid[0] if len(api_pid) else op_pid[0]
+    if (api_pid == p0).all() and (op_pid == p0).all():  # one process: the key is the correlation id
+        n_pids = 1
+        ka, ko = api_corr - lo, op_corr - lo
+    else:
+        pids, pinv = distinct_runs(np.concatenate([api_pid, op_pid]))
+        n_pids = len(pids)
+        if span <= 0 or n_pids * span >= 2**62:
             return None
-        lut = np.full(size, -1, np.int64)
-        lut[ka] = np.arange(len(ka))
-        return lut[ko]
+        ka = pinv[:len(api_pid)] * span + (api_corr - lo)
+        ko = pinv[len(api_pid):] * span + (op_corr - lo)
+        del pinv
+    if span <= 0 or n_pids * span >= 2**62:
+        return None
+    size = n_pids * span
+    if size <= 4 * (len(ka) + len(ko)) + 1024:
+        # correlation ids are dense counters per process: a direct-address table, no sort at all.
+        # A repeated key leaves an earlier row's slot overwritten: caught by reading the slots back.
+        rows = np.arange(len(ka), dtype=np.int32 if len(ka) < 2**31 else np.int64)
+        lut = np.full(size, -1, rows.dtype)
+        lut[ka] = rows
+        if not np.array_equal(lut[ka], rows):
+            return None
+        del rows
+        return lut[ko].astype(np.int64)
     order = np.argsort(ka, kind="stable")
     ks = ka[order]
     if len(ks) > 1 and not (ks[1:] != ks[:-1]).all():
@@ -156,8 +165,10 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
         if len(table):
             extra = (table.device, table.stream) if name == "ops" else ()
             order = time_order(table.start, table.end, *extra)
-            if order is not None:
-                setattr(trace, name, table.take(order))
+            if order is not None:   # column by column, in place: each unsorted column is freed as
+                for f in fields(table):   # soon as its sorted copy exists (peak: one column, not a table)
+                    setattr(table, f.name, getattr(table, f.name)[order])
+                del order
     trace.threads.coerce()
     trace.ops.api = join_ops_to_api(trace, match_process)
     return trace

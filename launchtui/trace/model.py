@@ -92,12 +92,19 @@ class _Columns:
         return cls(**{f.name: np.zeros(0, f.metadata["dtype"]) for f in fields(cls)})
 
     @classmethod
-    def concat(cls, parts):
+    def concat(cls, parts, consume: bool = False):
+        """One table of the parts' rows. `consume`: each part's column is dropped once copied (the
+        parts are unusable after), so the copy never holds two whole tables at once."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
-        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]).astype(f.metadata["dtype"], copy=False)
-                      for f in fields(cls)})
+        cols = {}
+        for f in fields(cls):
+            cols[f.name] = np.concatenate([getattr(p, f.name) for p in parts]).astype(f.metadata["dtype"], copy=False)
+            if consume:
+                for p in parts:
+                    setattr(p, f.name, None)
+        return cls(**cols)
 
     def coerce(self):
         for f in fields(self):

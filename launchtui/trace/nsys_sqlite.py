@@ -374,7 +374,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
                        corr=c["corr"], name=name, kind=kind)
     else:
         api = ApiCalls.empty()
-    ops = GpuOps.concat([p for p in op_parts if p is not None])
+    ops = GpuOps.concat([p for p in op_parts if p is not None], consume=True)
     if nvtx_part:
         c, text, dom, kind = nvtx_part
         group = tix["nvtx"].astype(np.int64) * 1_000_003 + (c["domain"] % 1_000_003)
@@ -414,7 +414,12 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
             trace.missing.append("CUDA graphs traced at graph level (--cuda-graph-trace=graph): replays "
                                  "have no per-kernel rows")
     match_process = bool(len(ops)) and bool((ops.pid != -1).all())
+    # drop the reader's own references to the unsorted columns (and the per-table parts already
+    # concatenated into `ops`): finalize's sorted copies then replace them instead of adding to them
+    api_part = ovh_part = nvtx_part = op_parts = c = name = kind = text = dom = api = ops = ranges = None
+    gtids = all_gtid = inv = tix = overheads = None
     finalize(trace, match_process=match_process)
+    ops = trace.ops
     r.progress("joined", len(ops))
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)

@@ -101,39 +101,81 @@ def _parse_ints(text: str | None, n: int, table: str = "") -> np.ndarray:
 REQUIRED = ("start", "end")  # a row without them cannot be placed in time
 
 
+CHUNK_ROWS = 1 << 20   # rows per group_concat pass: bounds the column texts held at once
+MAX_WINDOWS = 64       # rowid windows at most (arrays are sized by the rowid span: pages untouched
+                       # past the row count cost no memory, and are given back by the final resize)
+
+
 def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str],
                       where: str = "", dropped: Counter | None = None) -> dict[str, np.ndarray]:
     """Integer columns of `table` as int64 arrays, in one table scan. NULLs become -1, except in
     NOT NULL columns and start/end: a row with a NULL there is dropped whole (all columns keep one
     length) and counted in `dropped[table]`.
 
-    `exprs` maps output names to SQL expressions over the table's columns.
+    `exprs` maps output names to SQL expressions over the table's columns. A large table is read in
+    rowid windows of CHUNK_ROWS into arrays sized once (bench/MISSED.md: the column texts of a
+    5M-row table were most of the reader's peak memory).
     """
-    names = list(exprs)
-    where_sql = f" WHERE {where}" if where else ""
     notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
+    try:
+        lo, hi = con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+    except sqlite3.OperationalError:   # a WITHOUT ROWID table: one pass
+        lo = hi = None
+    # sparse rowids (a window count past MAX_WINDOWS) are read in one pass, as small tables are
+    if type(lo) is not int or type(hi) is not int or not CHUNK_ROWS <= hi - lo < CHUNK_ROWS * MAX_WINDOWS:
+        return _fetch(con, table, exprs, where, notnull, dropped)
+    out = {k: np.empty(hi - lo + 1, np.int64) for k in exprs}   # rowids bound the row count
+    n = 0
+    for a in range(lo, hi + 1, CHUNK_ROWS):
+        window = f"rowid >= {a} AND rowid < {a + CHUNK_ROWS}" + (f" AND ({where})" if where else "")
+        part = _fetch(con, table, exprs, window, notnull, dropped)
+        m = len(next(iter(part.values()))) if part else 0
+        for k, v in part.items():
+            out[k][n:n + m] = v
+        n += m
+        del part
+    for v in out.values():
+        v.resize(n, refcheck=False)    # in place: no second copy of the columns
+    return out
+
+
+def _fetch(con, table, exprs, where, notnull, dropped) -> dict[str, np.ndarray]:
+    """One group_concat pass. NOT INDEXED: rows in rowid order whatever indexes the export has (an
+    index SQLite picked for the WHERE would reorder them, and windows would not match one pass)."""
+    names = list(exprs)
+    hint = " NOT INDEXED"
+    where_sql = f" WHERE {where}" if where else ""
     required = [e for e in exprs.values() if e in notnull or e in REQUIRED]
     # required integer columns concatenate as they are (group_concat skips a NULL, which shows as
     # a short column); anything else needs a NULL sentinel
     sel = ", ".join(f"group_concat({e}, ',')" if e in required else f"group_concat(ifnull({e}, {NULL_INT}), ',')"
                     for e in exprs.values())
-    row = con.execute(f'SELECT count(*), {sel} FROM "{table}"{where_sql}').fetchone()
+    row = list(con.execute(f'SELECT count(*), {sel} FROM "{table}"{hint}{where_sql}').fetchone())
     count = row[0]
     try:
-        return {k: _parse_ints(v, count, table) for k, v in zip(names, row[1:])}
+        return _parse_row(names, row, count, table)
     except _Short:
         pass
     # rare: NULLs where the schema says there are none; read again without those rows
     # typeof(), not IS NOT NULL: SQLite optimises the latter away on a column declared NOT NULL
     keep = " AND ".join(f"typeof({e}) != 'null'" for e in required)
-    row = con.execute(f'SELECT count(*), {sel} FROM "{table}" WHERE {keep}'
-                      + (f" AND ({where})" if where else "")).fetchone()
+    row = list(con.execute(f'SELECT count(*), {sel} FROM "{table}"{hint} WHERE {keep}'
+                           + (f" AND ({where})" if where else "")).fetchone())
     if dropped is not None:
         dropped[table] += count - row[0]
     try:
-        return {k: _parse_ints(v, row[0], table) for k, v in zip(names, row[1:])}
+        return _parse_row(names, row, row[0], table)
     except _Short:
         raise ValueError(f"a column of {table} holds values that are not integers") from None
+
+
+def _parse_row(names, row, count, table) -> dict[str, np.ndarray]:
+    """Parse each column's text, dropping it as soon as it is parsed."""
+    out = {}
+    for i, k in enumerate(names, 1):
+        out[k] = _parse_ints(row[i], count, table)
+        row[i] = None
+    return out
 
 
 UNIT_SEP = "\x1f"
