@@ -79,3 +79,17 @@ def test_rule_of_thumb_alone_is_evidence_for_partly(docs):
     assert bound_level(_with_share(doc, 0.08, flag=False)) == "not launch-bound"
     assert bound_level(_with_share(doc, 0.04, flag=True)) == "not launch-bound"
     assert bound_level({"too_little": "3 launches in 20.0 µs"}) is None
+
+
+def test_real_flux_pair_rule_of_thumb_backs_the_band():
+    """The diffusion pair: 10.1 % exposed is launch-bound; 8.3 % with the rule of thumb's flag (no dry
+    stream) is partly launch-bound, and its words name the fix and the gain, not the queues."""
+    from conftest import sample
+    base = build_record(open_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"), use_cache=False))
+    sage = build_record(open_trace(sample("kineto/xdit_flux1__aiter_sage__rank0.json.gz"), use_cache=False))
+    assert base["overhead_share"] >= 0.10 and base["launch_bound_level"] == "launch-bound"
+    assert 0.05 <= sage["overhead_share"] < 0.10 and sage["rule_of_thumb"]["flag"] is True
+    assert all(s["queue_class"] == "normal" for s in sage["streams"])
+    assert sage["launch_bound_level"] == "partly launch-bound" and sage["launch_bound"] is False
+    assert sage["conclusion"].startswith("partly launch-bound: exposed launch overhead is 8.3 % of the iteration "
+                                         "(>= 5 %, < 10 %); the rule of thumb agrees; first fix: ")
