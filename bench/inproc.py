@@ -4,6 +4,8 @@
     python bench/inproc.py model FILE            # read_trace: model bytes per event, table sizes
     python bench/inproc.py profile FILE OUT.txt  # cProfile of `launchtui report FILE --json --no-cache`
     python bench/inproc.py dumps REPORT.json     # JSON output: launchtui.output.dumps vs json.dumps
+    python bench/inproc.py stages FILE           # cold report's stages: peak RSS, minor faults, CPU each
+    python bench/inproc.py open FILE             # warm model open (cache entry must exist): time, peak RSS
 
 `model` prints one JSON line: read time, event count, trace.nbytes(), bytes per event.
 `profile` runs the CLI entry point in-process under cProfile (stdout discarded), writes the full
@@ -108,6 +110,80 @@ def dumps(report_json: str, target_bytes: int = 1_400_000, repeat: int = 7) -> d
             "speedup": round(std_w / lt_w, 1) if lt_w else None}
 
 
+def _proc_status() -> dict:
+    """VmRSS / VmHWM (the peak so far) in MiB, from /proc/self/status (Linux)."""
+    out = {}
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                k, v = line.split(":")
+                out[k] = round(int(v.split()[0]) / 1024, 1)
+    except OSError:
+        pass
+    return out
+
+
+def stages(path: str) -> dict:
+    """The cold `report --json` pipeline stage by stage (reader steps from its progress callback,
+    then the typed index, the report, the case record): after each, the process's peak RSS so far,
+    its RSS, and the minor page faults and CPU seconds the stage took (issue 11: where the peak and
+    the fresh-memory faults are)."""
+    import resource
+    rows = []
+    last = {"t": time.perf_counter(), "flt": 0, "cpu": 0.0}
+
+    def mark(stage: str) -> None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = ru.ru_utime + ru.ru_stime
+        st = _proc_status()
+        now = time.perf_counter()
+        rows.append({"stage": stage, "wall_s": round(now - last["t"], 3), "cpu_s": round(cpu - last["cpu"], 3),
+                     "minor_faults": int(ru.ru_minflt - last["flt"]), "rss_mb": st.get("VmRSS"),
+                     "peak_rss_mb": st.get("VmHWM")})
+        last.update(t=now, flt=ru.ru_minflt, cpu=cpu)
+
+    mark("start-up and imports")
+    from launchtui.analysis.index import trace_index
+    from launchtui.analysis.record import build_record
+    from launchtui.analysis.report import build_report
+    from launchtui.trace.load import read_trace
+    mark("import launchtui")
+    seen = set()
+
+    def progress(stage, rows_):
+        if stage not in seen:        # the callback repeats a stage while it advances
+            seen.add(stage)
+            mark(stage)
+    trace = read_trace(path, progress)
+    mark("reader: the rest (stacks, CPU tables)")
+    trace_index(trace)
+    mark("typed index")
+    build_report(trace)
+    mark("report")
+    build_record(trace)
+    mark("case record")
+    return {"stages": rows}
+
+
+def warm_open(path: str) -> dict:
+    """open_trace from the model cache (memory-mapped) and the typed index restored from it: what a
+    warm TUI or an uncached command pays before any analysis (the result cache bypassed)."""
+    import resource
+    t, c = time.perf_counter(), time.process_time()
+    from launchtui.analysis.index import trace_index
+    from launchtui.trace.load import open_trace
+    imp = time.perf_counter() - t
+    stages = []
+    trace = open_trace(path, progress=lambda stage, rows: stages.append(stage))
+    if stages != ["loaded from cache"]:
+        return {"error": "no cache entry: the trace was read, not opened from the cache"}
+    trace_index(trace)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return {"import_s": round(imp, 3), "open_s": round(time.perf_counter() - t - imp, 3),
+            "cpu_s": round(time.process_time() - c, 3), "ops": len(trace.ops),
+            "minor_faults": int(ru.ru_minflt), "peak_rss_mb": _proc_status().get("VmHWM")}
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["model"] and len(argv) == 2:
@@ -115,6 +191,12 @@ def main(argv=None) -> int:
         return 0
     if argv[:1] == ["profile"] and len(argv) == 3:
         print(json.dumps(profile(argv[1], argv[2])))
+        return 0
+    if argv[:1] == ["open"] and len(argv) == 2:
+        print(json.dumps(warm_open(argv[1])))
+        return 0
+    if argv[:1] == ["stages"] and len(argv) == 2:
+        print(json.dumps(stages(argv[1])))
         return 0
     if argv[:1] == ["dumps"] and len(argv) == 2:
         print(json.dumps(dumps(argv[1])))

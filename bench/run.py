@@ -409,6 +409,9 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
         rep.write_text(json.dumps(lt_doc, indent=1))
         r = run_child([PY, "bench/inproc.py", "dumps", rel(rep)], timeout=300)
         out["json_output"] = last_json(r["stdout"]) if r["rc"] == 0 else {"error": r["stderr_tail"][-600:]}
+    # the warm model open (memory-mapped cache entry + restored index; no result cache), in process
+    r = run_child([PY, "bench/inproc.py", "open", rel(path)], env, timeout=300)
+    out["warm_open"] = last_json(r["stdout"]) if r["rc"] == 0 else {"error": r["stderr_tail"][-600:]}
     # the cache entry the warm runs used
     out["cache_entry_mb"] = round(sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) / 1e6, 1)
 
@@ -417,6 +420,11 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
     out["model"] = last_json(r["stdout"]) if r["rc"] == 0 else {"error": r["stderr_tail"][-600:]}
     if isinstance(out["model"], dict):
         out["model"]["process_peak_rss_mb"] = mb(r["maxrss_kb"])
+    if fmt == "nsys":   # the cold report's stages: peak RSS, minor faults and CPU per stage (issue 11)
+        r = run_child([PY, "bench/inproc.py", "stages", rel(path)], timeout=900)
+        out["stages"] = last_json(r["stdout"]) if r["rc"] == 0 else {"error": r["stderr_tail"][-600:]}
+        if isinstance(out["stages"], dict):
+            out["stages"]["process_peak_rss_mb"] = mb(r["maxrss_kb"])
     if label in a.profile_sizes:
         prof_txt = outdir / f"profile_{fmt}_{label}.txt"
         r = run_child([PY, "bench/inproc.py", "profile", rel(path), rel(prof_txt)], timeout=900)
@@ -779,6 +787,12 @@ def write_markdown(res: dict, dest: Path) -> None:
             cells.append(f"{fmt_s(p.get('wall_s'))} / {fmt_mb(p.get('peak_rss_mb'))}" if p.get("status") == "ok"
                          else str(p.get("status", "—")))
         L.append(f"| peer: {peer} | " + " | ".join(cells) + " |")
+        cells = []
+        for f in files:
+            w = f.get("warm_open") or {}
+            cells.append(f"{fmt_s(w.get('open_s'))} (CPU {w.get('cpu_s')}, imports {w.get('import_s')}) / "
+                         f"{fmt_mb(w.get('peak_rss_mb'))}" if "open_s" in w else str(w.get("error", "—"))[:80])
+        L.append("| warm model open: memory-mapped cache entry + typed index (in process) | " + " | ".join(cells) + " |")
         for mode in ("cold", "warm"):
             cells = []
             for f in files:
@@ -844,6 +858,23 @@ def write_markdown(res: dict, dest: Path) -> None:
                  f"{md['nbytes'] / 2 ** 20:,.1f} MiB | {md['bytes_per_event']} | {md['read_trace_s']} | "
                  f"{fmt_mb(md.get('process_peak_rss_mb'))} MiB |")
     L.append("")
+
+    staged = [(k, f["stages"]) for k, f in res["files"].items() if isinstance(f.get("stages"), dict)]
+    if staged:
+        L.append("## Cold report by stage (in-process: read, typed index, report, case record)\n")
+        L.append("`python bench/inproc.py stages FILE`. Reader stages are marked by its progress callback "
+                 "(the kernel/NVTX tables are read on worker threads while the main thread reads the API "
+                 "table, so a reader stage's figures include the overlap). Peak = the process's VmHWM so far.\n")
+        for k, st in staged:
+            if "error" in st:
+                L.append(f"- {k}: failed: {str(st['error'])[:200]}")
+                continue
+            L.append(f"**{k}** — process peak {fmt_mb(st.get('process_peak_rss_mb'))} MiB\n")
+            L.append("| stage | wall s | CPU s | minor faults | RSS after MiB | peak so far MiB |\n|---|---:|---:|---:|---:|---:|")
+            for row in st["stages"]:
+                L.append(f"| {row['stage']} | {row['wall_s']} | {row['cpu_s']} | {row['minor_faults']:,} | "
+                         f"{row['rss_mb']} | {row['peak_rss_mb']} |")
+            L.append("")
 
     L.append("## Growth\n")
     L.append("Events = events in the file (Nsight: rows of the GPU-op, API, NVTX and overhead tables; Kineto: "
