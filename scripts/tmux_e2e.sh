@@ -34,9 +34,16 @@ check() {  # check NAME REGEX [seconds]: polls, so a slow machine only makes it 
   done
   echo "FAIL $1  (no /$2/ on screen)"; cap | sed 's/^/     | /'; fail=1
 }
+n=0
+new_session() {  # the next case's session is made before the last one is killed: killing the only
+  # session makes the server exit, and a new-session racing that exit found no server (seen under load)
+  local old="$sess"; n=$((n + 1)); sess="launchtui-e2e-$$-$n"
+  tm new-session -d -s "$sess" "$@"
+  [ "$n" -gt 1 ] && tm kill-session -t "$old" 2>/dev/null
+  return 0
+}
 open_trace() {  # open_trace TRACE [COLS ROWS]
-  tm kill-session -t "$sess" 2>/dev/null
-  tm new-session -d -s "$sess" -x "${2:-120}" -y "${3:-40}" -e TERM=xterm-256color -e PYTHONPATH="$here" \
+  new_session -x "${2:-120}" -y "${3:-40}" -e TERM=xterm-256color -e PYTHONPATH="$here" \
     "cd '$here' && $py -m launchtui '$1'; echo \"EXIT=\$?\"; sleep 60"
   wait_for 'q Quit' 60 && wait_for 'Launches' 60
 }
@@ -95,8 +102,7 @@ if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite" 80 24; then
 else fail=1; fi
 
 echo "== loading error"
-tm kill-session -t "$sess" 2>/dev/null
-tm new-session -d -s "$sess" -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
+new_session -x 120 -y 40 -e TERM=xterm-256color -e PYTHONPATH="$here" \
   "cd '$here' && $py -m launchtui /nonexistent/trace.sqlite; echo \"EXIT=\$?\"; sleep 60"
 if wait_for 'EXIT=' 30; then
   check "one-line error"        '^launchtui: /nonexistent/trace.sqlite: no such file$'
