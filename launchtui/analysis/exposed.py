@@ -64,19 +64,24 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     key_start = ops.start[lk]
     o = np.lexsort((api.start[ops.api[lk]], key_start))
     lk, key_start = lk[o], key_start[o]
+    del o, is_call, on
     j = np.searchsorted(key_start, ge, side="left")
     hit = (j < len(lk)) & (key_start[np.minimum(j, max(len(lk) - 1, 0))] == ge) if len(lk) else np.zeros(len(ge), bool)
     nxt = np.where(hit, lk[np.minimum(j, max(len(lk) - 1, 0))] if len(lk) else -1, -1)
+    del j, hit, key_start   # temporaries go as soon as used: the 5M record's peak (bench/MISSED.md)
     a_next = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1) if len(lk) else np.full(len(ge), -1)
+    del lk
     nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
     nle = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1)
     nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
+    del a_next, nxt
     # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
     # inside [g0, x)
     x = np.where(nl >= 0, np.maximum(gs, nl), ge)
     tail = (x, ge)
     flight = iv.union(api.start[calls], api.end[calls])
     head = iv.intersect(flight, (gs, x))
+    del flight
     es = np.concatenate([head[0], tail[0]])
     ee = np.concatenate([head[1], tail[1]])
     exposed = iv.union(es, ee)

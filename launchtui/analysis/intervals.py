@@ -8,21 +8,29 @@ import numpy as np
 
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted disjoint [s, e) covering the same time; touching intervals merge."""
+    """Sorted disjoint [s, e) covering the same time; touching intervals merge. Input already in
+    start order (GPU ops, API calls) is neither sorted nor copied (bench/MISSED.md: the record's
+    temporaries at 5M)."""
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     keep = end > start
-    start, end = start[keep], end[keep]
+    if not keep.all():
+        start, end = start[keep], end[keep]
+    del keep
     if not len(start):
         return start, end
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], end[o]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > run_end[:-1]
-    heads = np.nonzero(new)[0]
+    if (start[1:] < start[:-1]).any():
+        o = np.argsort(start, kind="stable")
+        start, end = start[o], end[o]
+        del o
+    run_end = np.maximum.accumulate(end)
+    new = np.empty(len(start), bool)
+    new[0] = True
+    np.greater(start[1:], run_end[:-1], out=new[1:])
+    heads = np.flatnonzero(new)
+    del new
     ends = np.append(run_end[heads[1:] - 1], run_end[-1])
-    return s[heads], ends
+    return start[heads], ends
 
 
 def complement(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
