@@ -257,3 +257,19 @@ def test_real_samples_alone_estimate_what_sched_events_measure(name, busy, outsi
     r, s = est["threads"][0], sched["threads"][0]
     assert (r["busy_pct"], r["busy_outside_sync_pct"]) == (busy, outside)
     assert abs(r["busy_pct"] - s["busy_pct"]) <= 1.5 and abs(r["busy_outside_sync_pct"] - s["busy_outside_sync_pct"]) <= 1.5
+
+
+def test_ranks_table_leaves_a_cpu_side_rank_without_per_iteration_figures(tmp_path):
+    """A rank whose record is CPU-side (any device's launches) is not set beside the GPU ranks' figures."""
+    import json
+    import shutil
+    from launchtui.cli import main
+    paths = synth.make_trace_files(tmp_path, variants=["nsys:no_kernels", "nsys:modern"])
+    d = tmp_path / "ranks"
+    d.mkdir()
+    shutil.copy(paths[("nsys", "no_kernels")], d / "rank0.sqlite")
+    shutil.copy(paths[("nsys", "modern")], d / "rank1.sqlite")
+    assert main(["report", str(d), "--json", "-o", str(tmp_path / "o.json")]) == 0
+    rows = {r["rank"]: r for r in json.loads((tmp_path / "o.json").read_text())["ranks"]}
+    assert (rows[0]["iterations"], rows[0]["launches_per_iter"], rows[0]["launch_api_ms_per_iter"]) == (0, None, None)
+    assert rows[1]["iterations"] == 4 and rows[1]["launches_per_iter"] == 482.0

@@ -28,7 +28,9 @@ def rank_row(rank: int, rank_from: str, res: dict) -> dict:
     q, rec = s["queues"], s["record"]
     it = rec.get("iterations") or {}
     per = rec.get("per_iteration") or {}
-    steps = it.get("source") not in (None, "none")  # per-iteration figures only with real iterations
+    # per-iteration figures only with real iterations, and never from an empty record (a CPU-side one,
+    # definitions.md §V11, counts any device's launches: not comparable with the other ranks)
+    steps = it.get("source") not in (None, "none") and not rec.get("empty")
 
     def med(key, nd):
         v = (per.get(key) or {}).get("median") if steps else None
