@@ -89,7 +89,12 @@ def test_b200_all_launches_attributed():
     doc = source_table(trace, limit=0)
     c = doc["coverage"]
     assert (c["launches"], c["with_stack"], c["attributed"]) == (768, 768, 768)
-    assert doc["per"] == "window"  # no ProfilerStep ranges in this trace
+    # no ProfilerStep ranges: the table divides by the record's iterations (a launch period), not by
+    # a count of its own, so the two never disagree on "per iteration"
+    from launchtui.analysis.record import build_record
+    rec = build_record(trace)["iterations"]
+    assert doc["per"] == "iteration" and doc["iterations"] == rec["count"] == 17
+    assert doc["iteration_source"] == rec["source"] + " (heuristic)" == "periodic launch sequence (heuristic)"
     rows = {s["site"]: s for s in doc["sites"]}
     # checked by hand against the JSON: innermost non-torch frame enclosing each launch
     assert rows["flashinfer/fused_moe/core.py:1633 trtllm_fp4_block_scale_moe_op"]["launches"] == 216

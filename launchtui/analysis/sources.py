@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis import iterations as itr
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.exposed import device_launch_calls
 from launchtui.analysis.launches import launched_kernels, name_ids
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.arrays import unique_sorted
@@ -33,7 +35,6 @@ _LIBRARY_PATH_RE = re.compile(r"site-packages|dist-packages|/lib/python\d|torchi
 # top-level packages treated as framework internals, besides the standard library
 LIBRARY_PACKAGES = frozenset({"torch", "torchgen", "functorch", "triton", "numpy", "typing_extensions",
                               "_pytest", "pytest", "nvtx", "cuda", "apex", "transformer_engine"})
-_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 
 def parse_frame(frame: str) -> tuple[str, int, str]:
@@ -144,18 +145,19 @@ def launch_sites(trace: Trace, api_rows: np.ndarray, flt: SourceFilter = SourceF
     return node, np.where(node >= 0, un[np.maximum(node, 0)], -1)
 
 
-def iterations(trace: Trace, sel: Selection = WHOLE) -> int:
-    """Distinct `ProfilerStep#N` names among the ranges overlapping the selection (one step on
-    several device threads counts once); 0 when the trace has none."""
-    rg = trace.ranges
-    if not len(rg):
-        return 0
-    names, inv = dense_groups(rg.text)
-    step = np.fromiter((bool(_STEP_RE.match(trace.strings[int(t)])) for t in names), bool, len(names))[inv]
+def iterations(trace: Trace, sel: Selection = WHOLE) -> tuple[int, str]:
+    """(count, source) of the record's iterations (definitions.md §V1: `ProfilerStep#N`, a step-like
+    range, else a repeating launch sequence, judged on the device with the most launches) that
+    overlap the selection; (0, "none") when none is found, so the table is per window."""
+    devices = [d for d in trace.device_ids() if sel.devices is None or d in sel.devices]
+    calls = {d: len(device_launch_calls(trace, d)) for d in devices}
+    primary = min(calls, key=lambda d: (-calls[d], d)) if calls else None
+    it = itr.find(trace, None, primary)
+    if it.source == itr.SOURCE_NONE:
+        return 0, it.source
     w = time_window(sel, trace)
-    if w is not None:
-        step &= (rg.end > w[0]) & (rg.start < w[1])
-    return len(unique_sorted(rg.text[step]))
+    n = int(((it.end > w[0]) & (it.start < w[1])).sum()) if w is not None else len(it)
+    return n, it.source + (" (heuristic)" if it.heuristic else "")
 
 
 def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = SourceFilter(),
@@ -167,12 +169,12 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
     a = ops.api[k]
     node, site = launch_sites(trace, a, flt)
     n = len(k)
-    iters = iterations(trace, sel)
+    iters, iter_source = iterations(trace, sel)
     cover = {"launches": n, "with_stack": int((node >= 0).sum()), "attributed": int((site >= 0).sum()),
              "via_backward": int((trace.api_stacks.via[a] == STACK_BACKWARD).sum()) if (node >= 0).any() else 0}
     cover["attributed_fraction"] = round(cover["attributed"] / n, 4) if n else 0.0
     doc = {"stacks": trace.source.extra.get("stacks", ""), "coverage": cover, "iterations": iters,
-           "per": "iteration" if iters else "window", "filter": flt.to_json(), "sites": [],
+           "iteration_source": iter_source, "per": "iteration" if iters else "window", "filter": flt.to_json(), "sites": [],
            "hint": RECORD_HINT if not len(trace.stacks) else ""}
     m = site >= 0
     if not m.any():
@@ -235,6 +237,9 @@ def render_sources(doc: dict, limit_kernels: int = TOP_KERNELS) -> list[str]:
                + (f"; stacks from {doc['stacks']}" if doc["stacks"] else ""))
     if not doc["sites"]:
         return out
+    if doc["per"] == "iteration":
+        out.append(f"per iteration: {doc['iterations']} iterations from {doc['iteration_source']} "
+                   "(the record's, definitions.md §V1)")
     per = f"/iter ({doc['iterations']})" if doc["per"] == "iteration" else "/window"
     w = min(max([len("Call site")] + [len(s["site"]) for s in doc["sites"]]), 90)
     small_h = f"<{CONFIG.small_kernel_ns / 1000:g}µs"
