@@ -357,3 +357,6 @@ def test_conclusion_too_little_is_null_and_diff_reads_it():
     assert launch_class({"launch_bound": None, "overhead_share": 0.5}) == "unknown"
     assert launch_class({"launch_bound": False, "overhead_share": 0.5}) == "not launch-bound"
     assert launch_class({"overhead_share": 0.5}) == "launch-bound"     # records from before §V9
+    # the record's level carries the middle band, so a diff says "partly launch-bound → not launch-bound"
+    assert launch_class({"launch_bound": False, "launch_bound_level": "partly launch-bound"}) == "partly launch-bound"
+    assert launch_class({"launch_bound": None, "launch_bound_level": None}) == "unknown"

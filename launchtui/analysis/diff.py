@@ -162,8 +162,12 @@ def match_phases(side_b: dict, side_a: dict) -> list[dict]:
 
 
 def launch_class(rec: dict) -> str:
-    """'launch-bound', 'not launch-bound' or 'unknown' for one side's record: the record's own
-    `launch_bound` (null: too little activity to judge); records without the key fall back to the share."""
+    """'launch-bound', 'partly launch-bound', 'not launch-bound' or 'unknown' for one side's record:
+    the record's own `launch_bound_level` (definitions.md §V9), else its `launch_bound` (null: too
+    little activity to judge); records without either fall back to the share."""
+    level = rec.get("launch_bound_level")
+    if isinstance(level, str) and level:
+        return level
     lb = rec.get("launch_bound")
     if isinstance(lb, bool):
         return "launch-bound" if lb else "not launch-bound"
