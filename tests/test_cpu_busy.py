@@ -148,6 +148,16 @@ def test_record_without_gpu_activity_states_cpu_side_facts(tmp_path):
     page = render_markdown(doc)
     assert "GPU activity not recorded" in page and "Launches/iteration" in page
     assert "Launching thread CPU busy: main launching thread" in page
+    # the TUI's panel states the same facts instead of only "empty" (definitions.md §V11)
+    from launchtui.tui.verdict import COMPACT, FULL, ONE, VerdictSettings, panel_lines
+    full, _ = panel_lines(doc, VerdictSettings(), FULL)
+    assert full[0].startswith("Verdict: cannot judge: GPU activity not recorded") and "--trace=cuda" in full[0]
+    assert f"{statistics.median(launches):,.0f} launches/iter" in full[1]
+    assert f"launch API {statistics.median(api_ns) / 1e6:,.3f} ms/iter" in full[1]
+    assert f"{doc['syncs']['per_iteration']['median']:,.0f} host syncs/iter" in full[1]
+    assert full[2].startswith(" Launching thread: on the CPU") and len(full) == 3
+    assert panel_lines(doc, VerdictSettings(), COMPACT)[0] == full[:2]
+    assert panel_lines(doc, VerdictSettings(), ONE)[0] == full[:1]
 
 
 def test_record_without_launches_or_gpu_is_still_empty(tmp_path):

@@ -123,8 +123,28 @@ def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
     return lines, styles
 
 
+def _cpu_side_lines(doc: dict) -> list[str]:
+    """A trace with launches but no GPU activity (definitions.md §V11): what cannot be judged and
+    how to capture it, then the CPU-side facts the record does have, rather than only "empty"."""
+    from launchtui.analysis.cpu_busy import cpu_line
+    pi, it, sy = doc["per_iteration"], doc["iterations"], doc.get("syncs") or {}
+    per = "iter" if it and it.get("source") != "none" else "window"
+    lines = ["Verdict: cannot judge: GPU activity not recorded (capture with `nsys profile --trace=cuda`) — "
+             "CPU side only"]
+    facts = (f" {pi['launches']['median']:,.0f} launches/{per} · launch API {pi['launch_api_ms']['median']:,.3f} ms/{per}"
+             f" of {pi['iteration_ms']['median']:,.3f} ms")
+    if sy.get("per_iteration"):
+        facts += f" · {sy['per_iteration']['median']:,.0f} host syncs/{per} ({sy['total_ms']:,.3f} ms in all)"
+    lines.append(facts)
+    if (lt := doc.get("launch_thread_cpu") or {}).get("available"):
+        lines.append(f" {cpu_line(lt)}")
+    return lines
+
+
 def one_line(doc: dict) -> tuple[str, Style]:
     """The verdict in one line for the smallest terminals: the level, the share, the queue classes."""
+    if doc and doc.get("gpu_recorded") is False:
+        return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
@@ -144,6 +164,9 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
     if form == ONE:
         line, style = one_line(doc)
         return [line], [style]
+    if doc and doc.get("gpu_recorded") is False:
+        lines = _cpu_side_lines(doc)[:2 if form == COMPACT else None]
+        return lines, [HEAD] + [Style()] * (len(lines) - 1)
     if not doc or doc.get("empty"):
         return ["Verdict: " + (doc.get("empty", "computing…") if doc else "computing…")], [HEAD]
     lines, styles = [], []
