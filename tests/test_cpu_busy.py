@@ -283,3 +283,20 @@ def test_ranks_table_leaves_a_cpu_side_rank_without_per_iteration_figures(tmp_pa
     rows = {r["rank"]: r for r in json.loads((tmp_path / "o.json").read_text())["ranks"]}
     assert (rows[0]["iterations"], rows[0]["launches_per_iter"], rows[0]["launch_api_ms_per_iter"]) == (0, None, None)
     assert rows[1]["iterations"] == 4 and rows[1]["launches_per_iter"] == 482.0
+
+
+def test_info_counts_the_cpu_tables(capsys):
+    from launchtui.cli import main
+    path = sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite")
+    con = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    n_samples, n_threads = con.execute("SELECT COUNT(*), COUNT(DISTINCT globalTid) FROM COMPOSITE_EVENTS").fetchone()
+    sched_threads = con.execute("SELECT COUNT(DISTINCT globalTid) FROM SCHED_EVENTS").fetchone()[0]
+    assert main(["info", str(path), "--json", "--no-cache"]) == 0
+    import json
+    cpu = json.loads(capsys.readouterr().out)["cpu"]
+    assert (cpu["samples"], cpu["sample_threads"]) == (n_samples, n_threads)
+    assert cpu["sched_threads"] <= sched_threads and cpu["sched_runs"] > 0
+    assert main(["info", str(path), "--no-cache"]) == 0
+    assert f"{n_samples:,} samples of {n_threads} threads (COMPOSITE_EVENTS)" in capsys.readouterr().out
+    assert main(["info", str(sample("nsys/nsys-ai__mock.sqlite")), "--no-cache"]) == 0
+    assert "cpu       no scheduling or sampling data" in capsys.readouterr().out

@@ -32,6 +32,12 @@ def trace_info(trace: Trace) -> dict:
         },
         "missing": list(trace.missing),
     }
+    # CPU scheduling / sampling data behind the record's launching-thread CPU busy % (definitions.md
+    # §V10); present only when the trace has some, so other traces' JSON is unchanged
+    runs, smp = trace.cpu_runs, trace.cpu_samples
+    if len(runs) or len(smp):
+        out["cpu"] = {"sched_runs": len(runs), "sched_threads": int(len(set(runs.thread.tolist()))),
+                      "samples": len(smp), "sample_threads": int(len(set(smp.thread.tolist())))}
     # what the reader tolerated, by reason (present only when something was skipped, so the JSON
     # of a clean trace is unchanged)
     if trace.source.extra.get("skipped"):
@@ -67,6 +73,13 @@ def render_info(info: dict) -> str:
         out.append(f"unmatched {c['unmatched_gpu_ops']:,} GPU ops have no launch row (e.g. launched before a sliced window)")
     if c["command_buffer_full_events"]:
         out.append(f"overhead  {c['command_buffer_full_events']} 'command buffer full' events")
+    if cpu := info.get("cpu"):
+        out.append(f"cpu       {cpu['sched_runs']:,} on-CPU runs of {cpu['sched_threads']} threads (SCHED_EVENTS), "
+                   f"{cpu['samples']:,} samples of {cpu['sample_threads']} threads (COMPOSITE_EVENTS): the record's "
+                   "launching-thread CPU busy %")
+    elif s["format"] == "nsys-sqlite":
+        out.append("cpu       no scheduling or sampling data: the record cannot say how busy the launching thread "
+                   "is (record with nsys profile --cpuctxsw=process-tree --sample=process-tree)")
     for m in info["missing"]:
         out.append(f"missing   {m}")
     for reason, n in info.get("skipped", {}).items():
