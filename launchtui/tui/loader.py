@@ -62,15 +62,19 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
     from launchtui.analysis import nvtx
     from launchtui.analysis.backpressure import timeline_marks
+    from launchtui.analysis.index import trace_index
     from launchtui.analysis.lanes import build_lanes, set_spike_threshold
     from launchtui.analysis.select import SelectionSpec, build_selection
+    from launchtui.trace.cache import commit
     from launchtui.trace.load import open_trace
 
     progress = progress or (lambda stage, rows: None)
     t: dict = {}
     t0 = time.perf_counter()
     if trace is None:
-        trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
+        # cached once the typed index exists (below), so a warm open restores it instead of rebuilding it
+        trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False),
+                           defer_cache=True)
     t["open"] = time.perf_counter() - t0
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
@@ -86,6 +90,8 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
     opt_range = optimizer_range(trace)
+    trace_index(trace)
+    commit(trace)   # no-op for a trace that came from the cache or is not cached
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
