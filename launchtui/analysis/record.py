@@ -242,6 +242,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
 
     streams = classify(trace, gaps, it.start, it.end, opt.backpressure, set(devices))
+    gaps = {primary: gaps[primary]}   # the other devices' gaps are done with: freed before the top kernels (5M peak)
     # kernels, API totals and gaps on the primary device: the iterations are its thread's
     top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
     api_totals = _api_totals(trace, it, devs[primary])
