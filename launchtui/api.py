@@ -17,6 +17,7 @@ from launchtui.analysis.launches import launched_kernels, name_ids, small_kernel
 from launchtui.analysis.queue import stream_series
 from launchtui.analysis.select import (WHOLE, SelectionSpec, build_selection, op_mask, parse_device,
                                       time_window)
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_KIND_NAMES, OP_KERNEL, OP_KIND_NAMES, Trace
 
 _RECORD_TABLES = ("top", "nccl", "near_misses", "streams")
@@ -74,7 +75,7 @@ class TraceFrames:
     # --- helpers -------------------------------------------------------------------------------
     def _cat(self, ids: np.ndarray) -> pd.Categorical:
         """String ids -> categorical over the distinct strings used; id -1 -> missing."""
-        used, codes = np.unique(np.asarray(ids), return_inverse=True)
+        used, codes = unique_sorted(np.asarray(ids), return_inverse=True)
         codes = codes.reshape(-1)
         if len(used) and used[0] < 0:
             used, codes = used[1:], codes - 1
@@ -198,7 +199,7 @@ class TraceFrames:
         fr = t.stacks.frame if len(t.stacks) else np.zeros(1, np.int32)
         site = np.where(user >= 0, fr[np.maximum(user, 0)], -1)
         inner = np.where(node >= 0, fr[np.maximum(node, 0)], -1)
-        used, codes = np.unique(site, return_inverse=True)
+        used, codes = unique_sorted(site, return_inverse=True)
         codes = codes.reshape(-1)
         if len(used) and used[0] < 0:
             used, codes = used[1:], codes - 1

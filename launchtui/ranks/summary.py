@@ -14,6 +14,7 @@ from launchtui.analysis.record import build_record
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.report import launch_totals
 from launchtui.analysis.select import WHOLE
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
 
 # Kernels kept per rank (by total launch-API time): bounds the summary, and so the parent's memory,
@@ -36,7 +37,7 @@ def _kernels(trace: Trace) -> list[dict]:
     if not len(gr):
         return []
     names = gr.name
-    u, inv = np.unique(names, return_inverse=True)
+    u, inv = unique_sorted(names, return_inverse=True)
     inv = inv.reshape(-1)
     count = np.bincount(inv, weights=gr.count, minlength=len(u))
     api = np.bincount(inv, weights=gr.sum_api, minlength=len(u))
