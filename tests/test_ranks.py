@@ -55,9 +55,15 @@ def test_generated_job_names_the_injected_straggler(job8, pool_doc):
         assert r["iterations"] == 4
         # the class from the case record, judged inside the iterations (definitions.md §V3): the burst
         # that fills the queue to the generator's limit (the whole trace's max depth) runs after the steps
-        assert r["queue_class"] == "normal" and r["max_depth"] == 1022
+        assert r["queue_class"] == "normal" and r["queues"]["max_depth"] == 1022
+        assert r["max_depth"] < 1022   # the depth beside the class is judged on the same time
         assert 0 < r["exposed_share"] < 1 and r["exposed_overhead_ms"] > 0
         assert Path(r["file"]).name == gt["files"][r["rank"]]
+    from launchtui.analysis.record import build_record
+    from launchtui.trace.load import open_trace
+    rec = build_record(open_trace(d / gt["files"][0], use_cache=False))
+    deepest = max(rec["streams"], key=lambda x: x["max_depth"])
+    assert doc["ranks"][0]["max_depth"] == deepest["max_depth"] and deepest["queue_class"] == "normal"
     assert [s["rank"] for s in doc["stragglers"]] == [gt["straggler"]["rank"]] == [5]
     s = doc["stragglers"][0]
     metrics = {m["metric"]: m for m in s["metrics"]}

@@ -46,7 +46,8 @@ def rank_row(rank: int, rank_from: str, res: dict) -> dict:
         "exposed_overhead_ms": med("exposed_overhead_ms", 3),
         "exposed_share": rec.get("overhead_share"),
         "queue_class": deepest.get("queue_class"),
-        "max_depth": q["max_depth"],
+        # inside the iterations like the class beside it (§V3); the whole trace's is in `queues`
+        "max_depth": deepest.get("max_depth", q["max_depth"]),
         "launches": s["launches"],
         "launch_api_ms": s["launch_api_ms"],
         "queues": q,
