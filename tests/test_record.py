@@ -120,6 +120,15 @@ def test_queue_class_ignores_a_burst_outside_the_iterations(traces):
         assert by[k]["cpu_stalls"] == t["cpu_stalls"], k   # the lazy-loading stalls are in the warm-up
         assert sum(by[k]["iteration_classes"].values()) == len(_iters(doc))
     assert by[(0, 7)]["max_depth"] < w.cfg.queue_limit
+    # ... but said: the full queue the timeline shows after the steps is not silently dropped
+    assert by[(0, 7)]["outside_blocked"] == whole[(0, 7)]["blocked"]
+    assert by[(0, 7)]["outside_max_depth"] + 1 >= w.cfg.queue_limit > by[(0, 7)]["max_depth"]
+    assert f"outside the iterations (not judged) pending reaches {by[(0, 7)]['outside_max_depth']}" in by[(0, 7)]["reason"]
+    assert all(s["outside_blocked"] == 0 for k, s in by.items() if k != (0, 7))
+    page = render_markdown(doc)
+    assert ("Backpressure: no inside the iterations" in page
+            and f"device 0 stream 7 reaches {by[(0, 7)]['outside_max_depth']} pending "
+                f"({whole[(0, 7)]['blocked']} launch calls blocked)" in page)
 
 
 def test_queue_class_per_iteration_burst_in_one_step(traces):

@@ -53,6 +53,8 @@ class StreamVerdict:
     stalls: list = field(default_factory=list, repr=False)          # Episodes (kind "spike")
     blocked_calls: list = field(default_factory=list, repr=False)   # ApiCalls indices
     outside_stalls: list = field(default_factory=list, repr=False)  # Episodes outside the iterations
+    outside_max_depth: int | None = None     # deeper outside the iterations than inside: that depth
+    outside_blocked: int = 0                 # launch spikes at that plateau outside the iterations
 
     def to_json(self) -> dict:
         return {"device_id": self.device_id, "stream_id": self.stream_id, "queue_class": self.queue_class,
@@ -62,7 +64,8 @@ class StreamVerdict:
                 "dry_time_share": None if self.dry_time_share is None else round(self.dry_time_share, 4),
                 "waited_gap_share": None if self.waited_gap_share is None else round(self.waited_gap_share, 4),
                 "command_buffer_full": self.command_buffer_full, "reason": self.reason,
-                "iteration_classes": self.iteration_classes}
+                "iteration_classes": self.iteration_classes,
+                "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked}
 
     def one_line(self) -> str:
         return f"device {self.device_id} stream {self.stream_id}: {self.queue_class} — {self.reason}"
@@ -130,6 +133,7 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
         # one entry per launch call (a graph launch feeds several ops), inside the iterations
         a_u, first = unique_sorted(ops.api[mine], return_index=True)
         k_call = _in_windows(api.start[a_u], starts, ends)
+        cbf_out = a_u[(k_call < 0) & cbf[a_u]]   # "command buffer full" outside the iterations
         a_u, depth_b, k_call = a_u[k_call >= 0], dbl[mine[first]][k_call >= 0], k_call[k_call >= 0]
         max_depth = _max_in_windows(s, starts, ends)
         tol = max(1, max_depth // 100)
@@ -215,9 +219,17 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
             reason += "; iterations: " + ", ".join(f"{int(c)} {name}" for name, c in zip(CLASSES, counts) if c)
         if stalls:
             reason += f"; {len(stalls)} CPU stall{'s' if len(stalls) != 1 else ''} (slow launch at low depth)"
+        # deeper outside the iterations (an eval or inference burst after the steps): not judged, but
+        # said, so the timeline's full queue there does not contradict the class (definitions §V3)
+        out_depth = top if top > max_depth else None
+        out_calls = set(cbf_out.tolist()) | (set(sp_api[at_top].tolist()) if at_top.sum() >= MIN_BLOCKED else set())
+        out_blocked = len(out_calls) if out_depth is not None else 0
+        if out_blocked:   # only with evidence of backpressure there, not for any deeper moment
+            reason += f"; outside the iterations (not judged) pending reaches {out_depth} and {out_blocked} launch calls block there"
         out.append(StreamVerdict(s.device, s.stream, cls, max_depth, limit, len(blocked), len(stalls), reason,
                                  launches=n_launch, dry_time_share=dry_share, waited_gap_share=waited,
                                  command_buffer_full=len(cbf_calls), stalls=stalls,
                                  blocked_calls=sorted(blocked), outside_stalls=outside,
+                                 outside_max_depth=out_depth, outside_blocked=out_blocked,
                                  iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}))
     return out

@@ -485,8 +485,12 @@ def _queue_and_top_md(doc: dict, out: list[str]) -> None:
         out.append(f"- device {s['device_id']} stream {s['stream_id']}: **{s['queue_class']}** "
                    f"(max pending {s['max_depth']}{lim}; blocked launches {s['blocked_launches']}, "
                    f"CPU stalls {s['cpu_stalls']}) — {s['reason']}")
-    out.append(f"- Backpressure: {'yes' if doc['backpressure'] else 'no'}; CPU stalls (slow launches at low depth, "
-               f"not backpressure): {doc['cpu_stalls']}")
+    outside = [f"device {s['device_id']} stream {s['stream_id']} reaches {s['outside_max_depth']} pending "
+               f"({s['outside_blocked']} launch calls blocked)" for s in doc["streams"] if s.get("outside_blocked")]
+    out.append(f"- Backpressure: {'yes' if doc['backpressure'] else 'no'}"
+               + (" inside the iterations" if outside else "")
+               + f"; CPU stalls (slow launches at low depth, not backpressure): {doc['cpu_stalls']}"
+               + (f"; outside the iterations (not judged): {', '.join(outside)}" if outside else ""))
     out += ["", "## Top small kernels (by launch cost per iteration)", ""]
     if doc["top"]:
         out += ["| # | Kernel | Launches/iter | API avg (µs) | Queue avg (µs) | Kernel avg (µs) | Phase | Fix |",
