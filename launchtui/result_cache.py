@@ -11,6 +11,10 @@ a fingerprint of launchtui's code (every module's size and mtime) and of numpy's
 so any code, schema or version change invalidates them. Only successful runs are stored, only when
 their model entry exists (a trace without CUDA activity is not cached, nor are its results); the
 model entry is marked as used on a hit, as loading it would. `--no-cache` neither reads nor writes.
+
+The TUI stores its first computed state the same way (`memo`): the verdict's record and the kernel
+table's rows for a selection and settings, pickled beside the text results in the user's private cache,
+keyed like them (code, model entry, every input), so a warm open shows them without recomputing.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 COMMANDS = ("report", "record", "info")
 MAX_TEXT_BYTES = 8 * 2**20    # larger outputs are recomputed, not stored
@@ -70,16 +75,51 @@ def _entry(args) -> Path | None:
 
 
 def _key(cmd: str, args, entry: Path) -> str | None:
+    opts = sorted((k, repr(v)) for k, v in vars(args).items() if k not in _NOT_KEYED and not k.startswith("_"))
+    return _hash((cmd, opts), entry)
+
+
+def _hash(inputs, entry: Path) -> str | None:
+    """The key of a result computed from `inputs` (repr'd) beside the model entry; None without one."""
     try:
         est = os.lstat(entry)
     except OSError:
         return None
     if not stat.S_ISREG(est.st_mode):
         return None
-    opts = sorted((k, repr(v)) for k, v in vars(args).items() if k not in _NOT_KEYED and not k.startswith("_"))
     h = hashlib.sha256(_code_fingerprint())
-    h.update(repr((cmd, opts, entry.name, est.st_dev, est.st_ino, est.st_size)).encode("utf-8", "surrogateescape"))
+    h.update(repr((inputs, entry.name, est.st_dev, est.st_ino, est.st_size)).encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:40]
+
+
+def model_entry(trace_path) -> Path | None:
+    """The model cache entry of a trace file when it exists (results are stored only beside one)."""
+    entry = _entry(SimpleNamespace(trace=trace_path))
+    return entry if entry is not None and entry.is_file() else None
+
+
+def memo(kind: str, inputs, entry: Path | None, compute):
+    """`compute()`, or its stored value for the same `kind`, `inputs` (compared by repr) and model
+    entry. The value is pickled: the files are the user's own, in the private cache directory, and
+    any change of launchtui's code or of the entry gives a new key. `entry` None: just compute."""
+    key = _hash((kind, inputs), entry) if entry is not None else None
+    if key is None:
+        return compute()
+    data = _read_bytes(results_dir() / f"{key}.pkl")
+    if data is not None:
+        import pickle
+        try:
+            return pickle.loads(data)
+        except Exception:  # a truncated or foreign file: recompute (and overwrite it)
+            pass
+    value = compute()
+    import pickle
+    try:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return value
+    _store_bytes(key, data, ".pkl")
+    return value
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:
@@ -106,13 +146,21 @@ def run_cached(cmd: str, args, handler, emit) -> int:
 
 
 def _read(path: Path) -> str | None:
+    data = _read_bytes(path)
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeError:
+        return None
+
+
+def _read_bytes(path: Path) -> bytes | None:
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return None
         data = path.read_bytes()
         os.utime(path)
-        return data.decode("utf-8")
-    except (OSError, UnicodeError):
+        return data
+    except OSError:
         return None
 
 
@@ -124,22 +172,26 @@ def _touch(entry: Path) -> None:
 
 
 def _store(key: str, text: str) -> None:
-    """Write atomically; a full or read-only cache directory never fails the command."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         return
+    _store_bytes(key, data, ".txt")
+
+
+def _store_bytes(key: str, data: bytes, suffix: str) -> None:
+    """Write atomically; a full or read-only cache directory never fails the command."""
     if len(data) > MAX_TEXT_BYTES:
         return
     d = results_dir()
     try:
         import tempfile
         d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".txt", dir=d)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=d)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, d / f"{key}.txt")
+            os.replace(tmp, d / f"{key}{suffix}")
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -152,7 +204,7 @@ def _evict(d: Path) -> None:
     from launchtui.trace.cache_key import sweep_stale_temporaries
     sweep_stale_temporaries(d, ".tmp-*")
     files = []
-    for p in d.glob("*.txt"):
+    for p in [*d.glob("*.txt"), *d.glob("*.pkl")]:
         try:
             st = p.stat()
         except OSError:

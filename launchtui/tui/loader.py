@@ -29,6 +29,7 @@ class Loaded:
     fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
     spec: SelectionSpec | None = None   # what the command line asked for
+    results_entry: object = None    # the model cache entry the TUI's first results are stored beside
     _nvtx_summary: list | None = None
 
     def nvtx_summary(self) -> list:
@@ -71,6 +72,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     progress = progress or (lambda stage, rows: None)
     t: dict = {}
     t0 = time.perf_counter()
+    opened_here = trace is None
     if trace is None:
         # cached once the typed index exists (below), so a warm open restores it instead of rebuilding it
         trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False),
@@ -96,8 +98,13 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
+    entry = None
+    if opened_here and not getattr(args, "no_cache", False):
+        from launchtui.result_cache import model_entry
+        entry = model_entry(args.trace)
     return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t,
-                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec)
+                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
+                  results_entry=entry)
 
 
 def gpu_activity_window(trace) -> tuple[int, int] | None:

@@ -259,10 +259,12 @@ class MainScreen(Screen):
         from launchtui.analysis.select import build_selection
         from launchtui.tui.loader import selection_stats
         from launchtui.tui.verdict import table_rows
+        from launchtui.result_cache import memo
         tr = self.loaded.trace
         sel = build_selection(tr, spec)
-        rows = table_rows(tr, sel, names, settings, base, spans)
-        stats = selection_stats(tr, sel)
+        # stored beside the model: a warm open fills the table without recomputing it
+        rows, stats = memo("tui-table", (spec, names, settings, base, list(spans)), self.loaded.results_entry,
+                           lambda: (table_rows(tr, sel, names, settings, base, spans), selection_stats(tr, sel)))
         self.post_message(TableReady(gen, rows, stats, sel))
 
     def on_table_ready(self, m: TableReady) -> None:

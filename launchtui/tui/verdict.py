@@ -293,9 +293,15 @@ class VerdictView:
         self.gen += 1
         scr = self.screen
         gen, dev, settings, trace = self.gen, scr.device, self.settings, scr.loaded.trace
+        entry = scr.loaded.results_entry
 
         def work() -> None:
-            scr.post_message(VerdictReady(compute(trace, dev, settings, gen)))
+            from dataclasses import replace
+
+            from launchtui.result_cache import memo
+            # stored beside the model: a warm open shows the record without recomputing it
+            result = memo("tui-verdict", (dev, settings), entry, lambda: compute(trace, dev, settings, 0))
+            scr.post_message(VerdictReady(replace(result, gen=gen)))
         scr.run_worker(work, thread=True, exclusive=True, group="verdict")
 
     def ready(self, result: VerdictResult) -> bool:

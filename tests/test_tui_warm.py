@@ -1,0 +1,76 @@
+"""A warm TUI open shows the verdict's record and the kernel table stored beside the model by the
+previous open (result_cache.memo), equal to a fresh computation; other settings or a code change
+recompute (issue 11: warm TUI interactive at 5M)."""
+from __future__ import annotations
+
+import pytest
+
+from tui_helpers import make_app, run, settle, wait_ready
+
+SIZE = (140, 48)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import simulate, write_nsys_sqlite
+    return write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("warm") / "synth.sqlite", variant="modern")
+
+
+def _state(path, no_cache: bool, keys=()):
+    async def go():
+        app = make_app(path, no_cache=no_cache)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            await settle(app, pilot)
+            for k in keys:
+                await pilot.press(k)
+                await settle(app, pilot)
+            scr = app.screen
+            r = scr.verdict.result
+            return (r.doc, r.iterations.tolist(), r.iteration_spans, sorted(r.stall_apis),
+                    scr.table.rows, scr.stats)
+    return run(go())
+
+
+def _forbid_compute(monkeypatch):
+    import launchtui.tui.loader as loader
+    import launchtui.tui.verdict as verdict
+
+    def boom(*a, **k):
+        raise AssertionError("recomputed on a warm open")
+    monkeypatch.setattr(verdict, "compute", boom)
+    monkeypatch.setattr(verdict, "table_rows", boom)
+    monkeypatch.setattr(loader, "selection_stats", boom)
+
+
+def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth, monkeypatch):
+    fresh = _state(synth, no_cache=True)
+    cold = _state(synth, no_cache=False)     # computes and stores them
+    assert cold == fresh
+    _forbid_compute(monkeypatch)
+    assert _state(synth, no_cache=False) == fresh
+    assert fresh[0]["streams"] and fresh[4]     # a real record and a filled table
+
+
+def test_other_settings_and_new_code_recompute(synth, monkeypatch):
+    import launchtui.tui.verdict as verdict
+    from launchtui import result_cache
+    fresh_m = _state(synth, no_cache=True, keys=["M", "M", "M"])
+    assert fresh_m[4] != _state(synth, no_cache=True)[4]     # the thresholds changed the table
+    _state(synth, no_cache=False)            # stores the default settings only
+    calls, orig = [], verdict.compute
+    monkeypatch.setattr(verdict, "compute", lambda *a: calls.append(a[2]) or orig(*a))
+    assert _state(synth, no_cache=False, keys=["M", "M", "M"]) == fresh_m
+    assert calls and verdict.VerdictSettings() not in calls   # only the new settings were computed
+    calls.clear()
+    monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
+    _state(synth, no_cache=False)
+    assert calls == [verdict.VerdictSettings()]
+
+
+def test_memo_stores_nothing_without_a_model_entry(tmp_path):
+    from launchtui import result_cache
+    calls = []
+    assert result_cache.memo("k", (1,), None, lambda: calls.append(1) or 5) == 5
+    assert result_cache.memo("k", (1,), tmp_path / "absent.model", lambda: calls.append(1) or 5) == 5
+    assert len(calls) == 2 and not result_cache.results_dir().exists()
