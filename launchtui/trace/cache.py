@@ -167,17 +167,33 @@ def _entries() -> list[Path]:
     return sorted([*d.glob("*" + MODEL_SUFFIX), *d.glob("*.npz")], key=lambda p: p.stat().st_mtime)
 
 
+def _with_sidecars(entry: Path) -> list[Path]:
+    """The entry and the files stored beside it under its name (the TUI's `<entry>.lanes`)."""
+    return [entry, *entry.parent.glob(entry.name + ".*")]
+
+
+def _size(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
 def _evict(keep: Path) -> None:
-    entries = _entries()
-    total = sum(p.stat().st_size for p in entries)
+    entries = [_with_sidecars(p) for p in _entries()]
+    total = sum(_size(files) for files in entries)
     limit = max_bytes()
-    for p in entries:
+    for files in entries:
         if total <= limit:
             break
-        if p == keep:
+        if files[0] == keep:
             continue
-        total -= p.stat().st_size
-        p.unlink(missing_ok=True)
+        total -= _size(files)
+        for p in files:
+            p.unlink(missing_ok=True)
 
 
 def usage() -> tuple[int, int]:

@@ -82,6 +82,8 @@ class LaunchApp(App):
                                          f"{type(e).__name__}: {e}"))
             return
         self.post_message(TraceLoaded(loaded))
+        from launchtui.tui.loader import store_lanes
+        store_lanes(loaded)   # after the view: the next open maps them instead of rebuilding
 
     def on_load_progress(self, m: LoadProgress) -> None:
         for w in self.query("#load-stage"):

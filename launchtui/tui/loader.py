@@ -30,6 +30,8 @@ class Loaded:
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
     spec: SelectionSpec | None = None   # what the command line asked for
     results_entry: object = None    # the model cache entry the TUI's first results are stored beside
+    options: Options = Options()    # what the marks were found with
+    lanes_stored: bool = False      # lanes and marks came from beside the model (tui/lanes_cache.py)
     _nvtx_summary: list | None = None
 
     def nvtx_summary(self) -> list:
@@ -80,14 +82,22 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     t["open"] = time.perf_counter() - t0
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
-    progress("building timeline lanes", len(trace.ops))
+    use_store = opened_here and not getattr(args, "no_cache", False)
+    from launchtui.result_cache import model_entry
+    from launchtui.tui import lanes_cache
+    stored = lanes_cache.load(model_entry(args.trace), options) if use_store else None
     t1 = time.perf_counter()
-    lanes = build_lanes(trace)
-    set_spike_threshold(lanes, options.spike_us, options.spike_factor)
+    if stored is not None:      # a warm open: mapped from beside the model, nothing rebuilt
+        lanes, marks = stored
+    else:
+        progress("building timeline lanes", len(trace.ops))
+        lanes = build_lanes(trace)
+        set_spike_threshold(lanes, options.spike_us, options.spike_factor)
     t["lanes"] = time.perf_counter() - t1
-    progress("finding backpressure", len(trace.ops))
     t2 = time.perf_counter()
-    marks = timeline_marks(trace, WHOLE, options)
+    if stored is None:
+        progress("finding backpressure", len(trace.ops))
+        marks = timeline_marks(trace, WHOLE, options)
     nvtx.op_ranges(trace)
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
@@ -98,13 +108,19 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    entry = None
-    if opened_here and not getattr(args, "no_cache", False):
-        from launchtui.result_cache import model_entry
-        entry = model_entry(args.trace)
+    entry = model_entry(args.trace) if use_store else None
     return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t,
                   fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
-                  results_entry=entry)
+                  results_entry=entry, options=options, lanes_stored=stored is not None)
+
+
+def store_lanes(loaded: Loaded) -> None:
+    """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
+    them costs about a second at 5M kernels), so the next open maps them instead."""
+    if loaded.results_entry is not None and not loaded.lanes_stored:
+        from launchtui.tui import lanes_cache
+        lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)
+        loaded.lanes_stored = True
 
 
 def gpu_activity_window(trace) -> tuple[int, int] | None:

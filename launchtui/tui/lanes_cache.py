@@ -1,0 +1,109 @@
+"""The TUI's timeline lanes and marks, stored beside the model entry they were built from.
+
+Building them costs seconds at 5M kernels (bench/MISSED.md: lanes 1.2–3.1 CPU s, marks 0.6–0.85) and
+their arrays are as large as the model's columns, so they go in one flat file next to the entry
+(`<entry>.lanes`, trace/flatfile.py) and open memory-mapped: a warm open pages in only what the
+visible window's searchsorted calls touch. The file's header names the entry (device, inode, size: a rebuilt entry is a new file),
+launchtui's code fingerprint and the options the marks were found with; any difference, or a file
+that does not parse, means build them again. Only the lane classes below are stored (no pickle).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+
+from launchtui.analysis.backpressure import Episode
+from launchtui.analysis.intervals import Intervals, RangeMax
+from launchtui.analysis.lanes import ApiLane, HwLane, Lanes, NvtxLane, QueueLane
+
+SUFFIX = ".lanes"
+_CLASSES = {c.__name__: c for c in (Lanes, ApiLane, HwLane, QueueLane, NvtxLane, Episode, Intervals, RangeMax)}
+_SLOTS = {Intervals: ("s", "e", "cum"), RangeMax: ("v", "B", "empty", "levels")}
+
+
+def path_for(entry: Path) -> Path:
+    return entry.with_name(entry.name + SUFFIX)
+
+
+def _identity(entry: Path, options) -> dict:
+    from launchtui.result_cache import _code_fingerprint
+    st = os.stat(entry)   # not its mtime: every warm open marks the entry as used
+    return {"entry": [st.st_dev, st.st_ino, st.st_size], "code": _code_fingerprint().hex(),
+            "options": repr(options)}
+
+
+def _encode(obj, arrays: dict):
+    """A JSON skeleton of `obj`; its arrays go to `arrays` under generated names."""
+    if isinstance(obj, np.ndarray):
+        name = f"a{len(arrays)}"
+        arrays[name] = obj
+        return {"@a": name}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (int, float, str, bool)) or obj is None:
+        return obj
+    if isinstance(obj, (list, tuple)):
+        items = [_encode(v, arrays) for v in obj]
+        return items if isinstance(obj, list) else {"@t": items}
+    if isinstance(obj, dict):
+        return {"@d": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
+    cls = type(obj)
+    if cls.__name__ not in _CLASSES or _CLASSES[cls.__name__] is not cls:
+        raise TypeError(f"cannot store {cls.__name__}")
+    names = _SLOTS.get(cls) or [f.name for f in dataclasses.fields(obj)]
+    return {"@c": cls.__name__, "f": {n: _encode(getattr(obj, n), arrays) for n in names}}
+
+
+def _decode(node, arrays: dict):
+    if isinstance(node, list):
+        return [_decode(v, arrays) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "@a" in node:
+        return arrays[node["@a"]]
+    if "@t" in node:
+        return tuple(_decode(v, arrays) for v in node["@t"])
+    if "@d" in node:
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in node["@d"]}
+    cls = _CLASSES[node["@c"]]
+    fields = {k: _decode(v, arrays) for k, v in node["f"].items()}
+    if cls in _SLOTS:   # built from stored state, not recomputed by __init__
+        obj = cls.__new__(cls)
+        for k in _SLOTS[cls]:
+            setattr(obj, k, fields[k])
+        return obj
+    return cls(**fields)
+
+
+def load(entry: Path | None, options) -> tuple[Lanes, list] | None:
+    """(lanes, marks) stored beside `entry` for `options`, memory-mapped; None when absent or stale."""
+    if entry is None:
+        return None
+    from launchtui.trace import flatfile
+    try:
+        header, arrays = flatfile.read(path_for(entry))
+        if header.get("identity") != _identity(entry, options):
+            return None
+        return _decode(header["lanes"], arrays), _decode(header["marks"], arrays)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(entry: Path | None, options, lanes: Lanes, marks: list) -> None:
+    """Write them beside `entry` (atomically; a full or read-only cache never fails the TUI)."""
+    if entry is None:
+        return
+    from launchtui.trace import flatfile
+    arrays: dict = {}
+    try:
+        header = {"identity": _identity(entry, options), "lanes": _encode(lanes, arrays),
+                  "marks": _encode(marks, arrays)}
+        from launchtui.trace.cache import max_bytes
+        if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
+            return   # the cache's bound holds the entry with what is stored beside it
+        flatfile.write(path_for(entry), header, arrays)
+    except (OSError, TypeError, ValueError):
+        pass

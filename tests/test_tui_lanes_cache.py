@@ -1,0 +1,87 @@
+"""The TUI's lanes and marks stored beside the model entry (tui/lanes_cache.py): a warm open maps them
+and they equal freshly built ones; other options, new code or a rebuilt entry build them again; the
+model cache's bound evicts them with their entry."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from launchtui.analysis.backpressure import Options
+from launchtui.trace import cache
+from launchtui.tui import lanes_cache
+from launchtui.tui.loader import load, store_lanes
+from tests.tui_helpers import tui_args
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import simulate, write_nsys_sqlite
+    return str(write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("lanes") / "synth.sqlite", variant="modern"))
+
+
+def _plain(obj):
+    """Every field, arrays as lists: equal iff the two structures hold the same values."""
+    if isinstance(obj, np.ndarray):
+        return (str(obj.dtype), obj.tolist())
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if dataclasses.is_dataclass(obj):
+        return (type(obj).__name__, {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
+    if hasattr(obj, "__slots__"):
+        return (type(obj).__name__, {k: _plain(getattr(obj, k)) for k in obj.__slots__})
+    if hasattr(obj, "levels"):   # RangeMax
+        return ("RangeMax", _plain(obj.v), obj.B, obj.empty, _plain(obj.levels))
+    return obj
+
+
+def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatch):
+    fresh = load(tui_args(synth))                        # --no-cache: built, nothing stored
+    cold = load(tui_args(synth, no_cache=False))
+    assert not cold.lanes_stored and cold.results_entry is not None
+    store_lanes(cold)
+    assert lanes_cache.path_for(cold.results_entry).is_file()
+
+    import launchtui.analysis.lanes as lanes_mod
+    import launchtui.analysis.backpressure as bp
+    monkeypatch.setattr(lanes_mod, "build_lanes", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(bp, "timeline_marks", lambda *a, **k: 1 / 0)
+    warm = load(tui_args(synth, no_cache=False))
+    assert warm.lanes_stored
+    assert _plain(warm.lanes) == _plain(fresh.lanes)
+    assert _plain(warm.marks) == _plain(fresh.marks) and len(fresh.marks)
+    assert sum(len(v) for v in fresh.lanes.hw.values()) and fresh.lanes.queue and fresh.lanes.api
+
+
+def test_other_options_new_code_or_a_rebuilt_entry_build_again(synth, monkeypatch):
+    from launchtui import result_cache
+    first = load(tui_args(synth, no_cache=False))
+    store_lanes(first)
+    entry = first.results_entry
+    assert lanes_cache.load(entry, Options()) is not None
+    assert lanes_cache.load(entry, Options(threshold=7)) is None
+    monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
+    assert lanes_cache.load(entry, Options()) is None
+    monkeypatch.undo()
+    tmp = entry.with_name("rebuilt.tmp")
+    tmp.write_bytes(entry.read_bytes())
+    os.replace(tmp, entry)                               # rebuilt as cache.save does: a new file
+    assert lanes_cache.load(entry, Options()) is None
+    lanes_cache.path_for(entry).write_bytes(b"garbage")
+    assert lanes_cache.load(entry, Options()) is None
+
+
+def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monkeypatch):
+    first = load(tui_args(synth, no_cache=False))
+    store_lanes(first)
+    side = lanes_cache.path_for(first.results_entry)
+    assert side.is_file()
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(open(synth, "rb").read())
+    monkeypatch.setenv("LAUNCHTUI_CACHE_MAX_MB", str(first.results_entry.stat().st_size * 1.5 / 1e6))
+    load(tui_args(str(other), no_cache=False))          # its commit evicts the older entry
+    assert not first.results_entry.exists() and not side.exists()
