@@ -50,10 +50,13 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     import launchtui.analysis.backpressure as bp
     monkeypatch.setattr(lanes_mod, "build_lanes", lambda *a, **k: 1 / 0)
     monkeypatch.setattr(bp, "timeline_marks", lambda *a, **k: 1 / 0)
+    import launchtui.tui.loader as loader
+    monkeypatch.setattr(loader, "optimizer_range", lambda *a, **k: 1 / 0)   # stored by the cold load
     warm = load(tui_args(synth, no_cache=False))
     assert warm.lanes_stored
     assert _plain(warm.lanes) == _plain(fresh.lanes)
     assert _plain(warm.marks) == _plain(fresh.marks) and len(fresh.marks)
+    assert warm.optimizer == fresh.optimizer
     assert sum(len(v) for v in fresh.lanes.hw.values()) and fresh.lanes.queue and fresh.lanes.api
 
 
