@@ -79,7 +79,8 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             await asyncio.sleep(0.001)
         out["first_frame_s"] = round(frames[0] - T_START, 3)
         out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
-        while app.busy:
+        # interactive: the table filled and the verdict shown (its worker done)
+        while app.busy or any(w.group == "verdict" and not w.is_finished for w in app.workers):
             if app.error_message:
                 raise SystemExit(f"launchtui: {app.error_message}")
             await asyncio.sleep(0.005)
