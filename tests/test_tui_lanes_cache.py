@@ -44,7 +44,10 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     cold = load(tui_args(synth, no_cache=False))
     assert not cold.lanes_stored and cold.results_entry is not None
     store_lanes(cold)
-    assert lanes_cache.path_for(cold.results_entry).is_file()
+    side = lanes_cache.path_for(cold.results_entry)
+    assert side.is_file()
+    n, size = cache.usage()    # one entry, its lanes counted in its size
+    assert n == 1 and size >= cold.results_entry.stat().st_size + side.stat().st_size
 
     import launchtui.analysis.lanes as lanes_mod
     import launchtui.analysis.backpressure as bp

@@ -202,7 +202,9 @@ def usage() -> tuple[int, int]:
         return 0, 0
     files = [p for p in root.rglob("*") if p.is_file()]
     results = root / "results"  # finished outputs belong to their model entry: counted in its size only
-    return sum(1 for p in files if results not in p.parents), sum(p.stat().st_size for p in files)
+    side = MODEL_SUFFIX + "."    # so do the files stored beside it (`<entry>.lanes`)
+    return (sum(1 for p in files if results not in p.parents and side not in p.name),
+            sum(p.stat().st_size for p in files))
 
 
 def clear() -> tuple[int, int]:
