@@ -1,6 +1,7 @@
 """`launchtui info`: what a trace holds and what its gaps disable."""
 from __future__ import annotations
 
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import (API_KIND_NAMES, OP_KIND_NAMES, OVERHEAD_COMMAND_BUFFER_FULL,
                                    RANGE_PUSHPOP, Trace)
 
@@ -36,8 +37,8 @@ def trace_info(trace: Trace) -> dict:
     # §V10); present only when the trace has some, so other traces' JSON is unchanged
     runs, smp = trace.cpu_runs, trace.cpu_samples
     if len(runs) or len(smp):
-        out["cpu"] = {"sched_runs": len(runs), "sched_threads": int(len(set(runs.thread.tolist()))),
-                      "samples": len(smp), "sample_threads": int(len(set(smp.thread.tolist())))}
+        out["cpu"] = {"sched_runs": len(runs), "sched_threads": len(unique_sorted(runs.thread)),
+                      "samples": len(smp), "sample_threads": len(unique_sorted(smp.thread))}
     # what the reader tolerated, by reason (present only when something was skipped, so the JSON
     # of a clean trace is unchanged)
     if trace.source.extra.get("skipped"):
