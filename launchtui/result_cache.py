@@ -103,17 +103,16 @@ def memo(kind: str, inputs, entry: Path | None, compute):
     entry. The value is pickled: the files are the user's own, in the private cache directory, and
     any change of launchtui's code or of the entry gives a new key. `entry` None: just compute."""
     key = _hash((kind, inputs), entry) if entry is not None else None
-    if key is None:
+    if key is None:   # no entry, or it is gone or not a regular file
         return compute()
+    import pickle
     data = _read_bytes(results_dir() / f"{key}.pkl")
     if data is not None:
-        import pickle
         try:
             return pickle.loads(data)
         except Exception:  # a truncated or foreign file: recompute (and overwrite it)
             pass
     value = compute()
-    import pickle
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:

@@ -77,7 +77,6 @@ def launch_thread_cpu(trace: Trace, lo: int, hi: int, it_start: np.ndarray, it_e
     order = sorted(np.nonzero(per_thread)[0].tolist(), key=lambda t: (-per_thread[t], t))
     blocking = host_blocking_calls(trace) if blocking is None else blocking
     interval = sample_interval(trace) if len(smp) else 0
-    wall, it_wall = hi - lo, (it_end - it_start).astype(np.float64)
     rows = [_thread_row(trace, int(t), int(per_thread[t]), blocking, interval, lo, hi, it_start, it_end)
             for t in order[:MAX_THREADS]]
     main = rows[0]

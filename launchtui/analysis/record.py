@@ -9,7 +9,6 @@ import numpy as np
 
 from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
-from launchtui.analysis import intervals as iv
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.backpressure import Options
 from launchtui.analysis.config import CONFIG
@@ -45,18 +44,6 @@ def _stats(values: np.ndarray, scale: float = 1.0, nd: int = 6) -> dict:
         return {"median": 0, "min": 0, "max": 0}
     f = (lambda x: round(float(x) / scale, nd)) if scale != 1.0 else (lambda x: round(float(x), nd))
     return {"median": f(np.median(values)), "min": f(values.min()), "max": f(values.max())}
-
-
-def _launch_devices(trace: Trace, sel: Selection) -> dict[int, np.ndarray]:
-    """Selected devices with launched ops -> their launch calls, most launches first."""
-    out = {}
-    for d in trace.device_ids():
-        if sel.devices is not None and d not in sel.devices:
-            continue
-        calls = ex.device_launch_calls(trace, d)
-        if len(calls):
-            out[d] = calls
-    return dict(sorted(out.items(), key=lambda x: (-len(x[1]), x[0])))
 
 
 def _device_window(trace: Trace, device: int, sel: Selection, calls: np.ndarray) -> tuple[int, int]:
@@ -204,7 +191,7 @@ def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = Reco
 def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()):
     """(record, per-stream verdicts): the verdicts keep what JSON does not (the stall episodes,
     the blocked calls) for the TUI's marks."""
-    devs = _launch_devices(trace, sel)
+    devs = ex.launch_devices(trace, sel.devices)
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level}}

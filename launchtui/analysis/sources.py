@@ -14,7 +14,7 @@ import numpy as np
 
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.exposed import device_launch_calls
+from launchtui.analysis.exposed import launch_devices
 from launchtui.analysis.launches import launched_kernels, name_ids
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.arrays import unique_sorted
@@ -149,10 +149,7 @@ def iterations(trace: Trace, sel: Selection = WHOLE) -> tuple[int, str]:
     """(count, source) of the record's iterations (definitions.md §V1: `ProfilerStep#N`, a step-like
     range, else a repeating launch sequence, judged on the device with the most launches) that
     overlap the selection; (0, "none") when none is found, so the table is per window."""
-    devices = [d for d in trace.device_ids() if sel.devices is None or d in sel.devices]
-    calls = {d: len(device_launch_calls(trace, d)) for d in devices}
-    primary = min(calls, key=lambda d: (-calls[d], d)) if calls else None
-    it = itr.find(trace, None, primary)
+    it = itr.find(trace, None, next(iter(launch_devices(trace, sel.devices)), None))
     if it.source == itr.SOURCE_NONE:
         return 0, it.source
     w = time_window(sel, trace)
