@@ -1,13 +1,19 @@
 """fetch_int_columns read in rowid windows (a large table) gives exactly the single pass's arrays:
 same rows in rowid order, NULLs as -1 or dropped and counted, a WHERE clause, gaps in the rowids,
-and an index SQLite could pick for the WHERE (the windows are read NOT INDEXED, in rowid order)."""
+and an index SQLite could pick for the WHERE (the windows are read NOT INDEXED, in rowid order).
+These test the pure-Python path (the C reader reads in one pass; tests/test_native_columns.py)."""
 import sqlite3
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from launchtui.trace import sqlite_columns as sc
+from launchtui.trace import native_columns, sqlite_columns as sc
+
+
+@pytest.fixture(autouse=True)
+def python_path(monkeypatch):
+    monkeypatch.setenv(native_columns.ENV, "0")
 
 
 def _db(path, n=5000, seed=0):

@@ -17,11 +17,17 @@ from urllib.parse import quote
 
 import numpy as np
 
+from launchtui.trace import native_columns
+
 NULL_INT = -1
 
 
 def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
+
+
+class _ReadOnly(sqlite3.Connection):
+    launchtui_uri: str
 
 
 def connect_readonly(path: Path, immutable: bool = True) -> sqlite3.Connection:
@@ -32,7 +38,8 @@ def connect_readonly(path: Path, immutable: bool = True) -> sqlite3.Connection:
     `side_files`), where SQLite must apply the WAL or roll back the journal.
     """
     uri = f"file:{quote(os.fsencode(path.resolve()), safe='/')}?mode={'ro&immutable=1' if immutable else 'rw'}"
-    con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    con = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_ReadOnly)
+    con.launchtui_uri = uri   # the C reader opens its own connection the same way (native_columns)
     con.text_factory = _text
     con.execute("PRAGMA temp_store=MEMORY")
     return con
@@ -121,6 +128,10 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
         lo, hi = con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
     except sqlite3.OperationalError:   # a WITHOUT ROWID table: one pass
         lo = hi = None
+    if native_columns.connection_uri(con) and 0 < len(exprs) <= native_columns.MAX_COLS and native_columns.enabled():
+        got = _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi)
+        if got is not None:
+            return got
     # sparse rowids (a window count past MAX_WINDOWS) are read in one pass, as small tables are
     if type(lo) is not int or type(hi) is not int or not CHUNK_ROWS <= hi - lo < CHUNK_ROWS * MAX_WINDOWS:
         return _fetch(con, table, exprs, where, notnull, dropped)
@@ -139,13 +150,37 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     return out
 
 
+def _required(exprs: dict[str, str], notnull: set[str]) -> list[str]:
+    return [e for e in exprs.values() if e in notnull or e in REQUIRED]
+
+
+def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi) -> dict[str, np.ndarray] | None:
+    """One pass of the C reader over the whole table (no windows: it holds no column texts), into
+    arrays sized by the rowid span, else by a count. None: let the group_concat path read it."""
+    where_sql = f" WHERE {where}" if where else ""
+    if type(lo) is int and type(hi) is int and hi - lo < CHUNK_ROWS * MAX_WINDOWS:
+        capacity = hi - lo + 1
+    else:   # empty, WITHOUT ROWID or sparse rowids
+        capacity = con.execute(f'SELECT count(*) FROM "{table}"{where_sql}').fetchone()[0]
+    required = _required(exprs, notnull)
+    sql = f'SELECT {", ".join(exprs.values())} FROM "{table}" NOT INDEXED{where_sql}'
+    got = native_columns.scan(native_columns.connection_uri(con), sql, list(exprs),
+                              [e in required for e in exprs.values()], capacity, NULL_INT)
+    if got is None:
+        return None
+    out, n_dropped = got
+    if dropped is not None and n_dropped:
+        dropped[table] += n_dropped
+    return out
+
+
 def _fetch(con, table, exprs, where, notnull, dropped) -> dict[str, np.ndarray]:
     """One group_concat pass. NOT INDEXED: rows in rowid order whatever indexes the export has (an
     index SQLite picked for the WHERE would reorder them, and windows would not match one pass)."""
     names = list(exprs)
     hint = " NOT INDEXED"
     where_sql = f" WHERE {where}" if where else ""
-    required = [e for e in exprs.values() if e in notnull or e in REQUIRED]
+    required = _required(exprs, notnull)
     # required integer columns concatenate as they are (group_concat skips a NULL, which shows as
     # a short column); anything else needs a NULL sentinel
     sel = ", ".join(f"group_concat({e}, ',')" if e in required else f"group_concat(ifnull({e}, {NULL_INT}), ',')"

@@ -1,0 +1,16 @@
+"""Only the optional C column reader lives here; everything else is in pyproject.toml.
+
+`optional=True`: where it cannot compile (no compiler, no Python headers, no dlopen) the install
+still succeeds with a warning, and launchtui reads SQLite through its pure-Python path
+(launchtui/trace/native_columns.py). The C file needs no SQLite or numpy headers.
+"""
+import sys
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension(
+    "launchtui.trace._sqlite_scan",
+    sources=["launchtui/trace/_sqlite_scan.c"],
+    libraries=["dl"] if sys.platform.startswith("linux") else [],
+    optional=True,
+)])

@@ -1,0 +1,248 @@
+"""The C column reader (launchtui/trace/_sqlite_scan.c) gives exactly what the pure-Python
+group_concat path gives: the same arrays, the same dropped-row counts, the same errors, on the
+generator's exports, on crafted odd databases and on the real samples. Each test reads both ways
+(LAUNCHTUI_NATIVE_READER=0 / 1) and compares; the native side is asserted to have run natively."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SHARED, sample, snapshot
+from fixtures import synth
+from fixtures.model import NSYS_VARIANTS
+from launchtui.trace import native_columns, sqlite_columns as sc
+from launchtui.trace.load import read_trace
+
+REQUIRE = "LAUNCHTUI_REQUIRE_NATIVE_READER"   # set by .ci/run: the extension must have been built
+
+needs_native = pytest.mark.skipif(not native_columns.enabled(),
+                                  reason=f"C reader not in use: {native_columns.status()}")
+
+
+def test_native_reader_built_where_required():
+    if os.environ.get(REQUIRE) != "1":
+        pytest.skip(f"{REQUIRE} is not set (CI sets it); here: {native_columns.status()}")
+    assert native_columns.enabled(), native_columns.status()
+
+
+def test_env_var_selects_the_python_path(monkeypatch):
+    monkeypatch.setenv(native_columns.ENV, "0")
+    assert native_columns.status() == f"python ({native_columns.ENV}=0)" and not native_columns.enabled()
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts the scans the C reader completed (None: it handed the table to the fallback)."""
+    calls = Counter()
+    real = native_columns.scan
+
+    def counted(*a, **k):
+        got = real(*a, **k)
+        calls["native" if got is not None else "handed back"] += 1
+        return got
+    monkeypatch.setattr(native_columns, "scan", counted)
+    return calls
+
+
+def both(monkeypatch, fn):
+    """fn() under the pure-Python path, then under the native one: (python, native), each a
+    result or the exception raised."""
+    out = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv(native_columns.ENV, mode)
+        try:
+            out.append(fn())
+        except Exception as e:   # compared below: the same type and message both ways
+            out.append(e)
+    monkeypatch.delenv(native_columns.ENV)
+    return out
+
+
+def assert_same_columns(a, b):
+    if isinstance(a, Exception):
+        assert type(a) is type(b) and str(a) == str(b), (a, b)
+        return
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype == np.int64 and b[k].flags.c_contiguous
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def fetch(db: Path, table: str, exprs: dict, where: str = ""):
+    def run():
+        d = Counter()
+        return sc.fetch_int_columns(sc.connect_readonly(db), table, exprs, where, d), d
+    return run
+
+
+def _make(path: Path, schema: str, rows: list, cols: str = "") -> Path:
+    con = sqlite3.connect(path)
+    con.execute(schema)
+    table = schema.split()[2]
+    if rows:
+        marks = ",".join("?" * len(rows[0]))
+        con.executemany(f"INSERT INTO {table}{cols} VALUES ({marks})", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+@needs_native
+@pytest.mark.parametrize("where", ["", "kind IN (1, 3)", "kind > 99"])
+def test_nulls_dropped_rows_and_where(tmp_path, monkeypatch, spy, where):
+    rng = np.random.default_rng(3)
+    rows = [(int(rng.integers(0, 10**12)), None if i % 37 == 3 else int(rng.integers(0, 10**12)),
+             int(rng.integers(0, 4)), None if i % 5 == 0 else int(rng.integers(-2**63, 2**63 - 1)))
+            for i in range(3000)]
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER NOT NULL, end INTEGER, kind INTEGER, v INTEGER)",
+               rows)
+    exprs = {"start": "start", "end": "end", "k": "kind", "v": "v", "const": "NULL", "sum": "kind * 2 + 1"}
+    (py, dpy), (nat, dnat) = both(monkeypatch, fetch(db, "t", exprs, where))
+    assert_same_columns(py, nat)
+    assert dpy == dnat and (dnat["t"] > 0 or where == "kind > 99")
+    assert spy["native"] == 1 and not spy["handed back"]
+    assert (nat["const"] == -1).all() and (where or (nat["v"] == -1).any())
+
+
+@needs_native
+def test_null_in_a_column_declared_not_null(tmp_path, monkeypatch, spy):
+    """A NULL where the schema says NOT NULL (a schema edited after the rows were written): the row
+    is dropped whole and counted, as start/end."""
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (a INTEGER, b INTEGER)", [(1, 2), (None, 3), (4, None), (5, 6)])
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA writable_schema=ON")
+    con.execute("UPDATE sqlite_master SET sql='CREATE TABLE t (a INTEGER NOT NULL, b INTEGER)' WHERE name='t'")
+    con.commit()
+    con.close()
+    (py, dpy), (nat, dnat) = both(monkeypatch, fetch(db, "t", {"a": "a", "b": "b"}))
+    assert_same_columns(py, nat)
+    assert nat["a"].tolist() == [1, 4, 5] and nat["b"].tolist() == [2, -1, 6]
+    assert dpy == dnat == Counter({"t": 1}) and spy["native"] == 1
+
+
+@pytest.mark.parametrize("value", ["abc", 1.5, 2.0, "123", " 7", "", b"\x01\x02", "1,2", 2**63 * 1.0])
+@pytest.mark.parametrize("dropped_row", [False, True])
+def test_values_that_are_not_integers(tmp_path, monkeypatch, spy, value, dropped_row):
+    """Text, REAL and blob values: the C reader hands the table to the fallback, so the result
+    (numeric text parsed, or the same ValueError) is the fallback's own, also in a row dropped
+    for a NULL start."""
+    rows = [(1, 10, 5), (2, 20, 6), (None if dropped_row else 3, 30, value), (4, 40, 7)]
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER, x)", rows)
+    for exprs in ({"start": "start", "end": "end", "x": "x"}, {"x": "x", "start": "start"}):
+        spy.clear()
+        py, nat = both(monkeypatch, fetch(db, "t", exprs))
+        if isinstance(py, Exception):
+            assert isinstance(py, ValueError) and "not integers" in str(py)
+            assert_same_columns(py, nat)
+        else:
+            assert_same_columns(py[0], nat[0])
+            assert py[1] == nat[1]
+        assert spy["handed back"] == native_columns.enabled() and not spy["native"]
+
+
+@needs_native
+def test_large_table_read_in_one_pass_equals_rowid_windows(tmp_path, monkeypatch, spy):
+    rng = np.random.default_rng(5)
+    rows = [(i, int(rng.integers(0, 10**9)), None if i % 11 == 0 else i * 3) for i in range(20000)]
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER, c INTEGER)", rows)
+    con = sqlite3.connect(db)
+    con.execute("CREATE INDEX t_end ON t(end)")
+    con.execute("DELETE FROM t WHERE rowid % 101 = 7")
+    con.commit()
+    con.close()
+    monkeypatch.setattr(sc, "CHUNK_ROWS", 1500)   # the fallback reads 14 windows
+    (py, dpy), (nat, dnat) = both(monkeypatch, fetch(db, "t", {"s": "start", "e": "end", "c": "c"}, "end < 500000000"))
+    assert_same_columns(py, nat)
+    assert dpy == dnat and spy["native"] == 1 and 9000 < len(nat["s"]) < 11000
+
+
+@needs_native
+@pytest.mark.parametrize("schema,rows", [
+    ("CREATE TABLE t (start INTEGER, end INTEGER, PRIMARY KEY (end, start)) WITHOUT ROWID",
+     [(5, 1), (3, 9), (4, 2)]),
+    ("CREATE TABLE t (start INTEGER, end INTEGER)", []),
+    ("CREATE TABLE t (start INTEGER, end INTEGER)", [(2**63 - 1, -2**63), (0, 0)]),
+])
+def test_without_rowid_empty_and_extreme_values(tmp_path, monkeypatch, spy, schema, rows):
+    db = _make(tmp_path / "t.sqlite", schema, rows)
+    (py, _), (nat, _) = both(monkeypatch, fetch(db, "t", {"s": "start", "e": "end"}))
+    assert_same_columns(py, nat)
+    assert len(nat["s"]) == len(rows) and spy["native"] == 1
+
+
+def test_other_connections_and_sqlite_errors_use_the_fallback(tmp_path, monkeypatch, spy):
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER)", [(1, 2)])
+    out = sc.fetch_int_columns(sqlite3.connect(db), "t", {"s": "start"})   # not connect_readonly's
+    assert out["s"].tolist() == [1] and not spy
+    py, nat = both(monkeypatch, fetch(db, "t", {"s": "no_such_column"}))
+    assert isinstance(nat, sqlite3.OperationalError) and str(py) == str(nat)
+
+
+def _same_trace(a, b):
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if not f.compare:
+            continue
+        if hasattr(x, "__dataclass_fields__") and f.name != "source":
+            for g in x.__dataclass_fields__:
+                assert np.array_equal(getattr(x, g), getattr(y, g)), (f.name, g)
+        elif f.name == "strings":
+            assert x.values == y.values
+        else:
+            assert x == y, f.name
+
+
+def _read_both(monkeypatch, path):
+    py, nat = both(monkeypatch, lambda: read_trace(path))
+    assert not isinstance(py, Exception) and not isinstance(nat, Exception), (py, nat)
+    _same_trace(py, nat)
+    return nat
+
+
+@needs_native
+@pytest.mark.parametrize("variant", NSYS_VARIANTS)
+def test_generator_exports_read_the_same(tmp_path, monkeypatch, spy, variant):
+    p = synth.write_nsys_sqlite(synth.simulate(), tmp_path / f"{variant}.sqlite", variant=variant)
+    before = snapshot(p)
+    _read_both(monkeypatch, p)
+    assert spy["native"] > 0 and not spy["handed back"]
+    assert snapshot(p) == before and sorted(x.name for x in tmp_path.iterdir()) == [p.name]
+
+
+@needs_native
+def test_wal_snapshot_read_the_same(tmp_path, monkeypatch, spy):
+    """Side files: both readers read the private snapshot (opened mode=rw there), nothing beside the trace."""
+    p = synth.write_nsys_sqlite(synth.simulate(), tmp_path / "w.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 3 = 0")   # only in the WAL
+    con.commit()
+    keep = sqlite3.connect(p)   # a second connection holds the WAL open: no checkpoint on close
+    keep.execute("SELECT 1").fetchone()
+    shutil.copy(p, tmp_path / "copy.sqlite")
+    shutil.copy(str(p) + "-wal", str(tmp_path / "copy.sqlite") + "-wal")
+    con.close()
+    keep.close()
+    trace_path = tmp_path / "copy.sqlite"
+    before = {x.name: snapshot(x) for x in tmp_path.iterdir() if x.name.startswith("copy")}
+    _read_both(monkeypatch, trace_path)
+    assert spy["native"] > 0 and not spy["handed back"]
+    assert {x.name: snapshot(x) for x in tmp_path.iterdir() if x.name.startswith("copy")} == before
+
+
+NSYS_SAMPLES = sorted(p.name for p in (SHARED / "samples" / "nsys").glob("*.sqlite")) or ["(none)"]
+
+
+@needs_native
+@pytest.mark.parametrize("name", NSYS_SAMPLES)
+def test_real_samples_read_the_same(monkeypatch, spy, name):
+    _read_both(monkeypatch, sample(f"nsys/{name}"))
+    assert spy["native"] > 0
