@@ -35,6 +35,7 @@ from launchtui.trace.nesting import InnermostIndex
 CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 
 _BUILD_LOCK = threading.Lock()
+DENSE_PAIRS = 1 << 24   # (full, short) name pairs looked up in a table up to this many (16 MB of bools)
 
 
 @dataclass
@@ -57,12 +58,12 @@ class StreamSeries:
 @dataclass(frozen=True)
 class TraceIndex:
     queue_series: tuple[StreamSeries, ...]
-    depth_before_launch: np.ndarray     # int64 per op, -1 unmatched
+    depth_before_launch: np.ndarray     # int32 per op, -1 unmatched
     nvtx: InnermostIndex
-    op_ranges: np.ndarray               # int64 per op, -1 none
+    op_ranges: np.ndarray               # int32 per op, -1 none
     distinguishing_names: np.ndarray    # int32 string id per op
     op_category: np.ndarray             # int8 per op
-    ops_by_api: tuple[np.ndarray, np.ndarray]
+    ops_by_api: tuple[np.ndarray, np.ndarray]   # int32 (sorted call ids, op per call id)
 
     def ops_of_call(self, a: int) -> np.ndarray:
         """GPU ops launched by API call `a` (O(log N))."""
@@ -139,16 +140,31 @@ def build_index(trace: Trace) -> TraceIndex:
 # ---- pending-launch depth (definitions.md §5) ---------------------------------------------------------
 def _merge_depth(plus: np.ndarray, minus: np.ndarray):
     """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
-    sorted. Equal times apply -1 before +1. Returns (times, depth after each event, depth after
-    each +1 event) in merged order. The stable sort of two sorted runs is a linear merge."""
-    nb = len(minus)
-    t = np.concatenate([minus, plus])
-    d = np.concatenate([np.full(nb, -1, np.int64), np.ones(len(plus), np.int64)])
-    order = np.argsort(t, kind="stable")     # ties keep the -1 run (first) before the +1 run
-    depth = np.cumsum(d[order])
-    where = np.empty(len(t), np.int64)
-    where[order] = np.arange(len(t))
-    return t[order], depth, depth[where[nb:]]
+    sorted. Equal times apply -1 before +1. Returns (distinct times, depth after all changes at
+    each, int32), the mean depth over every change point, and the depth before each +1 event.
+
+    No argsort of the merged sequence: each +1's merged position is its rank plus the -1s at or
+    before it (one searchsorted of two sorted runs), and the -1s fill the other positions in order;
+    the depths are an int32 running sum of int8 steps (issue 11: the index build's temporaries)."""
+    na, n = len(plus), len(plus) + len(minus)
+    minus_upto = np.searchsorted(minus, plus, side="right")   # -1s applied before each +1
+    before = np.arange(na) - minus_upto                         # depth just before each +1
+    is_minus = np.ones(n, bool)
+    minus_upto += np.arange(na)                                 # now the +1s' merged positions
+    is_minus[minus_upto] = False
+    del minus_upto
+    t = np.empty(n, np.int64)
+    t[~is_minus] = plus
+    t[is_minus] = minus
+    step = np.ones(n, np.int8)
+    step[is_minus] = -1
+    del is_minus
+    depth = np.cumsum(step, dtype=np.int32)
+    del step
+    point_mean = float(depth.mean()) if n else float("nan")
+    last = np.ones(n, bool)
+    np.not_equal(t[1:], t[:-1], out=last[:-1])   # the value at t is the one after all changes at t
+    return t[last], depth[last], point_mean, before
 
 
 def _sorted_with_order(x: np.ndarray):
@@ -160,33 +176,32 @@ def _sorted_with_order(x: np.ndarray):
 
 
 def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
-    """Depth series for every stream, and per op the depth before its launch call."""
+    """Depth series for every stream, and per op the depth before its launch call (int32)."""
     ops, api = trace.ops, trace.api
     idx = np.nonzero(ops.api >= 0)[0]
     out: list[StreamSeries] = []
-    dbl = np.full(len(ops), -1, np.int64)
+    dbl = np.full(len(ops), -1, np.int32)
     if len(idx):
         devs, di = dense_groups(ops.device[idx])
         strs, si = dense_groups(ops.stream[idx])
-        skeys, grp = dense_groups(di * len(strs) + si)  # (device, stream) pairs present
+        di *= len(strs)
+        di += si
+        del si
+        skeys, grp = dense_groups(di)  # (device, stream) pairs present
+        del di
         by_stream = np.argsort(grp.astype(np.uint16) if len(skeys) < 65536 else grp, kind="stable")
         bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
+        del grp
         for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
             sel = idx[by_stream[lo:hi]]             # this stream's matched ops, in start order
             calls = ops.api[sel]
             minus = ops.start[sel]
             # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
             plus, perm = _sorted_with_order(api.start[calls])
-            t, dep, after_plus = _merge_depth(plus, minus)
-            before = after_plus - 1
-            if perm is None:
-                dbl[sel] = before
-            else:
-                dbl[sel[perm]] = before
+            t_last, v_last, point_mean, before = _merge_depth(plus, minus)
+            dbl[sel if perm is None else sel[perm]] = before
+            del before, plus, perm
             is_graph = api.kind[calls] == API_GRAPH_LAUNCH
-            last = np.ones(len(t), bool)
-            last[:-1] = t[1:] != t[:-1]          # the value at t is the one after all changes at t
-            t_last, v_last = t[last], dep[last]
             gmax = int(v_last.max())
             if is_graph.any():
                 # Counting each replay as one entry (retired when its first op starts) removes the
@@ -199,8 +214,8 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 gmax = int((v_last - (on - off)).max())
             d_i, s_i = divmod(int(skeys[g]), len(strs))
             out.append(StreamSeries(
-                device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last.astype(np.int32),
-                point_mean=float(dep.mean()), points=len(t), max_graph_as_one=gmax,
+                device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last,
+                point_mean=point_mean, points=len(calls) + len(minus), max_graph_as_one=gmax,
                 graph_ops=int(is_graph.sum())))
     return out, dbl
 
@@ -216,27 +231,44 @@ def _nvtx_index(trace: Trace) -> InnermostIndex:
 
 
 def _op_ranges(trace: Trace, nvtx_idx: InnermostIndex) -> np.ndarray:
+    """Per op, its innermost range at launch (int32; -1 none)."""
     ops, api = trace.ops, trace.api
-    out = np.full(len(ops), -1, np.int64)
-    m = ops.api >= 0
-    if m.any() and len(trace.ranges):
+    out = np.full(len(ops), -1, np.int32)
+    m = np.nonzero(ops.api >= 0)[0]
+    if len(m) and len(trace.ranges):
         calls = ops.api[m]
-        out[m] = nvtx_idx.lookup(np.asarray(api.thread[calls]), np.asarray(api.start[calls], np.int64))
+        out[m] = nvtx_idx.lookup(api.thread[calls], api.start[calls])
     return out
 
 
 # ---- names and categories -----------------------------------------------------------------------------
 def _distinguishing_names(trace: Trace) -> np.ndarray:
-    """Per op, the id of its distinguishing name (interned here, once per distinct (full, short) pair)."""
+    """Per op, the id of its distinguishing name (interned here, once per distinct (full, short) pair,
+    in ascending pair order)."""
     ops = trace.ops
     width = len(trace.strings) + 1
-    pair = ops.full_name.astype(np.int64) * width + ops.name
-    uniq, inv = unique_sorted(pair, return_inverse=True)
+    if not len(ops):
+        return np.zeros(0, np.int32)
+    if width * width <= DENSE_PAIRS and ops.full_name.min() >= 0 and ops.name.min() >= 0:
+        # a presence table over the pairs: no sort of n elements
+        pair = ops.full_name * np.int32(width)
+        pair += ops.name
+        present = np.zeros(width * width, bool)
+        present[pair] = True
+        uniq = np.flatnonzero(present)
+        del present
+        inv = None
+    else:
+        uniq, inv = unique_sorted(ops.full_name.astype(np.int64) * width + ops.name, return_inverse=True)
     ids = np.empty(len(uniq), np.int32)
     for i, p in enumerate(uniq.tolist()):  # once per distinct (full, short) pair
         full, short = divmod(p, width)
         ids[i] = trace.strings.intern(nm.distinguishing_name(trace.strings[short], trace.strings[full]))
-    return ids[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int32)
+    if inv is not None:
+        return ids[inv.reshape(-1)]
+    lut = np.zeros(width * width, np.int32)
+    lut[uniq] = ids
+    return np.take(lut, pair, out=pair)
 
 
 def _op_categories(trace: Trace) -> np.ndarray:
@@ -256,7 +288,11 @@ def _op_categories(trace: Trace) -> np.ndarray:
 
 
 def _ops_by_api(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(launch-call ids ascending, the op of each): both int32."""
     ops = trace.ops
-    m = np.nonzero(ops.api >= 0)[0]
-    o = np.argsort(ops.api[m], kind="stable")
-    return ops.api[m][o], m[o]
+    m = np.flatnonzero(ops.api >= 0).astype(np.int32)
+    keys = ops.api[m]
+    if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
+        o = np.argsort(keys, kind="stable")
+        keys, m = keys[o], m[o]
+    return keys, m

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from launchtui.paths import cache_dir
 
-FORMAT_VERSION = 8  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS); 8: one memory-mapped
-                    # flat file (trace/flatfile.py), not an .npz
+FORMAT_VERSION = 9  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS); 8: one memory-mapped
+                    # flat file (trace/flatfile.py), not an .npz; 9: int32 ops.api and index id arrays
 MODEL_SUFFIX = ".model"
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 

@@ -32,59 +32,69 @@ def _group_keys(pid_a, corr_a, pid_b, corr_b):
 
 def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     """The common case: (process, correlation) is unique among API rows, so the join is a lookup.
-    Returns None when keys repeat (correlation reuse) or do not fit one int64."""
+    Returns int32 row ids (-1 unmatched), or None when keys repeat (correlation reuse) or do not fit
+    one int64."""
     lo = min(int(api_corr.min()), int(op_corr.min()))
     hi = max(int(api_corr.max()), int(op_corr.max()))
     span = hi - lo + 1
-    p0 = api_pid[0] if len(api_pid) else op_pid[0]
-    if (api_pid == p0).all() and (op_pid == p0).all():  # one process: the key is the correlation id
+    if span <= 0:
+        return None
+    budget = 4 * (len(api_corr) + len(op_corr)) + 1024
+    if api_pid is None or ((api_pid == api_pid[0]).all() and (op_pid == api_pid[0]).all()):
+        # one process (or processes not matched): the key is the correlation id
         n_pids = 1
+        if 0 <= lo and hi < budget:    # ids index the table as they are: no shifted copies
+            return _lookup_join(api_corr, op_corr, hi + 1)
         ka, ko = api_corr - lo, op_corr - lo
     else:
         pids, pinv = distinct_runs(np.concatenate([api_pid, op_pid]))
         n_pids = len(pids)
-        if span <= 0 or n_pids * span >= 2**62:
+        if n_pids * span >= 2**62:
             return None
         ka = pinv[:len(api_pid)] * span + (api_corr - lo)
         ko = pinv[len(api_pid):] * span + (op_corr - lo)
         del pinv
-    if span <= 0 or n_pids * span >= 2**62:
+    if n_pids * span >= 2**62:
         return None
     size = n_pids * span
-    if size <= 4 * (len(ka) + len(ko)) + 1024:
-        # correlation ids are dense counters per process: a direct-address table, no sort at all.
-        # A repeated key leaves an earlier row's slot overwritten: caught by reading the slots back.
-        rows = np.arange(len(ka), dtype=np.int32 if len(ka) < 2**31 else np.int64)
-        lut = np.full(size, -1, rows.dtype)
-        lut[ka] = rows
-        if not np.array_equal(lut[ka], rows):
-            return None
-        del rows
-        return lut[ko].astype(np.int64)
+    if size <= budget:
+        return _lookup_join(ka, ko, size)
     order = np.argsort(ka, kind="stable")
     ks = ka[order]
     if len(ks) > 1 and not (ks[1:] != ks[:-1]).all():
         return None
     pos = np.minimum(np.searchsorted(ks, ko), len(ks) - 1)
     hit = ks[pos] == ko
-    return np.where(hit, order[pos], -1).astype(np.int64)
+    return np.where(hit, order[pos], -1).astype(np.int32)
+
+
+def _lookup_join(ka, ko, size: int):
+    """Correlation ids are dense counters per process: a direct-address table, no sort at all. A
+    repeated key leaves an earlier row's slot overwritten: caught by reading the slots back (None)."""
+    rows = np.arange(len(ka), dtype=np.int32)
+    lut = np.full(size, -1, np.int32)
+    lut[ka] = rows
+    if not np.array_equal(lut[ka], rows):
+        return None
+    del rows
+    return lut[ko]
 
 
 def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
-    """Index of the launching API row for every GPU op, -1 when unmatched."""
+    """Index of the launching API row for every GPU op (int32), -1 when unmatched."""
     ops, api = trace.ops, trace.api
     n_ops, n_api = len(ops), len(api)
-    result = np.full(n_ops, -1, np.int64)
+    result = np.full(n_ops, -1, np.int32)
     if n_ops == 0 or n_api == 0:
         return result
+    fast = _unique_key_join(api.pid if match_process else None, api.corr, ops.pid, ops.corr)
+    if fast is not None:
+        return fast
     if match_process:
         api_pid, op_pid = api.pid, ops.pid
     else:
         api_pid = np.zeros(n_api, np.int64)
         op_pid = np.zeros(n_ops, np.int64)
-    fast = _unique_key_join(api_pid, api.corr, op_pid, ops.corr)
-    if fast is not None:
-        return fast
     g_api, g_op = _group_keys(api_pid, api.corr, op_pid, ops.corr)
     thread_key = trace.threads.key[api.thread] if len(trace.threads) else np.zeros(n_api, np.int64)
 
@@ -124,37 +134,42 @@ def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     return result
 
 
-def time_order(start, end, *tie_keys) -> np.ndarray | None:
-    """Permutation sorting rows by (start, end, *tie_keys); None when already in that order.
+def time_order(start, end, *tie_keys):
+    """(permutation sorting rows by (start, end, *tie_keys), `start` in that order); (None, start)
+    when already in that order.
 
     Exported tables are runs of time-ordered rows (per thread or stream buffer), which a stable
     merge sort on `start` alone handles in near-linear time; the full lexsort is only needed when
-    equal starts are out of order on the other keys.
+    equal starts are out of order on the other keys. The checks compare neighbours as booleans and
+    look at the other keys only where starts tie: no n-long integer temporaries (issue 11).
     """
-    keys = (start, end) + tie_keys
-    if _in_order(keys):
-        return None
+    keys = (end,) + tie_keys
+    if _in_order(start, keys):
+        return None, start
     order = np.argsort(start, kind="stable")
-    if _in_order(tuple(k[order] for k in keys)):
-        return order
-    return np.lexsort(tuple(reversed(keys)))
+    s = start[order]
+    if _in_order(s, keys, order):
+        return order, s
+    del s
+    order = np.lexsort(tuple(reversed((start,) + keys)))
+    return order, start[order]
 
 
-def _in_order(keys) -> bool:
-    """Rows sorted lexicographically by keys (first key primary)?"""
-    if len(keys[0]) < 2:
+def _in_order(first, others, order=None) -> bool:
+    """Rows (in `order`, when given) sorted lexicographically by `first`, then `others`? `first`
+    is already permuted; the others are read through `order` at tied positions only."""
+    if len(first) < 2:
         return True
-    d0 = np.diff(keys[0])
-    if (d0 < 0).any():
+    if (first[1:] < first[:-1]).any():
         return False
-    tie = d0 == 0
-    for k in keys[1:]:
-        if not tie.any():
+    tie = np.flatnonzero(first[1:] == first[:-1])
+    for k in others:
+        if not len(tie):
             return True
-        dk = np.diff(k)
-        if (tie & (dk < 0)).any():
+        a, b = (k[tie], k[tie + 1]) if order is None else (k[order[tie]], k[order[tie + 1]])
+        if (b < a).any():
             return False
-        tie &= dk == 0
+        tie = tie[b == a]
     return True
 
 
@@ -164,11 +179,15 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
         table = getattr(trace, name).coerce()
         if len(table):
             extra = (table.device, table.stream) if name == "ops" else ()
-            order = time_order(table.start, table.end, *extra)
+            order, start = time_order(table.start, table.end, *extra)
             if order is not None:   # column by column, in place: each unsorted column is freed as
-                for f in fields(table):   # soon as its sorted copy exists (peak: one column, not a table)
-                    setattr(table, f.name, getattr(table, f.name)[order])
+                table.start = start  # soon as its sorted copy exists (peak: one column, not a table)
+                del start
+                for f in fields(table):
+                    if f.name != "start":
+                        setattr(table, f.name, np.take(getattr(table, f.name), order))
                 del order
     trace.threads.coerce()
+    trace.ops.api = None     # the reader's placeholder goes before the join's result is allocated
     trace.ops.api = join_ops_to_api(trace, match_process)
     return trace

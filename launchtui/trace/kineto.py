@@ -352,7 +352,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
             lut[i] = strings.intern(nm.kernel_short_name(strings[i]))
         ops = GpuOps(device=o["device"], stream=o["stream"], start=o["start"], end=o["end"], corr=o["corr"],
                      pid=np.full(n, -1, np.int64), name=lut[full], full_name=full, kind=o["kind"],
-                     api=np.full(n, -1, np.int64)).take(np.nonzero(keep)[0])
+                     api=np.full(n, -1, np.int32)).take(np.nonzero(keep)[0])
     else:
         ops = GpuOps.empty()
     progress("GPU ops", len(ops))

@@ -131,7 +131,7 @@ class GpuOps(_Columns):
     name: np.ndarray = col(np.int32)      # short (base) name id
     full_name: np.ndarray = col(np.int32)  # demangled name id
     kind: np.ndarray = col(np.int8)
-    api: np.ndarray = col(np.int64)       # index of the launching ApiCalls row, -1 when unmatched
+    api: np.ndarray = col(np.int32)       # index of the launching ApiCalls row, -1 when unmatched
 
 
 @dataclass

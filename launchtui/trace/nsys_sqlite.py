@@ -198,7 +198,7 @@ class _Reader:
             short = full = np.full(n, self.strings.intern("[CUDA memset]"), np.int32)
         return GpuOps(device=c["device"], stream=c["stream"], start=c["start"], end=c["end"],
                       corr=c["corr"], pid=c["pid"], name=short, full_name=full,
-                      kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int64))
+                      kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int32))
 
     def read_nvtx_raw(self, con: sqlite3.Connection = None):
         """NVTX ranges as raw columns (no interning), so it can run on its own connection and thread."""
