@@ -51,22 +51,50 @@ def device_launch_calls(trace: Trace, device: int) -> np.ndarray:
 
 @dataclass
 class DeviceGaps:
-    """The device's idle gaps inside [lo, hi), each with the launch time of the op ending it."""
-    busy: tuple[np.ndarray, np.ndarray]
+    """The device's idle gaps inside [lo, hi), each with the launch time of the op ending it.
+    `busy` and `exposed` are None when built with `exposed=False` (the queue class needs neither)."""
+    busy: tuple[np.ndarray, np.ndarray] | None
     start: np.ndarray
     end: np.ndarray
     next_launch: np.ndarray     # api.start of the launch call of the op that ends the gap; -1 none
     next_launch_end: np.ndarray  # its api.end; -1 none
     next_stream: np.ndarray     # stream of that op; -1 none
-    exposed: tuple[np.ndarray, np.ndarray]   # the exposed set (inside gaps), disjoint sorted
+    exposed: tuple[np.ndarray, np.ndarray] | None   # the exposed set (inside gaps), disjoint sorted
 
 
-def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None) -> DeviceGaps:
-    """`calls`: device_launch_calls(trace, device) when the caller has them."""
+def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
+    """Ops `lk` ordered by (start, their launch call's start), stably: the lexsort of both keys.
+    Ops are stored in start order, so only runs of equal starts need the second key; the rest
+    stays where it is (no sort of every launched op: the record's CPU, bench/MISSED.md)."""
+    ops, api = trace.ops, trace.api
+    st = ops.start[lk]
+    if len(st) > 1 and (st[1:] < st[:-1]).any():    # not in start order: the general sort
+        return lk[np.lexsort((api.start[ops.api[lk]], st))]
+    tie = np.zeros(len(st), bool)
+    if len(st) > 1:
+        eq = st[1:] == st[:-1]
+        tie[1:] = eq
+        tie[:-1] |= eq
+        del eq
+    pos = np.flatnonzero(tie)
+    if not len(pos):
+        return lk
+    # runs of equal starts keep their positions; inside a run, launch order (stable)
+    out = lk.copy()
+    out[pos] = lk[pos[np.lexsort((api.start[ops.api[lk[pos]]], st[pos]))]]
+    return out
+
+
+def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
+                exposed: bool = True) -> DeviceGaps:
+    """`calls`: device_launch_calls(trace, device) when the caller has them. `exposed=False`: the
+    gaps and the op ending each only (what the queue class reads), without the exposed set."""
     ops, api = trace.ops, trace.api
     on = np.nonzero(ops.device == device)[0]
     busy = iv.union(ops.start[on], ops.end[on])
     gs, ge = iv.complement(busy[0], busy[1], lo, hi)
+    if not exposed:
+        busy = None
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
     calls = device_launch_calls(trace, device) if calls is None else calls
@@ -74,10 +102,9 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     is_call[calls] = True
     lk = on[(ops.api[on] >= 0)]
     lk = lk[is_call[ops.api[lk]]]
+    del is_call, on
+    lk = _by_start_then_launch(trace, lk)
     key_start = ops.start[lk]
-    o = np.lexsort((api.start[ops.api[lk]], key_start))
-    lk, key_start = lk[o], key_start[o]
-    del o, is_call, on
     j = np.searchsorted(key_start, ge, side="left")
     hit = (j < len(lk)) & (key_start[np.minimum(j, max(len(lk) - 1, 0))] == ge) if len(lk) else np.zeros(len(ge), bool)
     nxt = np.where(hit, lk[np.minimum(j, max(len(lk) - 1, 0))] if len(lk) else -1, -1)
@@ -88,6 +115,8 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     nle = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1)
     nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
     del a_next, nxt
+    if not exposed:
+        return DeviceGaps(None, gs, ge, nl, nle, nst, None)
     # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
     # inside [g0, x)
     x = np.where(nl >= 0, np.maximum(gs, nl), ge)

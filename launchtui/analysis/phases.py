@@ -119,7 +119,9 @@ def main_thread(trace: Trace, ops: np.ndarray, base_depth: int, iter_starts=None
         return -1
     pp = rg.kind == RANGE_PUSHPOP
     if base_depth > 0 and iter_starts is not None and len(iter_starts):
-        marks = rg.thread[pp & (rg.depth == base_depth - 1) & np.isin(rg.start, np.asarray(iter_starts, np.int64))]
+        at = np.sort(np.asarray(iter_starts, np.int64))   # membership by binary search (np.isin sorts both)
+        j = np.minimum(np.searchsorted(at, rg.start), len(at) - 1)
+        marks = rg.thread[pp & (rg.depth == base_depth - 1) & (at[j] == rg.start)]
         if len(marks):
             return int(np.argmax(np.bincount(marks)))
     cand = np.unique(rg.thread[pp & (rg.depth == base_depth)])

@@ -105,9 +105,9 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     n_it = max(len(it), 1)
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     # one full (demangled) name per group, from its first launch: the fix rules read it
-    firsts = np.full(ng, -1, np.int64)
-    ug, fi = unique_sorted(g, return_index=True)
-    firsts[ug] = k[fi]
+    firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(firsts, g, k)   # k ascends: a group's first launch is its smallest index
+    firsts[firsts == np.iinfo(np.int64).max] = -1
     full_names = {i: trace.strings[int(ops.full_name[firsts[i]])] if firsts[i] >= 0 else "" for i in range(ng)}
 
     def row(i: int) -> dict:
@@ -215,7 +215,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if sel.t0 is not None or sel.t1 is not None:
         it = _iterations_inside(trace, it, window)
     lo, hi = int(it.start.min()), int(it.end.max())
-    gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d]) for d in devices}
+    # the exposed set only where it is measured (the primary); the queue class reads the gaps
+    gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d], exposed=d == primary) for d in devices}
     f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary], devs[primary])
     share = float(f.exposed_ns.sum()) / float(f.iteration_ns.sum()) if f.iteration_ns.sum() > 0 else 0.0
     amdahl = 1.0 / (1.0 - share) if share < 1 else None
