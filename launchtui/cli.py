@@ -244,10 +244,12 @@ def cmd_report(args) -> int:
         return _report_sources(args)
     from launchtui.analysis.select import selection_from_args
     trace = _load(args, need_cuda=True)
+    from launchtui.analysis.shared import Shared
     sel = selection_from_args(trace, args)
-    doc = build_report(trace, sel, _report_options(args))
+    shared = Shared(trace)   # kernel groups and spikes: computed once for the report and the record
+    doc = build_report(trace, sel, _report_options(args), shared)
     if args.json:
-        doc["record"] = build_record(trace, sel, _record_options(args))
+        doc["record"] = build_record(trace, sel, _record_options(args), shared)
     _emit(dumps(doc) if args.json else render_text(doc), args)
     _commit(trace)
     return 0

@@ -198,10 +198,11 @@ def _command_buffer_full(trace: Trace) -> np.ndarray:
 command_buffer_full = _command_buffer_full  # public name for other analyses (queue class)
 
 
-def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> dict:
-    """Episodes and spikes, merged in time order, plus direct Nsight evidence counts."""
+def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options(), sp: list | None = None) -> dict:
+    """Episodes and spikes, merged in time order, plus direct Nsight evidence counts. `sp`:
+    spikes(trace, sel, opt) when the caller has them (analysis/shared.py)."""
     ep = episodes(trace, sel, opt)
-    sp = spikes(trace, sel, opt)
+    sp = spikes(trace, sel, opt) if sp is None else sp
     ov = trace.overheads
     return {
         "threshold": opt.threshold, "full": opt.full, "spike_us": opt.spike_us, "spike_factor": opt.spike_factor,

@@ -89,6 +89,19 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
     )
 
 
+def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:
+    """The groups of `devices` only, renumbered: what `kernel_groups` gives for the same selection
+    restricted to those devices (groups are in (device, name) order, launches in index order)."""
+    keep = np.isin(gr.device, np.asarray(list(devices), np.int64))
+    new_id = np.cumsum(keep) - 1
+    on = keep[gr.op_group]
+    return KernelGroups(
+        device=gr.device[keep], name=gr.name[keep], count=gr.count[keep], sum_api=gr.sum_api[keep],
+        max_api=gr.max_api[keep], min_api=gr.min_api[keep], queue_count=gr.queue_count[keep],
+        sum_queue=gr.sum_queue[keep], sum_kernel=gr.sum_kernel[keep], span_start=gr.span_start[keep],
+        span_end=gr.span_end[keep], op_idx=gr.op_idx[on], op_group=new_id[gr.op_group[on]])
+
+
 def _row(trace: Trace, gr: KernelGroups, i: int) -> dict:
     n = int(gr.count[i])
     qn = int(gr.queue_count[i])
@@ -130,10 +143,11 @@ def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = CONFIG.min
 def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = CONFIG.min_launches,
                        max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit,
                        names: str = CONFIG.names,
-                       with_phase: bool = False) -> list[dict]:
+                       with_phase: bool = False, groups: KernelGroups | None = None) -> list[dict]:
     """Rows with nsys-ai's 13 keys plus `is_nccl`, ranked by total API time. `with_phase` adds
-    each row's most common NVTX range (`nvtx_range`) and the share of its launches there."""
-    gr = kernel_groups(trace, sel, names)
+    each row's most common NVTX range (`nvtx_range`) and the share of its launches there.
+    `groups`: kernel_groups(trace, sel, names) when the caller has them."""
+    gr = kernel_groups(trace, sel, names) if groups is None else groups
     ranked = ranked_groups(trace, gr, min_launches, max_avg_us, limit)
     rows = [_row(trace, gr, int(i)) for i in ranked]
     if with_phase:

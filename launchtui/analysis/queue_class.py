@@ -130,16 +130,17 @@ def _share(num, den) -> float | None:
 
 
 def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends: np.ndarray,
-             opt: Options = Options(), devices=None) -> list[StreamVerdict]:
+             opt: Options = Options(), devices=None, sp: list[Episode] | None = None) -> list[StreamVerdict]:
     """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
     each iteration [starts_k, ends_k) (time outside them never counts) and then over the
     iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
-    `gaps` maps device -> its idle gaps over the iterations' span (exposed.device_gaps)."""
+    `gaps` maps device -> its idle gaps over the iterations' span (exposed.device_gaps); `sp`:
+    spikes(trace, opt=opt) of the whole trace when the caller has them."""
     ops, api = trace.ops, trace.api
     starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     n_it = len(starts)
     dbl = depth_before_launch(trace)
-    sp: list[Episode] = spikes(trace, opt=opt)
+    sp = spikes(trace, opt=opt) if sp is None else sp
     cbf = command_buffer_full(trace)
     out = []
     for s in stream_series(trace):  # one iteration per stream

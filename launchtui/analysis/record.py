@@ -14,10 +14,10 @@ from launchtui.analysis.backpressure import Options
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
-from launchtui.analysis.launches import kernel_groups
 from launchtui.analysis.phases import attributed_phase_keys, group_phases, group_rules, main_thread
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
+from launchtui.analysis.shared import Shared
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace.model import Trace
@@ -74,9 +74,10 @@ def _in_iterations(t: np.ndarray, it: itr.Iterations) -> np.ndarray:
     return np.where(ok, k, -1)
 
 
-def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions):
+def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions,
+                 shared: Shared):
     """Small kernels launched inside the iterations, ranked by launch cost per iteration."""
-    gr = kernel_groups(trace, sel.with_devices(devices))
+    gr = shared.kernel_groups_on(sel, devices)
     ops, api = trace.ops, trace.api
     k, g = gr.op_idx, gr.op_group
     a = ops.api[k]
@@ -183,14 +184,18 @@ def _api_totals(trace: Trace, it: itr.Iterations, calls: np.ndarray) -> list[dic
             for n, (c, t) in sorted(out.items(), key=lambda x: (-x[1][1], x[0]))]
 
 
-def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()) -> dict:
-    """The record as one JSON-ready document (docs/definitions.md §V8)."""
-    return record_with_streams(trace, sel, opt)[0]
+def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),
+                 shared: Shared | None = None) -> dict:
+    """The record as one JSON-ready document (docs/definitions.md §V8). `shared`: the report's
+    memo (`report --json`): its kernel groups and spikes are reused, not recomputed."""
+    return record_with_streams(trace, sel, opt, shared)[0]
 
 
-def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions()):
+def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),
+                        shared: Shared | None = None):
     """(record, per-stream verdicts): the verdicts keep what JSON does not (the stall episodes,
     the blocked calls) for the TUI's marks."""
+    shared = Shared(trace) if shared is None else shared
     devs = ex.launch_devices(trace, sel.devices)
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
@@ -215,6 +220,10 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if sel.t0 is not None or sel.t1 is not None:
         it = _iterations_inside(trace, it, window)
     lo, hi = int(it.start.min()), int(it.end.max())
+    # kernels, API totals and gaps on the primary device: the iterations are its thread's. The top
+    # kernels first: the groups' per-launch arrays go before the gaps and the queue class (5M peak)
+    top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt, shared)
+    shared.release_groups()
     # the exposed set only where it is measured (the primary); the queue class reads the gaps
     gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d], exposed=d == primary) for d in devices}
     f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary], devs[primary])
@@ -229,10 +238,9 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
                 "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
 
-    streams = classify(trace, gaps, it.start, it.end, opt.backpressure, set(devices))
-    gaps = {primary: gaps[primary]}   # the other devices' gaps are done with: freed before the top kernels (5M peak)
-    # kernels, API totals and gaps on the primary device: the iterations are its thread's
-    top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt)
+    streams = classify(trace, gaps, it.start, it.end, opt.backpressure, set(devices),
+                       sp=shared.spikes(WHOLE, opt.backpressure))
+    gaps = {primary: gaps[primary]}   # the other devices' gaps are done with (5M peak)
     api_totals = _api_totals(trace, it, devs[primary])
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
     blocking = cpu_busy.host_blocking_calls(trace)

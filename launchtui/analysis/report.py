@@ -9,6 +9,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.select import WHOLE, Selection, op_mask
+from launchtui.analysis.shared import Shared
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
 
 SCHEMA_VERSION = 1
@@ -40,10 +41,10 @@ def trace_json(trace: Trace, sel: Selection) -> dict:
     }
 
 
-def launch_totals(trace: Trace, sel: Selection) -> dict:
+def launch_totals(trace: Trace, sel: Selection, k=None) -> dict:
     """Launch counts that frame the table: kernel launches, graph-launched ops and total launch API time,
-    all of the selection (definitions.md §15)."""
-    k = launched_kernels(trace, sel)
+    all of the selection (definitions.md §15). `k`: launched_kernels(trace, sel) when known."""
+    k = launched_kernels(trace, sel) if k is None else k
     api, ops = trace.api, trace.ops
     calls = ops.api[k]
     m = (ops.api >= 0) & op_mask(trace, sel)
@@ -53,16 +54,21 @@ def launch_totals(trace: Trace, sel: Selection) -> dict:
             "graph_launched_ops": graph_ops}
 
 
-def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions()) -> dict:
-    rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names, with_phase=True)
+def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions(),
+                 shared: Shared | None = None) -> dict:
+    """`shared`: the memo the case record reads too (`report --json`), so neither recomputes."""
+    shared = Shared(trace) if shared is None else shared
+    gr = shared.kernel_groups(sel, opt.names)
+    rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names, with_phase=True,
+                              groups=gr)
     compute, nccl = split_nccl(rows)
-    bp = backpressure(trace, sel, opt.backpressure)
+    bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),
         "options": {"min_launches": opt.min_launches, "max_avg_us": opt.max_avg_us, "limit": opt.limit,
                     "names": opt.names, "thresholds": list(opt.thresholds)},
-        "launches": launch_totals(trace, sel),
+        "launches": launch_totals(trace, sel, gr.op_idx),
         "small_kernels": compute,
         "small_kernels_nccl": nccl,
         "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
