@@ -147,14 +147,16 @@ def _merge_depth(plus: np.ndarray, minus: np.ndarray):
     before it (one searchsorted of two sorted runs), and the -1s fill the other positions in order;
     the depths are an int32 running sum of int8 steps (issue 11: the index build's temporaries)."""
     na, n = len(plus), len(plus) + len(minus)
-    minus_upto = np.searchsorted(minus, plus, side="right")   # -1s applied before each +1
-    before = np.arange(na) - minus_upto                         # depth just before each +1
+    rank = np.arange(na)
+    pos = np.searchsorted(minus, plus, side="right")   # -1s applied before each +1
+    before = np.subtract(rank, pos, dtype=np.int32)    # depth just before each +1
+    pos += rank                                        # now the +1s' merged positions
+    del rank
     is_minus = np.ones(n, bool)
-    minus_upto += np.arange(na)                                 # now the +1s' merged positions
-    is_minus[minus_upto] = False
-    del minus_upto
+    is_minus[pos] = False
     t = np.empty(n, np.int64)
-    t[~is_minus] = plus
+    t[pos] = plus
+    del pos
     t[is_minus] = minus
     step = np.ones(n, np.int8)
     step[is_minus] = -1
@@ -178,22 +180,29 @@ def _sorted_with_order(x: np.ndarray):
 def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
     """Depth series for every stream, and per op the depth before its launch call (int32)."""
     ops, api = trace.ops, trace.api
-    idx = np.nonzero(ops.api >= 0)[0]
     out: list[StreamSeries] = []
     dbl = np.full(len(ops), -1, np.int32)
-    if len(idx):
-        devs, di = dense_groups(ops.device[idx])
-        strs, si = dense_groups(ops.stream[idx])
+    unmatched = ops.api < 0
+    if not unmatched.all():
+        # (device, stream) groups over all ops (no gathered copies of the matched ones); unmatched
+        # ops go to an extra last group, and a stream with no matched op is skipped
+        devs, di = dense_groups(ops.device)
+        strs, si = dense_groups(ops.stream)
         di *= len(strs)
         di += si
         del si
-        skeys, grp = dense_groups(di)  # (device, stream) pairs present
+        skeys, grp = dense_groups(di)
         del di
-        by_stream = np.argsort(grp.astype(np.uint16) if len(skeys) < 65536 else grp, kind="stable")
+        grp = grp.astype(np.uint16 if len(skeys) < 65535 else np.int64, copy=False)
+        grp[unmatched] = len(skeys)
+        del unmatched
+        by_stream = np.argsort(grp, kind="stable")
         bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
         del grp
         for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
-            sel = idx[by_stream[lo:hi]]             # this stream's matched ops, in start order
+            if lo == hi:
+                continue
+            sel = by_stream[lo:hi]                  # this stream's matched ops, in start order
             calls = ops.api[sel]
             minus = ops.start[sel]
             # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
@@ -231,13 +240,16 @@ def _nvtx_index(trace: Trace) -> InnermostIndex:
 
 
 def _op_ranges(trace: Trace, nvtx_idx: InnermostIndex) -> np.ndarray:
-    """Per op, its innermost range at launch (int32; -1 none)."""
+    """Per op, its innermost range at launch (int32; -1 none): looked up once per API call, in the
+    API table's own columns (no per-op gathers of thread and start), then read through ops.api."""
     ops, api = trace.ops, trace.api
-    out = np.full(len(ops), -1, np.int32)
-    m = np.nonzero(ops.api >= 0)[0]
-    if len(m) and len(trace.ranges):
-        calls = ops.api[m]
-        out[m] = nvtx_idx.lookup(api.thread[calls], api.start[calls])
+    m = ops.api >= 0
+    if not m.any() or not len(trace.ranges):
+        return np.full(len(ops), -1, np.int32)
+    per_call = nvtx_idx.lookup(api.thread, api.start, np.int32)
+    out = per_call[np.maximum(ops.api, 0)]
+    del per_call
+    out[~m] = -1
     return out
 
 

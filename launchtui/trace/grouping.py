@@ -16,12 +16,13 @@ def dense_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, np.int64)
     lo, hi = int(key.min()), int(key.max())
     if hi - lo < DENSE_LIMIT:
-        k = key - lo
+        k = key if lo == 0 and key.dtype.kind in "iu" else key - lo   # ids from 0 index the table as they are
         present = np.zeros(hi - lo + 1, bool)
         present[k] = True
         uniq = np.nonzero(present)[0]
-        lut = np.cumsum(present) - 1
-        return (uniq + lo).astype(key.dtype), lut[k].astype(np.int64)
+        lut = np.cumsum(present, dtype=np.int64)
+        lut -= 1
+        return (uniq + lo).astype(key.dtype), lut[k]
     uniq, inv = unique_sorted(key, return_inverse=True)
     return uniq, inv.reshape(-1).astype(np.int64)
 

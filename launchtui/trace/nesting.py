@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+FEW_THREADS = 8   # up to this many threads with ranges, lookups select each thread's queries by a mask
+
 
 def _groups(keys: np.ndarray):
     """(order, boundaries) so that keys[order][b[i]:b[i+1]] is one group."""
@@ -67,21 +69,35 @@ class InnermostIndex:
             oo = np.lexsort((seq, kind, ptimes))
             self.by_thread[int(thread[idx[0]])] = (ptimes[oo], pvals[oo])
 
-    def lookup(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Innermost enclosing range index per query, -1 when none."""
-        out = np.full(len(t), -1, np.int64)
+    def lookup(self, thread: np.ndarray, t: np.ndarray, dtype=np.int64) -> np.ndarray:
+        """Innermost enclosing range index per query, -1 when none (as `dtype`)."""
+        out = np.full(len(t), -1, dtype)
         if not self.by_thread or len(t) == 0:
             return out
-        order, bounds = _groups(thread)
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            idx = order[a:b]
-            entry = self.by_thread.get(int(thread[idx[0]]))
-            if entry is None:
+        if len(self.by_thread) <= FEW_THREADS:   # a pass per indexed thread: no argsort of the queries
+            groups = ((_where(thread == th), entry) for th, entry in self.by_thread.items())
+        else:
+            order, bounds = _groups(thread)
+            groups = ((order[a:b], self.by_thread.get(int(thread[order[a]])))
+                      for a, b in zip(bounds[:-1], bounds[1:]))
+        for idx, entry in groups:
+            if entry is None or (not isinstance(idx, slice) and not len(idx)):
                 continue
             times, vals = entry
-            pos = np.searchsorted(times, t[idx], side="right") - 1
-            out[idx] = np.where(pos >= 0, vals[np.maximum(pos, 0)], -1)
+            pos = np.searchsorted(times, t[idx], side="right")
+            pos -= 1
+            none = pos < 0
+            np.maximum(pos, 0, out=pos)
+            got = vals[pos]
+            del pos
+            got[none] = -1
+            out[idx] = got
         return out
+
+
+def _where(mask: np.ndarray):
+    """Indices of a mask, or a whole slice when it is all true (then `t[idx]` is a view, not a copy)."""
+    return slice(None) if mask.all() else np.flatnonzero(mask)
 
 
 def _parents(s: np.ndarray, e: np.ndarray) -> np.ndarray:

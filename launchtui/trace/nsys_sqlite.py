@@ -23,7 +23,7 @@ from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
-from launchtui.trace.grouping import dense_groups, distinct_runs
+from launchtui.trace.grouping import DENSE_LIMIT, dense_groups, distinct_runs
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
                                              private_snapshot, side_files, snapshot_dir, table_columns)
@@ -133,12 +133,24 @@ class _Reader:
         if len(ids) == 0:
             return np.zeros(0, np.int32)
         vals = self.string_ids()
-        uniq, inv = dense_groups(ids)
+        lo, hi = int(ids.min()), int(ids.max())
+        direct = 0 <= lo and hi < DENSE_LIMIT   # ids index a table as they are: no n-long temporaries
+        if direct:
+            present = np.zeros(hi + 1, bool)
+            present[ids] = True
+            uniq = np.flatnonzero(present)
+            del present
+        else:
+            uniq, inv = dense_groups(ids)
         mapped = np.empty(len(uniq), np.int32)
-        for i, u in enumerate(uniq):  # once per distinct name
+        for i, u in enumerate(uniq.tolist()):  # once per distinct name
             s = vals[u] if 0 <= u < len(vals) else f"<string {u}>"
             mapped[i] = self.strings.intern(transform(s) if transform else s)
-        return mapped[inv]
+        if not direct:
+            return mapped[inv]
+        lut = np.zeros(hi + 1, np.int32)
+        lut[uniq] = mapped
+        return lut[ids]
 
     def meta(self) -> dict[str, str]:
         """name -> value from whichever meta table exists with those columns; {} otherwise (the
@@ -156,7 +168,7 @@ class _Reader:
         c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {
             "start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId",
             "name": "nameId"})
-        name = self.map_string_ids(c["name"], nm.api_display_name)
+        name = self.map_string_ids(c.pop("name"), nm.api_display_name)
         kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
@@ -175,9 +187,9 @@ class _Reader:
         elif op_kind == OP_MEMCPY:
             exprs["copy"] = "copyKind" if "copyKind" in cs else "NULL"
         c = self.ints(canon, exprs, con=con)
-        c["device"], c["stream"] = np.divmod(c.pop("devstream"), PACK)
+        c["device"], c["stream"] = _unpack(c.pop("devstream"), np.int32)
         if op_kind == OP_KERNEL:
-            c["short"], c["full"] = np.divmod(c.pop("names"), PACK)
+            c["short"], c["full"] = _unpack(c.pop("names"))
         return op_kind, c
 
     def gpu_ops(self, raw) -> GpuOps | None:
@@ -187,8 +199,8 @@ class _Reader:
         op_kind, c = raw
         n = len(c["start"])
         if op_kind == OP_KERNEL:
-            short = self.map_string_ids(c["short"])
-            full = self.map_string_ids(c["full"])
+            short = self.map_string_ids(c.pop("short"))
+            full = self.map_string_ids(c.pop("full"))
         elif op_kind == OP_MEMCPY:
             uniq, inv = unique_sorted(c["copy"], return_inverse=True)
             ids = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
@@ -282,6 +294,13 @@ class _Reader:
         return out
 
 
+def _unpack(packed: np.ndarray, high_dtype=np.int64):
+    """The two ids of a `high * PACK + low` column: divmod by PACK (also for -1, a NULL), the low
+    part computed in the packed column's own buffer (no third array)."""
+    high = (packed >> 32).astype(high_dtype)
+    return high, np.bitwise_and(packed, PACK - 1, out=packed)
+
+
 def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
     r = _Reader(path, progress)
     try:
@@ -347,6 +366,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         ovh_part = r.read_overheads()
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
+        del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
     op_parts = [r.gpu_ops(raw) for raw in gpu_raw]
     nvtx_part = r.intern_nvtx(nvtx_raw) if nvtx_raw is not None else None
     del gpu_raw, nvtx_raw
@@ -370,7 +390,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
 
     if api_part:
         c, name, kind = api_part
-        api = ApiCalls(thread=tix["api"], pid=c["gtid"] & PID_MASK, start=c["start"], end=c["end"],
+        api = ApiCalls(thread=tix["api"], pid=np.bitwise_and(c["gtid"], PID_MASK, out=c["gtid"]), start=c["start"], end=c["end"],
                        corr=c["corr"], name=name, kind=kind)
     else:
         api = ApiCalls.empty()
