@@ -6,6 +6,7 @@
     python bench/inproc.py dumps REPORT.json     # JSON output: launchtui.output.dumps vs json.dumps
     python bench/inproc.py stages FILE           # cold report's stages: peak RSS, minor faults, CPU each
     python bench/inproc.py open FILE             # warm model open (cache entry must exist): time, peak RSS
+    python bench/inproc.py reader FILE           # read_trace alone: wall, CPU, faults, which column reader
 
 `model` prints one JSON line: read time, event count, trace.nbytes(), bytes per event.
 `profile` runs the CLI entry point in-process under cProfile (stdout discarded), writes the full
@@ -165,6 +166,20 @@ def stages(path: str) -> dict:
     return {"stages": rows}
 
 
+def reader(path: str) -> dict:
+    """read_trace alone (the Nsight reader: integer and text columns, the join, interning), in
+    process, and which column reader ran (`LAUNCHTUI_NATIVE_READER`; trace/native_columns.py)."""
+    import resource
+    from launchtui.trace import native_columns
+    from launchtui.trace.load import read_trace
+    ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    trace = read_trace(path)
+    ru, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - t0
+    return {"column_reader": native_columns.status(), "events": trace.event_count(), "wall_s": round(wall, 3),
+            "cpu_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3),
+            "minor_faults": ru.ru_minflt - ru0.ru_minflt, **_proc_status()}
+
+
 def warm_open(path: str) -> dict:
     """open_trace from the model cache (memory-mapped) and the typed index restored from it: what a
     warm TUI or an uncached command pays before any analysis (the result cache bypassed)."""
@@ -197,6 +212,9 @@ def main(argv=None) -> int:
         return 0
     if argv[:1] == ["stages"] and len(argv) == 2:
         print(json.dumps(stages(argv[1])))
+        return 0
+    if argv[:1] == ["reader"] and len(argv) == 2:
+        print(json.dumps(reader(argv[1])))
         return 0
     if argv[:1] == ["dumps"] and len(argv) == 2:
         print(json.dumps(dumps(argv[1])))

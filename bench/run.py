@@ -395,6 +395,9 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
     # the warm target's yardstick: interpreter start-up + numpy's import (issue 11)
     np_import = Measure("import_numpy", [PY, "-c", "import numpy"], max_repeat=a.repeat)
     ms += [cold, fill, warm, np_import]
+    if fmt == "nsys":   # the same cold report on the pure-Python (group_concat) column reader, interleaved
+        ms.append(Measure("launchtui_cold_pyreader", report + ["--no-cache"], {**env, "LAUNCHTUI_NATIVE_READER": "0"},
+                          check=check_json, max_repeat=a.repeat))
     run_round_robin(ms)
     out["runs"] = {m.key: m.summary() for m in ms}
     # events in the file (the unit of load work): Nsight rows read, Kineto traceEvents entries
@@ -770,10 +773,12 @@ def write_markdown(res: dict, dest: Path) -> None:
         L.append("Wall time in seconds (best of N) / peak RSS in MiB.\n")
         L.append("| run | " + " | ".join(cols) + " |\n|---|" + "---:|" * len(files))
         keys = (["c_scan", "py_sqlite_numpy"] if fmt == "nsys" else ["msgspec_typed", "json_loads"]) + \
-               ["launchtui_cold", "launchtui_cache_fill", "launchtui_warm", "import_numpy"]
+               ["launchtui_cold"] + (["launchtui_cold_pyreader"] if fmt == "nsys" else []) + \
+               ["launchtui_cache_fill", "launchtui_warm", "import_numpy"]
         names = {"c_scan": "floor: `sqlite3` shell C-level scan", "py_sqlite_numpy": "ref: Python sqlite3 fetchall → numpy",
                  "msgspec_typed": "floor: typed msgspec decode (gunzip incl.)", "json_loads": "ref: json.loads (gunzip incl.)",
                  "launchtui_cold": "launchtui report --json --no-cache", "launchtui_cache_fill": "… cold, filling an empty cache",
+                 "launchtui_cold_pyreader": "… cold, pure-Python column reader (`LAUNCHTUI_NATIVE_READER=0`)",
                  "launchtui_warm": "… warm (cache hit: the stored result, no model load)",
                  "import_numpy": "yardstick: `python -c 'import numpy'`"}
         for k in keys:
@@ -825,6 +830,8 @@ def write_markdown(res: dict, dest: Path) -> None:
         floor = "c_scan" if fmt == "nsys" else "msgspec_typed"
         fl_name = "C scan" if fmt == "nsys" else "typed decode"
         rr = [(f"launchtui cold / {fl_name}", lambda f: ratio(_get(f, "runs", "launchtui_cold", "wall_s"), _get(f, "runs", floor, "wall_s"))),
+              (f"launchtui cold, pure-Python reader / {fl_name}",
+               lambda f: ratio(_get(f, "runs", "launchtui_cold_pyreader", "wall_s"), _get(f, "runs", floor, "wall_s"))),
               (f"launchtui cache fill / {fl_name}", lambda f: ratio(_get(f, "runs", "launchtui_cache_fill", "wall_s"), _get(f, "runs", floor, "wall_s"))),
               ("launchtui warm / cold", lambda f: ratio(_get(f, "runs", "launchtui_warm", "wall_s"), _get(f, "runs", "launchtui_cold", "wall_s"))),
               (("Python fetchall / C scan" if fmt == "nsys" else "json.loads / typed decode"),

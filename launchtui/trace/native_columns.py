@@ -83,3 +83,7 @@ def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: i
 def connection_uri(con: sqlite3.Connection) -> str | None:
     """The URI a `connect_readonly` connection was opened with (None for any other connection)."""
     return getattr(con, "launchtui_uri", None)
+
+
+if __name__ == "__main__":   # `python -m launchtui.trace.native_columns`: which reader this install uses
+    print(status())
