@@ -11,8 +11,8 @@ import pytest
 from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis import exposed as ex
+from launchtui.analysis import phases as ph
 from launchtui.analysis import queue_class as qc
-from launchtui.analysis.index import StreamSeries
 from launchtui.analysis.launches import groups_on_devices, kernel_groups
 from launchtui.analysis.record import build_record
 from launchtui.analysis.report import build_report
@@ -72,17 +72,21 @@ def test_gap_ending_order_equals_the_lexsort():
     np.testing.assert_array_equal(ex._by_start_then_launch(trace, lk), want)
 
 
-def test_max_in_windows_equals_the_search_per_change():
+@pytest.mark.parametrize("overlap", [False, True])
+def test_in_windows_equals_the_search_per_time(overlap):
     rng = np.random.default_rng(5)
-    t = np.cumsum(rng.integers(1, 20, 5000))
-    v = rng.integers(0, 1000, 5000)
-    s = StreamSeries(0, 0, t, v, 0.0, 0, 0, 0)
+    t = np.cumsum(rng.integers(0, 20, 5000))                # in order, with ties
     edges = np.sort(rng.choice(int(t[-1]) + 50, 40, replace=False))
     starts, ends = edges[0::2], edges[1::2]
-    inside = v[qc._in_windows(t, starts, ends) >= 0]
-    want = int(max(s.value_at(starts).max(initial=0), inside.max(initial=0)))
-    assert qc._max_in_windows(s, starts, ends) == want
-    assert want > 0
+    if overlap:                                              # the search's rule holds for any ends
+        ends = ends + rng.integers(0, 3000, len(ends))
+    k = np.searchsorted(starts, t, side="right") - 1
+    want = np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+    got = qc.in_windows(t, starts, ends)
+    np.testing.assert_array_equal(got, want)
+    assert (got >= 0).any() and (got < 0).any()
+    p = rng.permutation(len(t))                              # out of order: the search itself
+    np.testing.assert_array_equal(qc.in_windows(t[p], starts, ends), want[p])
 
 
 @pytest.mark.parametrize("sort", [True, False])
@@ -93,3 +97,38 @@ def test_first_of_runs_equals_unique(sort):
     wu, wf = unique_sorted(a, return_index=True)
     np.testing.assert_array_equal(u, wu)
     np.testing.assert_array_equal(first, wf)
+
+
+def _phase_keys_per_op(trace, ops, base, level, main):
+    """The per-op computation `attributed_phase_keys` replaced: one path row per op, unique rows."""
+    from launchtui.analysis import nvtx
+    from launchtui.trace.arrays import unique_rows
+    base = np.broadcast_to(np.asarray(base, np.int64), ops.shape)
+    a = trace.ops.api[ops]
+    mat = ph._path_matrix(trace, nvtx.op_ranges(trace)[ops], base, level)
+    other = (mat[:, 0] < 0) & (a >= 0) & (trace.api.thread[np.maximum(a, 0)] != main)
+    if main >= 0 and other.any():
+        at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), trace.api.start[a[other]])
+        sub = ph._path_matrix(trace, at, base[other], level)
+        idx = np.nonzero(other)[0][sub[:, 0] >= 0]
+        mat[idx] = sub[sub[:, 0] >= 0]
+    keys = np.full(len(ops), -1, np.int64)
+    has = mat[:, 0] >= 0
+    uniq, inv = unique_rows(mat[has], return_inverse=True)
+    keys[has] = inv.reshape(-1)
+    return keys, [" > ".join(trace.strings[int(t)] for t in r if t >= 0) for r in uniq.tolist()]
+
+
+@pytest.mark.parametrize("scenario,level", [("autograd", 1), ("emit_nvtx", 2), ("profiler_step", 3)])
+def test_phase_keys_by_range_equal_the_per_op_paths(tmp_path, scenario, level):
+    sc = rc.SCENARIOS[scenario]
+    trace = open_trace(synth.write_nsys_sqlite(rc.workload(sc), tmp_path / "t.sqlite"), use_cache=False)
+    ops = kernel_groups(trace).op_idx
+    main = ph.main_thread(trace, ops, 1)
+    for base in (1, np.where(np.arange(len(ops)) % 3 == 0, 0, 1)):    # one depth; per-op depths (the TUI)
+        keys, texts, rule = ph.attributed_phase_keys(trace, ops, base, level, main)
+        want_keys, want_texts = _phase_keys_per_op(trace, ops, base, level, main)
+        assert texts == want_texts and len(texts) > 1
+        np.testing.assert_array_equal(keys, want_keys)
+    if scenario == "autograd":
+        assert (rule == ph.RULE_MAIN_THREAD).any()

@@ -92,13 +92,39 @@ def _path_matrix(trace: Trace, inner: np.ndarray, base: np.ndarray, level: int) 
     return np.stack(cols, axis=1)
 
 
-def _keys(trace: Trace, mat: np.ndarray, keys: np.ndarray):
-    has = mat[:, 0] >= 0
+def _paths_by_range(trace: Trace, inner: np.ndarray, base: np.ndarray, level: int):
+    """(table, row per op): `_path_matrix` once per distinct (base, range) pair, not once per op
+    (an iteration's launches share a few thousand ranges: the record's CPU, bench/MISSED.md).
+    Row 0 of each base's block is the empty path (range -1)."""
+    n = len(trace.ranges) + 1
+    if base.ndim == 0 or not len(base) or (base == base[0]).all():
+        bvals, bi = np.asarray(base, np.int64).reshape(-1)[:1], 0
+    else:
+        bvals, bi = unique_sorted(base, return_inverse=True)
+    code = bi * n + (np.asarray(inner, np.int64) + 1)
+    used = np.zeros(len(bvals) * n, bool)
+    used[code] = True
+    pairs = np.flatnonzero(used)
+    del used
+    slot = np.zeros(len(bvals) * n, np.int64)
+    slot[pairs] = np.arange(len(pairs))
+    if not len(trace.ranges):
+        return np.full((len(pairs), max(int(level), 1)), -1, np.int64), slot[code]
+    return _path_matrix(trace, pairs % n - 1, bvals[pairs // n], level), slot[code]
+
+
+def _keys(trace: Trace, table: np.ndarray, row: np.ndarray, keys: np.ndarray):
+    """Keys per op from its path `table[row]`: the rows' lexicographic rank among those present
+    (what unique rows of the per-op matrix give), texts per key."""
+    has = table[row, 0] >= 0
     if not has.any():
         return keys, []
-    uniq, inv = unique_rows(mat[has], return_inverse=True)
-    texts = [" > ".join(trace.strings[int(t)] for t in row if t >= 0) for row in uniq.tolist()]
-    keys[has] = inv.reshape(-1)
+    present = np.flatnonzero(np.bincount(row[has], minlength=len(table)))
+    uniq, inv = unique_rows(table[present], return_inverse=True)
+    key_of = np.full(len(table), -1, np.int64)
+    key_of[present] = inv.reshape(-1)
+    texts = [" > ".join(trace.strings[int(t)] for t in r if t >= 0) for r in uniq.tolist()]
+    keys[has] = key_of[row[has]]
     return keys, texts
 
 
@@ -148,28 +174,35 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
         return keys, [], rule
     a = trace.ops.api[ops]
     base = np.broadcast_to(np.asarray(base_depth, np.int64), ops.shape)
-    mat = np.full((len(ops), max(int(level), 1)), -1, np.int64)
+    # each op's path is a row of `table` (its innermost range's, then the main thread's, then the
+    # backward-linked copy of the first block): rows per range, not per op
+    inner = nvtx.op_ranges(trace)[ops] if len(trace.ranges) else np.full(len(ops), -1, np.int64)
+    table, row = _paths_by_range(trace, inner, base, level)
+    del inner
+    rule[table[row, 0] >= 0] = RULE_RANGE
     if len(trace.ranges):
-        mat = _path_matrix(trace, nvtx.op_ranges(trace)[ops], base, level)
-        rule[mat[:, 0] >= 0] = RULE_RANGE
         api = trace.api
-        other = (mat[:, 0] < 0) & (a >= 0) & (main >= 0)
+        other = (table[row, 0] < 0) & (a >= 0) & (main >= 0)
         if main >= 0:
             other &= api.thread[np.maximum(a, 0)] != main
         if other.any():
             at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), api.start[a[other]])
-            sub = _path_matrix(trace, at, base[other], level)
-            got = sub[:, 0] >= 0
+            sub, sub_row = _paths_by_range(trace, at, base[other], level)
+            got = sub[sub_row, 0] >= 0
             idx = np.nonzero(other)[0][got]
-            mat[idx] = sub[got]
+            row[idx] = len(table) + sub_row[got]
             rule[idx] = RULE_MAIN_THREAD
+            table = np.concatenate([table, sub])
     st = trace.api_stacks
     if len(st) == len(trace.api) and len(st):
         linked = (rule == RULE_NONE) & (a >= 0) & (st.via[np.maximum(a, 0)] == STACK_BACKWARD)
-        if linked.any():
-            mat[linked, 0] = trace.strings.intern(BACKWARD_PHASE)
+        if linked.any():    # a copy of the table with the backward phase as its first name
+            back = table.copy()
+            back[:, 0] = trace.strings.intern(BACKWARD_PHASE)
+            row[linked] += len(table)
             rule[linked] = RULE_BACKWARD
-    keys, texts = _keys(trace, mat, keys)
+            table = np.concatenate([table, back])
+    keys, texts = _keys(trace, table, row, keys)
     return keys, texts, rule
 
 

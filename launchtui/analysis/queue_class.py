@@ -74,10 +74,24 @@ class StreamVerdict:
 CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
 
 
-def _in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per time: index of the iteration [start, end) holding it, -1 when none (windows disjoint)."""
-    k = np.searchsorted(starts, t, side="right") - 1
-    return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per time: index of the iteration [start, end) holding it, -1 when none (starts sorted).
+    Times already in order (launch calls, gaps, depth changes) in disjoint windows are labelled
+    run by run (np.repeat of the window index over each run) instead of a search per time."""
+    t = np.asarray(t)
+    starts, ends = np.asarray(starts), np.asarray(ends)
+    if (len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts) \
+            or (ends < starts).any() or (ends[:-1] > starts[1:]).any():
+        k = np.searchsorted(starts, t, side="right") - 1
+        return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+    # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
+    bounds = np.empty(2 * len(starts) + 2, np.int64)
+    bounds[0], bounds[-1] = 0, len(t)
+    bounds[1:-1:2] = np.searchsorted(t, starts, side="left")
+    bounds[2:-1:2] = np.searchsorted(t, ends, side="left")
+    label = np.full(len(bounds) - 1, -1, np.int64)
+    label[1::2] = np.arange(len(starts))
+    return np.repeat(label, np.diff(bounds))
 
 
 def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> int:
@@ -85,16 +99,8 @@ def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> in
     if not len(s.t):
         return 0
     at_start = s.value_at(starts)
-    # the changes inside [start_k, end_k) are the index runs [a_k, b_k) of the sorted times: a
-    # mask from +1/-1 marks at the run ends (no binary search per change: the record's CPU)
-    a = np.searchsorted(s.t, starts, side="left")
-    b = np.searchsorted(s.t, ends, side="left")
-    mark = np.zeros(len(s.t) + 1, np.int32)
-    np.add.at(mark, a, 1)
-    np.add.at(mark, b, -1)
-    inside = np.cumsum(mark[:-1], dtype=np.int32) > 0
-    del mark
-    return int(max(at_start.max(initial=0), s.v[inside].max(initial=0)))
+    inside = s.v[in_windows(s.t, starts, ends) >= 0]
+    return int(max(at_start.max(initial=0), inside.max(initial=0)))
 
 
 def _first_of_runs(a: np.ndarray):
@@ -120,7 +126,8 @@ def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarra
     stop = np.append(s.t[1:], max(int(s.t[-1]), int(ends.max())))
     # before the first change the depth is 0
     lo0 = min(int(starts.min()), int(s.t[0]))
-    low_set = iv.union(np.append(s.t[low], lo0), np.append(stop[low], int(s.t[0])))
+    # [lo0, t0) first: the set's starts stay in order and the union needs no sort
+    low_set = iv.union(np.concatenate([[lo0], s.t[low]]), np.concatenate([[int(s.t[0])], stop[low]]))
     both = iv.intersect(busy, low_set)
     return total, iv.measure_in(both[0], both[1], starts, ends)
 
@@ -152,7 +159,7 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
             continue
         # one entry per launch call (a graph launch feeds several ops), inside the iterations
         a_u, first = _first_of_runs(ops.api[mine])
-        k_call = _in_windows(api.start[a_u], starts, ends)
+        k_call = in_windows(api.start[a_u], starts, ends)
         cbf_out = a_u[(k_call < 0) & cbf[a_u]]   # "command buffer full" outside the iterations
         a_u, depth_b, k_call = a_u[k_call >= 0], dbl[mine[first]][k_call >= 0], k_call[k_call >= 0]
         max_depth = _max_in_windows(s, starts, ends)
@@ -163,7 +170,7 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
         stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]
         sp_api = np.fromiter((e.worst_api for e in stream_spikes), np.int64, len(stream_spikes))
         sp_depth = np.fromiter((e.max_depth for e in stream_spikes), np.int64, len(stream_spikes))
-        sp_k = _in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
+        sp_k = in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
         plateau = (sp_k >= 0) & (sp_depth + 1 >= max_depth - tol)
         plateau_k = per(sp_k[plateau])
         cbf_calls = a_u[cbf[a_u]]
@@ -193,7 +200,7 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
         ended_k = waited_k = np.zeros(n_it)
         if g is not None:
             ended = g.next_stream == s.stream
-            gk = _in_windows(g.end[ended], starts, ends)   # the op ending the gap starts in iteration k
+            gk = in_windows(g.end[ended], starts, ends)   # the op ending the gap starts in iteration k
             ok = gk >= 0
             ended_k = per(gk[ok])
             waited_k = per(gk[ok], (g.next_launch_end[ended] > g.start[ended])[ok].astype(np.float64))

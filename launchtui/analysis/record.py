@@ -15,7 +15,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.phases import attributed_phase_keys, group_phases, group_rules, main_thread
-from launchtui.analysis.queue_class import classify
+from launchtui.analysis.queue_class import classify, in_windows
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Shared
 from launchtui.trace.arrays import unique_sorted
@@ -69,9 +69,7 @@ def _iterations_inside(trace: Trace, it: itr.Iterations, window: tuple[int, int]
 
 def _in_iterations(t: np.ndarray, it: itr.Iterations) -> np.ndarray:
     """Per time: index of the iteration [start, end) holding it, -1 when none."""
-    k = np.searchsorted(it.start, t, side="right") - 1
-    ok = (k >= 0) & (t < it.end[np.maximum(k, 0)])
-    return np.where(ok, k, -1)
+    return in_windows(t, it.start, it.end)
 
 
 def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions,
