@@ -58,20 +58,28 @@ class Episode:
         return d
 
 
-def _launch_ops(trace: Trace):
-    """Per matched op with a launch-type call: op index and its api index."""
-    ops = trace.ops
-    idx = np.nonzero(ops.api >= 0)[0]
-    return idx, ops.api[idx]
+def _stream_launches(trace: Trace, device: int, stream: int):
+    """A stream's matched ops' launch calls, in call-start order: (starts, durations, api indices).
+    Selected by a mask per stream (no per-op key arrays for the whole trace: issue 11)."""
+    ops, api = trace.ops, trace.api
+    mine = ops.api >= 0
+    mine &= ops.device == device
+    mine &= ops.stream == stream
+    l_api = ops.api[mine]
+    del mine
+    l_start = api.start[l_api]
+    l_dur = api.end[l_api]
+    l_dur -= l_start
+    if len(l_start) > 1 and not (l_start[1:] >= l_start[:-1]).all():   # FIFO: almost always sorted
+        o = np.argsort(l_start, kind="stable")
+        l_start, l_dur, l_api = l_start[o], l_dur[o], l_api[o]
+    return l_start, l_dur, l_api
 
 
 def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
     """Queue episodes (pending >= threshold) overlapping the selection."""
     w = time_window(sel, trace) if (sel.t0 is not None or sel.t1 is not None or sel.ranges) else None
-    ops, api = trace.ops, trace.api
-    oi, ai = _launch_ops(trace)
-    skey = ops.device[oi].astype(np.int64) * (1 << 40) + ops.stream[oi]
-    api_dur = (api.end - api.start)
+    api = trace.api
     out = []
     for s in stream_series(trace):
         if sel.devices is not None and s.device not in sel.devices:
@@ -87,13 +95,7 @@ def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> 
             keep = np.concatenate([[True], gap >= opt.merge_gap_us * 1e3])
             stops = np.concatenate([stops[np.nonzero(keep)[0][1:] - 1], stops[-1:]])
             starts = starts[keep]
-        kk = s.device * (1 << 40) + s.stream
-        mine = skey == kk
-        l_start = api.start[ai[mine]]
-        l_dur = api_dur[ai[mine]]
-        l_api = ai[mine]
-        o = np.argsort(l_start, kind="stable")
-        l_start, l_dur, l_api = l_start[o], l_dur[o], l_api[o]
+        l_start, l_dur, l_api = _stream_launches(trace, s.device, s.stream)
         for a, b in zip(starts.tolist(), stops.tolist()):  # one iteration per episode
             t0 = int(s.t[a])
             t1 = int(s.t[b]) if b < len(s.t) else int(s.t[-1])

@@ -61,18 +61,21 @@ def _stats(s: StreamSeries, lo: int | None, hi: int | None, thresholds) -> Queue
         return None
     # steps clipped to [lo_t, hi_t]: value v[i] holds on [t[i], t[i+1])
     i0 = max(np.searchsorted(t, lo_t, side="right") - 1, 0)
-    i1 = np.searchsorted(t, hi_t, side="left")
-    tt = np.concatenate([[lo_t], t[i0 + 1:i1], [hi_t]])
-    vv = v[i0:i1] if i1 > i0 else v[i0:i0 + 1]
-    dur = np.diff(tt)
-    vv = vv[:len(dur)]
+    i1 = int(np.searchsorted(t, hi_t, side="left"))
+    if i1 > i0:   # durations of the steps t[i0..i1], the first and last clipped to [lo_t, hi_t]
+        dur = np.diff(t[i0:i1 + 1])
+        dur[0] -= lo_t - t[i0]
+        dur[-1] -= t[i1] - hi_t
+    else:
+        dur = np.array([hi_t - lo_t], np.int64)
+    vv = v[i0:i0 + len(dur)]
     span = int(hi_t - lo_t)
-    mean = float((vv.astype(np.float64) * dur).sum() / span) if span > 0 else float(vv.max(initial=0))
+    mean = float(np.multiply(vv, dur, dtype=np.float64).sum() / span) if span > 0 else float(vv.max(initial=0))
     inside = v[np.searchsorted(t, lo_t, side="left"):np.searchsorted(t, hi_t, side="right")]
     mx = int(max(vv.max(initial=0), inside.max(initial=0)))
     return QueueStats(device_id=s.device, stream_id=s.stream, max_depth=mx, mean_depth=mean,
                       point_mean_depth=s.point_mean if whole else float(inside.mean()) if len(inside) else 0.0,
-                      span_ns=span, time_at_or_above_ns={th: int(dur[vv >= th].sum()) for th in thresholds},
+                      span_ns=span, time_at_or_above_ns={th: int(np.sum(dur, where=vv >= th)) for th in thresholds},
                       max_depth_graph_as_one=s.max_graph_as_one, graph_ops=s.graph_ops)
 
 
