@@ -157,8 +157,9 @@ def stages(path: str) -> dict:
             mark(stage)
     trace = read_trace(path, progress)
     mark("reader: the rest (stacks, CPU tables)")
+    _mark_index_steps(mark)
     trace_index(trace)
-    mark("typed index")
+    mark("typed index: the rest (names, categories)")
     build_report(trace)
     mark("report")
     build_record(trace)
@@ -178,6 +179,21 @@ def reader(path: str) -> dict:
     return {"column_reader": native_columns.status(), "events": trace.event_count(), "wall_s": round(wall, 3),
             "cpu_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3),
             "minor_faults": ru.ru_minflt - ru0.ru_minflt, **_proc_status()}
+
+
+def _mark_index_steps(mark) -> None:
+    """Mark each large step of the typed index build as a stage of its own (the index's peak and
+    faults by step), by wrapping the module's step functions for this process."""
+    from launchtui.analysis import index
+
+    def marked(fn, stage):
+        def run(*args):
+            out = fn(*args)
+            mark(stage)
+            return out
+        return run
+    index._queue_series = marked(index._queue_series, "typed index: queue series, depth before launch")
+    index._op_ranges = marked(index._op_ranges, "typed index: NVTX lookup, op ranges")
 
 
 def warm_open(path: str) -> dict:

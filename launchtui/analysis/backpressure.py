@@ -16,8 +16,10 @@ from launchtui.analysis import nvtx
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
+from launchtui.trace.nesting import FEW_THREADS
 
 
 @dataclass(frozen=True)
@@ -120,23 +122,36 @@ def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> 
     return out
 
 
-def thread_launch_medians(trace: Trace) -> np.ndarray:
+def _launch_calls(api):
+    """Launch calls: (API indices, durations ns, thread ids)."""
+    launch = np.flatnonzero(api.kind == API_LAUNCH)
+    dur = api.end[launch]
+    dur -= api.start[launch]
+    return launch, dur, api.thread[launch]
+
+
+def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
     """Per thread id: the median duration (ns) of its launch calls, 0 for threads without any (§6).
-    The spike rule's baseline; the timeline's spike cells use the same values."""
+    The spike rule's baseline; the timeline's spike cells use the same values. `calls`: the
+    trace's `_launch_calls`, when the caller has them."""
     api = trace.api
-    launch = np.nonzero(api.kind == API_LAUNCH)[0]
+    launch, dur, th = _launch_calls(api) if calls is None else calls
     med = np.zeros(int(api.thread.max()) + 1 if len(api) else 0, np.float64)
     if not len(launch):
         return med
-    dur = api.end[launch] - api.start[launch]
-    th = api.thread[launch]
+    uth = np.flatnonzero(np.bincount(th)) if th.min() >= 0 else None
+    if uth is not None and len(uth) <= FEW_THREADS:   # each thread's durations by a mask (np.median partitions that copy)
+        for t in uth.tolist():
+            med[t] = np.median(dur if len(uth) == 1 else dur[th == t],
+                               overwrite_input=len(uth) > 1)
+        return med
     # group rows by thread (radix sort on few ids), then np.median (a partition, not a sort) per thread
     uth, tg = dense_groups(th)
     o = np.argsort(tg.astype(np.uint16) if len(uth) < 65536 else tg, kind="stable")
     bounds = np.searchsorted(tg[o], np.arange(len(uth) + 1))
     ds = dur[o]
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
-        med[uth[i]] = np.median(ds[lo:hi])
+        med[uth[i]] = np.median(ds[lo:hi], overwrite_input=True)
     return med
 
 
@@ -149,22 +164,17 @@ def spike_threshold_ns(median_ns, spike_us: float, spike_factor: float):
 def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
     """Launch calls that took > spike_us and > spike_factor x their thread's median launch time."""
     api = trace.api
-    launch = np.nonzero(api.kind == API_LAUNCH)[0]
+    calls = _launch_calls(api)
+    launch, dur, th = calls
     if not len(launch):
         return []
-    dur = api.end[launch] - api.start[launch]
-    th = api.thread[launch]
-    med = thread_launch_medians(trace)
-    is_spike = dur > spike_threshold_ns(med[th], opt.spike_us, opt.spike_factor)
-    cand = launch[is_spike]
+    thr = spike_threshold_ns(thread_launch_medians(trace, calls), opt.spike_us, opt.spike_factor)
+    cand = launch[dur > thr[th]]   # the threshold per thread, read per call
+    del calls, launch, dur, th
     if not len(cand):
         return []
-    # the op each call launched (first one), for stream, device and depth
     ops = trace.ops
-    op_of_api = np.full(len(api), -1, np.int64)
-    m = np.nonzero(ops.api >= 0)[0]
-    op_of_api[ops.api[m][::-1]] = m[::-1]   # first op wins
-    op = op_of_api[cand]
+    op = _first_ops(ops.api, cand)
     dbl = depth_before_launch(trace)
     cbf = _command_buffer_full(trace)
     rng = nvtx.innermost_at(trace, api.thread[cand], api.start[cand])
@@ -181,6 +191,19 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
         out.append(Episode("spike", s, e, dev, int(ops.stream[k]) if k >= 0 else -1,
                            int(dbl[k]) if k >= 0 else -1, e - s, a, int(rng[j]),
                            command_buffer_full=bool(cbf[a])))
+    return out
+
+
+def _first_ops(op_api: np.ndarray, calls: np.ndarray) -> np.ndarray:
+    """The first op (lowest index) each of the sorted `calls` launched, -1 when none: a lookup-table
+    membership pass over the ops (no per-call array as long as the API table)."""
+    hits = np.flatnonzero(np.isin(op_api, calls, kind="table"))
+    u, first = unique_sorted(op_api[hits], return_index=True)
+    out = np.full(len(calls), -1, np.int64)
+    if len(u):
+        pos = np.minimum(np.searchsorted(u, calls), len(u) - 1)
+        found = u[pos] == calls
+        out[found] = hits[first[pos[found]]]
     return out
 
 

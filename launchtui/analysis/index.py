@@ -12,7 +12,8 @@ What it holds (definitions.md §5-§7):
   range enclosing its launch call (§7);
 - `distinguishing_names`: per GPU op, the string id of its distinguishing ("full") name (§3);
 - `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset);
-- `ops_by_api`: (sorted launch-call ids, op indices): the ops each API call launched.
+- `ops_by_api`: (sorted launch-call ids, op indices): the ops each API call launched (built on first
+  use, under a lock: only the TUI's details and the cache save read it).
 
 The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.op_ranges`,
 `nvtx.innermost_at`, `launches.name_ids` and `lanes.op_categories` read from here.
@@ -20,7 +21,7 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from launchtui.trace.nesting import InnermostIndex
 CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 
 _BUILD_LOCK = threading.Lock()
+_LAZY_LOCK = threading.Lock()   # the parts computed on first use (ops_by_api)
 DENSE_PAIRS = 1 << 24   # (full, short) name pairs looked up in a table up to this many (16 MB of bools)
 
 
@@ -63,7 +65,20 @@ class TraceIndex:
     op_ranges: np.ndarray               # int32 per op, -1 none
     distinguishing_names: np.ndarray    # int32 string id per op
     op_category: np.ndarray             # int8 per op
-    ops_by_api: tuple[np.ndarray, np.ndarray]   # int32 (sorted call ids, op per call id)
+    op_api: np.ndarray = field(repr=False)   # the trace's ops.api (a reference), for ops_by_api
+    # int32 (sorted call ids, op per call id); None until first asked for: only the TUI's details
+    # and the cache read it, so a cold `report` never holds it (issue 11)
+    _ops_by_api: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def ops_by_api(self) -> tuple[np.ndarray, np.ndarray]:
+        got = self._ops_by_api
+        if got is None:
+            with _LAZY_LOCK:
+                if self._ops_by_api is None:
+                    object.__setattr__(self, "_ops_by_api", _ops_by_api(self.op_api))
+                got = self._ops_by_api
+        return got
 
     def ops_of_call(self, a: int) -> np.ndarray:
         """GPU ops launched by API call `a` (O(log N))."""
@@ -106,7 +121,7 @@ class TraceIndex:
                                     points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
                        for m, a, b, p in zip(meta, starts, ends, pm))
         return cls(series, z["depth_before_launch"], _nvtx_index(trace), z["op_ranges"], z["distinguishing_names"],
-                   z["op_category"], (z["ops_by_api.keys"], z["ops_by_api.ops"]))
+                   z["op_category"], trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]))
 
 
 def trace_index(trace: Trace) -> TraceIndex:
@@ -134,7 +149,7 @@ def build_index(trace: Trace) -> TraceIndex:
     series, dbl = _queue_series(trace)
     nvtx_idx = _nvtx_index(trace)
     return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), _distinguishing_names(trace),
-                      _op_categories(trace), _ops_by_api(trace))
+                      _op_categories(trace), trace.ops.api)
 
 
 # ---- pending-launch depth (definitions.md §5) ---------------------------------------------------------
@@ -299,11 +314,10 @@ def _op_categories(trace: Trace) -> np.ndarray:
     return cat
 
 
-def _ops_by_api(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def _ops_by_api(op_api: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(launch-call ids ascending, the op of each): both int32."""
-    ops = trace.ops
-    m = np.flatnonzero(ops.api >= 0).astype(np.int32)
-    keys = ops.api[m]
+    m = np.flatnonzero(op_api >= 0).astype(np.int32)
+    keys = op_api[m]
     if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():
         o = np.argsort(keys, kind="stable")
         keys, m = keys[o], m[o]
