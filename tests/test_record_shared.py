@@ -132,3 +132,22 @@ def test_phase_keys_by_range_equal_the_per_op_paths(tmp_path, scenario, level):
         np.testing.assert_array_equal(keys, want_keys)
     if scenario == "autograd":
         assert (rule == ph.RULE_MAIN_THREAD).any()
+
+
+def test_exposed_pieces_merged_per_gap_equal_the_sorted_union():
+    from launchtui.analysis import intervals as iv
+    rng = np.random.default_rng(11)
+    edges = np.sort(rng.choice(10**6, 2 * 400, replace=False))
+    gs, ge = edges[0::2], edges[1::2]
+    x = gs + (rng.random(len(gs)) * (ge - gs)).astype(np.int64)     # x in [g0, g1]
+    x[::7] = ge[::7]                                                  # no next launch: empty tail
+    calls_s = np.sort(rng.integers(0, 10**6, 3000))
+    flight = iv.union(calls_s, calls_s + rng.integers(1, 400, len(calls_s)))
+    head = iv.intersect(flight, (gs, x))
+    assert len(head[0]) > len(gs) // 2
+    s, e = ex._merge_per_gap(head, (x, ge), gs)
+    assert (np.diff(s) >= 0).all()                                    # in order: the union sorts nothing
+    want = iv.union(np.concatenate([head[0], x]), np.concatenate([head[1], ge]))
+    got = iv.union(s, e)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -51,15 +51,17 @@ def device_launch_calls(trace: Trace, device: int) -> np.ndarray:
 
 @dataclass
 class DeviceGaps:
-    """The device's idle gaps inside [lo, hi), each with the launch time of the op ending it.
-    `busy` and `exposed` are None when built with `exposed=False` (the queue class needs neither)."""
+    """The device's idle gaps inside [lo, hi), each with the op ending it. `light()` keeps what the
+    queue class reads (end, next_stream, waited): one device's gaps at 5M are ~2.5M rows."""
     busy: tuple[np.ndarray, np.ndarray] | None
-    start: np.ndarray
+    start: np.ndarray | None
     end: np.ndarray
-    next_launch: np.ndarray     # api.start of the launch call of the op that ends the gap; -1 none
-    next_launch_end: np.ndarray  # its api.end; -1 none
-    next_stream: np.ndarray     # stream of that op; -1 none
+    next_stream: np.ndarray     # stream of the op that ends the gap; -1 none
+    waited: np.ndarray          # bool: that op's launch call ended after the gap began (in flight)
     exposed: tuple[np.ndarray, np.ndarray] | None   # the exposed set (inside gaps), disjoint sorted
+
+    def light(self) -> DeviceGaps:
+        return DeviceGaps(None, None, self.end, self.next_stream, self.waited, None)
 
 
 def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
@@ -88,9 +90,10 @@ def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
 def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
                 exposed: bool = True) -> DeviceGaps:
     """`calls`: device_launch_calls(trace, device) when the caller has them. `exposed=False`: the
-    gaps and the op ending each only (what the queue class reads), without the exposed set."""
+    light gaps only (`DeviceGaps.light`: what the queue class reads), without the exposed set.
+    Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
-    on = np.nonzero(ops.device == device)[0]
+    on = ops.device == device
     busy = iv.union(ops.start[on], ops.end[on])
     gs, ge = iv.complement(busy[0], busy[1], lo, hi)
     if not exposed:
@@ -100,34 +103,53 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     calls = device_launch_calls(trace, device) if calls is None else calls
     is_call = np.zeros(len(api), bool)
     is_call[calls] = True
-    lk = on[(ops.api[on] >= 0)]
+    on &= ops.api >= 0
+    lk = np.flatnonzero(on)
+    del on
     lk = lk[is_call[ops.api[lk]]]
-    del is_call, on
+    del is_call
     lk = _by_start_then_launch(trace, lk)
     key_start = ops.start[lk]
     j = np.searchsorted(key_start, ge, side="left")
-    hit = (j < len(lk)) & (key_start[np.minimum(j, max(len(lk) - 1, 0))] == ge) if len(lk) else np.zeros(len(ge), bool)
-    nxt = np.where(hit, lk[np.minimum(j, max(len(lk) - 1, 0))] if len(lk) else -1, -1)
-    del j, hit, key_start   # temporaries go as soon as used: the 5M record's peak (bench/MISSED.md)
-    a_next = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1) if len(lk) else np.full(len(ge), -1)
-    del lk
-    nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
-    nle = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1)
+    if len(lk):
+        np.minimum(j, len(lk) - 1, out=j)
+        nxt = np.where(key_start[j] == ge, lk[j], -1)
+    else:
+        nxt = np.full(len(ge), -1, np.int64)
+    del j, key_start, lk
+    a_next = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1)
     nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
-    del a_next, nxt
+    del nxt
+    waited = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1) > gs
     if not exposed:
-        return DeviceGaps(None, gs, ge, nl, nle, nst, None)
+        return DeviceGaps(None, None, ge, nst, waited, None)
     # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
     # inside [g0, x)
+    nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
+    del a_next
     x = np.where(nl >= 0, np.maximum(gs, nl), ge)
-    tail = (x, ge)
+    del nl
     flight = iv.union(api.start[calls], api.end[calls])
     head = iv.intersect(flight, (gs, x))
     del flight
-    es = np.concatenate([head[0], tail[0]])
-    ee = np.concatenate([head[1], tail[1]])
-    exposed = iv.union(es, ee)
-    return DeviceGaps(busy, gs, ge, nl, nle, nst, exposed)
+    exposed = iv.union(*_merge_per_gap(head, (x, ge), gs))
+    return DeviceGaps(busy, gs, ge, nst, waited, exposed)
+
+
+def _merge_per_gap(head, tail, gs):
+    """Pieces in start order without a sort: each gap's head pieces (inside [g0, x)) come before its
+    tail [x, g1), and the gaps are disjoint and sorted."""
+    hs, he = head
+    ts, te = tail
+    gap_of_head = np.searchsorted(gs, hs, side="right") - 1
+    heads_upto = np.cumsum(np.bincount(gap_of_head, minlength=len(ts)))   # heads in gaps <= i
+    s = np.empty(len(hs) + len(ts), np.int64)
+    e = np.empty(len(s), np.int64)
+    at = gap_of_head + np.arange(len(hs))     # the tails of earlier gaps come before a head
+    s[at], e[at] = hs, he
+    at = heads_upto + np.arange(len(ts))
+    s[at], e[at] = ts, te
+    return s, e
 
 
 @dataclass

@@ -19,6 +19,7 @@ Per iteration:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -136,12 +137,13 @@ def _share(num, den) -> float | None:
     return float(num) / float(den) if den > 0 else None
 
 
-def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends: np.ndarray,
+def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.ndarray, ends: np.ndarray,
              opt: Options = Options(), devices=None, sp: list[Episode] | None = None) -> list[StreamVerdict]:
     """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
     each iteration [starts_k, ends_k) (time outside them never counts) and then over the
     iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
-    `gaps` maps device -> its idle gaps over the iterations' span (exposed.device_gaps); `sp`:
+    `gaps(device)`: its idle gaps over the iterations' span (exposed.device_gaps, light is enough),
+    asked for in device order, so a caller can hold one device's at a time; `sp`:
     spikes(trace, opt=opt) of the whole trace when the caller has them."""
     ops, api = trace.ops, trace.api
     starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
@@ -196,14 +198,14 @@ def classify(trace: Trace, gaps: dict[int, DeviceGaps], starts: np.ndarray, ends
             if (on & (ops.api < 0) & (ops.start >= int(api.start[b].min()))).any():
                 limit = None
         busy_k, low_k = _dry_time(s, trace, starts, ends, on)
-        g = gaps.get(s.device)
+        g = gaps(s.device)
         ended_k = waited_k = np.zeros(n_it)
         if g is not None:
             ended = g.next_stream == s.stream
             gk = in_windows(g.end[ended], starts, ends)   # the op ending the gap starts in iteration k
             ok = gk >= 0
             ended_k = per(gk[ok])
-            waited_k = per(gk[ok], (g.next_launch_end[ended] > g.start[ended])[ok].astype(np.float64))
+            waited_k = per(gk[ok], g.waited[ended][ok].astype(np.float64))
         dry_k = ((launches_k >= MIN_LAUNCHES) & (low_k > DRY_SHARE * busy_k) & (busy_k > 0)
                  & (waited_k > DRY_SHARE * ended_k) & (ended_k > 0))
         cls_k = np.where(sat_k, 0, np.where(dry_k, 1, 2))

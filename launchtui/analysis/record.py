@@ -148,6 +148,24 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     return top, nccl_rows, misses, why, table_api_ns
 
 
+def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGaps, lo: int, hi: int,
+                          devs: dict[int, np.ndarray]):
+    """The queue class's `gaps(device)`: the primary's light gaps, another device's computed when
+    first asked for and dropped when the next device is (one device's ~2.5M gaps at 5M)."""
+    held: dict[int, ex.DeviceGaps] = {}
+
+    def gaps(d: int) -> ex.DeviceGaps | None:
+        if d == primary:
+            return primary_gaps
+        if d not in devs:
+            return None
+        if d not in held:
+            held.clear()
+            held[d] = ex.device_gaps(trace, d, lo, hi, devs[d], exposed=False)
+        return held[d]
+    return gaps
+
+
 def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
     """Host-blocking syncs inside the iterations (`m`: cpu_busy.host_blocking_calls): *Synchronize
     calls and synchronous copies."""
@@ -222,9 +240,10 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     # kernels first: the groups' per-launch arrays go before the gaps and the queue class (5M peak)
     top, nccl_rows, misses, why, table_api_ns = _top_kernels(trace, sel, it, [primary], opt, shared)
     shared.release_groups()
-    # the exposed set only where it is measured (the primary); the queue class reads the gaps
-    gaps = {d: ex.device_gaps(trace, d, lo, hi, devs[d], exposed=d == primary) for d in devices}
-    f = ex.per_iteration(trace, primary, it.start, it.end, gaps[primary], devs[primary])
+    gaps = ex.device_gaps(trace, primary, lo, hi, devs[primary])
+    f = ex.per_iteration(trace, primary, it.start, it.end, gaps, devs[primary])
+    h = ex.gap_histogram(gaps, it.start, it.end)
+    gaps = gaps.light()    # the busy and exposed sets are done with (5M peak)
     share = float(f.exposed_ns.sum()) / float(f.iteration_ns.sum()) if f.iteration_ns.sum() > 0 else 0.0
     amdahl = 1.0 / (1.0 - share) if share < 1 else None
     med_launches = float(np.median(f.launches))
@@ -236,18 +255,15 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
                 "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
 
-    streams = classify(trace, gaps, it.start, it.end, opt.backpressure, set(devices),
-                       sp=shared.spikes(WHOLE, opt.backpressure))
-    gaps = {primary: gaps[primary]}   # the other devices' gaps are done with (5M peak)
+    streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
+                       opt.backpressure, set(devices), sp=shared.spikes(WHOLE, opt.backpressure))
+    del gaps
     api_totals = _api_totals(trace, it, devs[primary])
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
     blocking = cpu_busy.host_blocking_calls(trace)
-    idle = {}
-    for d in [primary]:
-        h = ex.gap_histogram(gaps[d], it.start, it.end)
-        sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / max(len(it), 1)
-        idle[str(d)] = {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
-                        "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / max(len(it), 1) / 1e6, 3)}
+    sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / max(len(it), 1)
+    idle = {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
+                           "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / max(len(it), 1) / 1e6, 3)}}
     doc.update({
         "device_id": primary,
         "devices": devices,
