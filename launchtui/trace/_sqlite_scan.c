@@ -17,6 +17,7 @@
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct sqlite3_value sqlite3_value;
 
 #define SQLITE_OK 0
 #define SQLITE_ROW 100
@@ -38,8 +39,9 @@ static int (*p_close)(sqlite3 *);
 static int (*p_prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
 static int (*p_step)(sqlite3_stmt *);
 static int (*p_column_count)(sqlite3_stmt *);
-static int (*p_column_type)(sqlite3_stmt *, int);
-static int64_t (*p_column_int64)(sqlite3_stmt *, int);
+static sqlite3_value *(*p_column_value)(sqlite3_stmt *, int);
+static int (*p_value_type)(sqlite3_value *);
+static int64_t (*p_value_int64)(sqlite3_value *);
 static int (*p_finalize)(sqlite3_stmt *);
 static const char *(*p_errmsg)(sqlite3 *);
 static void *lib_handle;
@@ -57,8 +59,9 @@ static PyObject *scan_load(PyObject *self, PyObject *arg)
     struct { void **slot; const char *name; } syms[] = {
         {(void **)&p_open_v2, "sqlite3_open_v2"}, {(void **)&p_close, "sqlite3_close"},
         {(void **)&p_prepare_v2, "sqlite3_prepare_v2"}, {(void **)&p_step, "sqlite3_step"},
-        {(void **)&p_column_count, "sqlite3_column_count"}, {(void **)&p_column_type, "sqlite3_column_type"},
-        {(void **)&p_column_int64, "sqlite3_column_int64"}, {(void **)&p_finalize, "sqlite3_finalize"},
+        {(void **)&p_column_count, "sqlite3_column_count"}, {(void **)&p_column_value, "sqlite3_column_value"},
+        {(void **)&p_value_type, "sqlite3_value_type"}, {(void **)&p_value_int64, "sqlite3_value_int64"},
+        {(void **)&p_finalize, "sqlite3_finalize"},
         {(void **)&p_errmsg, "sqlite3_errmsg"},
     };
     void *found[sizeof syms / sizeof syms[0]];
@@ -150,9 +153,13 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
             /* every column is checked even in a row to be dropped: an odd value anywhere sends the
                whole table to the fallback, as it would fail or parse there */
             for (int c = 0; c < k; c++) {
-                int t = p_column_type(st, c);
+                /* one column_value, then its type and integer (a column_type + column_int64
+                   pair looks the column up twice). The value is "unprotected", which only
+                   matters with a connection mutex: this NOMUTEX connection has none */
+                sqlite3_value *v = p_column_value(st, c);
+                int t = p_value_type(v);
                 if (t == SQLITE_INTEGER)
-                    row[c] = p_column_int64(st, c);
+                    row[c] = p_value_int64(v);
                 else if (t == SQLITE_NULL) {
                     row[c] = null_value;
                     skip |= required[c];
