@@ -237,7 +237,8 @@ def cmd_record(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from launchtui.analysis.record import build_record
+    from launchtui import result_cache as rc
+    from launchtui.analysis.backpressure import backpressure
     from launchtui.analysis.report import build_report, render_text
     from launchtui.output import dumps
     if args.by == "source":
@@ -247,12 +248,28 @@ def cmd_report(args) -> int:
     from launchtui.analysis.shared import Shared
     sel = selection_from_args(trace, args)
     shared = Shared(trace)   # kernel groups and spikes: computed once for the report and the record
-    doc = build_report(trace, sel, _report_options(args), shared)
+    opt = _report_options(args)
+    bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
+    doc = build_report(trace, sel, opt, shared, bp=bp)
+    keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp)]   # for the TUI's first open
     if args.json:
-        doc["record"] = build_record(trace, sel, _record_options(args), shared)
+        ropt = _record_options(args)
+        rec = rc.record_and_stalls(trace, sel, ropt, shared)
+        doc["record"] = rec[0]
+        keep.append((rc.RECORD, rc.record_inputs(trace, sel, ropt), rec))
     _emit(dumps(doc) if args.json else render_text(doc), args)
     _commit(trace)
+    _share(args, keep)
     return 0
+
+
+def _share(args, results) -> None:
+    """Store what the TUI's first open would compute again (the record, the backpressure marks)
+    beside the model entry just committed (result_cache.RECORD / BACKPRESSURE)."""
+    from launchtui import result_cache as rc
+    entry = None if getattr(args, "no_cache", False) else rc.model_entry(args.trace)
+    for kind, inputs, value in results if entry is not None else ():
+        rc.remember(kind, inputs, entry, value)
 
 
 def _report_sources(args) -> int:

@@ -98,13 +98,25 @@ def model_entry(trace_path) -> Path | None:
     return entry if entry is not None and entry.is_file() else None
 
 
+MISS = object()   # lookup(): nothing stored
+
+
 def memo(kind: str, inputs, entry: Path | None, compute):
     """`compute()`, or its stored value for the same `kind`, `inputs` (compared by repr) and model
     entry. The value is pickled: the files are the user's own, in the private cache directory, and
     any change of launchtui's code or of the entry gives a new key. `entry` None: just compute."""
+    value = lookup(kind, inputs, entry)
+    if value is MISS:
+        value = compute()
+        remember(kind, inputs, entry, value)
+    return value
+
+
+def lookup(kind: str, inputs, entry: Path | None):
+    """The value `memo` stored for these, else `MISS` (also without an entry)."""
     key = _hash((kind, inputs), entry) if entry is not None else None
     if key is None:   # no entry, or it is gone or not a regular file
-        return compute()
+        return MISS
     import pickle
     data = _read_bytes(results_dir() / f"{key}.pkl")
     if data is not None:
@@ -112,13 +124,39 @@ def memo(kind: str, inputs, entry: Path | None, compute):
             return pickle.loads(data)
         except Exception:  # a truncated or foreign file: recompute (and overwrite it)
             pass
-    value = compute()
+    return MISS
+
+
+def remember(kind: str, inputs, entry: Path | None, value) -> None:
+    """Store `value` as `memo` would have (nothing without an entry or when it does not pickle)."""
+    key = _hash((kind, inputs), entry) if entry is not None else None
+    if key is None:
+        return
+    import pickle
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
-        return value
+        return
     _store_bytes(key, data, ".pkl")
-    return value
+
+
+# Results that `report` computes anyway and the TUI's first open needs: stored by `report` under
+# these kinds, read by the TUI (same inputs, same code: the same values).
+RECORD = "record"          # (record, CPU-stall API indices) for (trace path, Selection, RecordOptions)
+BACKPRESSURE = "backpressure"   # analysis.backpressure.backpressure() for (Selection, Options)
+
+
+def record_inputs(trace, sel, opt) -> tuple:
+    """The record names its trace as opened (its `source`), so the path is part of its inputs."""
+    return (str(trace.source.path), sel, opt)
+
+
+def record_and_stalls(trace, sel, opt, shared=None) -> tuple[dict, frozenset]:
+    """The case record and the API indices of its CPU-stall spikes (the TUI's stall marks);
+    `shared`: the report's analysis.shared.Shared."""
+    from launchtui.analysis.record import record_with_streams
+    doc, streams = record_with_streams(trace, sel, opt, shared)
+    return doc, frozenset(e.worst_api for v in streams for e in v.stalls + v.outside_stalls)
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:

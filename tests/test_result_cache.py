@@ -100,7 +100,10 @@ def test_results_are_bounded(demo, capsys, monkeypatch):
     monkeypatch.setattr(result_cache, "MAX_RESULTS", 2)
     for n in range(1, 5):
         assert run(["report", demo, "--json", "--limit", str(n)], capsys)[0] == 0
-    assert len(list(result_cache.results_dir().glob("*.txt"))) == 2
+    d = result_cache.results_dir()
+    # each report stores its text and, for the TUI, its record and backpressure (.pkl): 2 files in all
+    assert len([*d.glob("*.txt"), *d.glob("*.pkl")]) == 2
+    assert len(list(d.glob("*.txt"))) == 1   # the newest: the last report's text
 
 
 def test_cache_clear_removes_results(demo, capsys):

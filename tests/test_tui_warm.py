@@ -32,15 +32,17 @@ def _state(path, no_cache: bool, keys=()):
     return run(go())
 
 
+def _boom(*a, **k):
+    raise AssertionError("recomputed on a warm open")
+
+
 def _forbid_compute(monkeypatch):
     import launchtui.tui.loader as loader
     import launchtui.tui.verdict as verdict
-
-    def boom(*a, **k):
-        raise AssertionError("recomputed on a warm open")
-    monkeypatch.setattr(verdict, "compute", boom)
-    monkeypatch.setattr(verdict, "table_rows", boom)
-    monkeypatch.setattr(loader, "selection_stats", boom)
+    from launchtui import result_cache
+    monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
+    monkeypatch.setattr(verdict, "table_rows", _boom)
+    monkeypatch.setattr(loader, "selection_stats", _boom)
 
 
 def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth, monkeypatch):
@@ -58,14 +60,29 @@ def test_other_settings_and_new_code_recompute(synth, monkeypatch):
     fresh_m = _state(synth, no_cache=True, keys=["M", "M", "M"])
     assert fresh_m[4] != _state(synth, no_cache=True)[4]     # the thresholds changed the table
     _state(synth, no_cache=False)            # stores the default settings only
-    calls, orig = [], verdict.compute
-    monkeypatch.setattr(verdict, "compute", lambda *a: calls.append(a[2]) or orig(*a))
+    from launchtui.analysis.record import RecordOptions
+    calls, orig = [], result_cache.record_and_stalls
+    monkeypatch.setattr(result_cache, "record_and_stalls", lambda *a: calls.append(a[2]) or orig(*a))
     assert _state(synth, no_cache=False, keys=["M", "M", "M"]) == fresh_m
-    assert calls and verdict.VerdictSettings() not in calls   # only the new settings were computed
+    assert calls and RecordOptions() not in calls   # only the new settings were computed
     calls.clear()
     monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
     _state(synth, no_cache=False)
-    assert calls == [verdict.VerdictSettings()]
+    assert calls == [RecordOptions()]
+
+
+def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monkeypatch, capsys):
+    """`report --json` stores the record and the backpressure marks it computed beside the model:
+    the TUI's first open after it shows them without computing either, equal to a fresh open."""
+    import launchtui.analysis.backpressure as bp
+    from launchtui import result_cache
+    from launchtui.cli import main
+    fresh = _state(synth, no_cache=True)
+    assert main(["report", str(synth), "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
+    monkeypatch.setattr(bp, "backpressure", _boom)
+    assert _state(synth, no_cache=False) == fresh
 
 
 def test_memo_stores_nothing_without_a_model_entry(tmp_path):

@@ -237,7 +237,7 @@ def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options(),
     }
 
 
-def timeline_marks(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> list[Episode]:
-    """Episodes and spikes in one time-ordered list, for b/B navigation."""
-    bp = backpressure(trace, sel, opt)
+def timeline_marks(trace: Trace, sel: Selection = WHOLE, opt: Options = Options(), bp: dict | None = None) -> list[Episode]:
+    """Episodes and spikes in one time-ordered list, for b/B navigation (`bp`: backpressure() of the same, when known)."""
+    bp = backpressure(trace, sel, opt) if bp is None else bp
     return sorted(bp["episodes"] + bp["spikes"], key=lambda e: (e.start, e.kind, e.device, e.stream))

@@ -55,14 +55,16 @@ def launch_totals(trace: Trace, sel: Selection, k=None) -> dict:
 
 
 def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions(),
-                 shared: Shared | None = None) -> dict:
-    """`shared`: the memo the case record reads too (`report --json`), so neither recomputes."""
+                 shared: Shared | None = None, bp: dict | None = None) -> dict:
+    """`shared`: the memo the case record reads too (`report --json`), so neither recomputes.
+    `bp`: `backpressure(trace, sel, opt.backpressure)` when the caller has it (the CLI keeps it for the TUI)."""
     shared = Shared(trace) if shared is None else shared
     gr = shared.kernel_groups(sel, opt.names)
     rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names, with_phase=True,
                               groups=gr)
     compute, nccl = split_nccl(rows)
-    bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
+    if bp is None:
+        bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),

@@ -64,7 +64,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
 
     Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
     from launchtui.analysis import nvtx
-    from launchtui.analysis.backpressure import timeline_marks
+    from launchtui.analysis.backpressure import backpressure, timeline_marks
     from launchtui.analysis.index import trace_index
     from launchtui.analysis.lanes import build_lanes, set_spike_threshold
     from launchtui.analysis.select import SelectionSpec, build_selection
@@ -83,9 +83,10 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
     use_store = opened_here and not getattr(args, "no_cache", False)
-    from launchtui.result_cache import memo, model_entry
+    from launchtui import result_cache as rc
     from launchtui.tui import lanes_cache
-    stored = lanes_cache.load(model_entry(args.trace), options) if use_store else None
+    entry0 = rc.model_entry(args.trace) if use_store else None   # a warm open's (None before a cold one's commit)
+    stored = lanes_cache.load(entry0, options)
     t1 = time.perf_counter()
     if stored is not None:      # a warm open: mapped from beside the model, nothing rebuilt
         lanes, marks = stored
@@ -97,14 +98,16 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     t2 = time.perf_counter()
     if stored is None:
         progress("finding backpressure", len(trace.ops))
-        marks = timeline_marks(trace, WHOLE, options)
+        # `report` stores the same backpressure() beside the model: the first open after it reuses it
+        bp = rc.memo(rc.BACKPRESSURE, (WHOLE, options), entry0, lambda: backpressure(trace, WHOLE, options))
+        marks = timeline_marks(trace, WHOLE, options, bp=bp)
     nvtx.op_ranges(trace)
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
     trace_index(trace)
     commit(trace)   # no-op for a trace that came from the cache or is not cached
-    entry = model_entry(args.trace) if use_store else None
-    opt_range = memo("tui-optimizer", (), entry, lambda: optimizer_range(trace))  # 0.3 s at 5M
+    entry = rc.model_entry(args.trace) if use_store else None
+    opt_range = rc.memo("tui-optimizer", (), entry, lambda: optimizer_range(trace))  # 0.3 s at 5M
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)

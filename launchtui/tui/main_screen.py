@@ -80,6 +80,7 @@ class MainScreen(Screen):
         self.selection = loaded.selection
         self.sel_gen = 0
         self.table_busy = False
+        self.table_waits = False     # the first table waits for the first verdict (on_mount)
         self.nvtx_occ = None         # (text_id, occurrences array, position)
         self.nvtx_all = False        # table over every occurrence of the name, not just the current one
         self.context = ""            # last jump / event, shown in the details panel
@@ -143,7 +144,10 @@ class MainScreen(Screen):
         self.sources.mount(self.source_table, self.query_one("#tables"))
         self.update_header()
         self.update_details()
-        self.refresh_selection()
+        # the verdict first, then the table at its phase level: computed once, and the two workers'
+        # temporaries never peak together (a record stored by `report --json` makes it instant)
+        self.table_busy = True
+        self.table_waits = True
         self.verdict.refresh()
 
     # ---- header / details / stats ---------------------------------------------------------------
@@ -249,6 +253,7 @@ class MainScreen(Screen):
         O(N) over the trace; the timeline keeps repainting meanwhile)."""
         self.sel_gen += 1
         self.table_busy = True
+        self.table_waits = False
         self.update_header()
         gen, spec, names = self.sel_gen, self.spec, self.name_mode
         settings, base, spans = self.verdict.settings, self.verdict.base_depth, self.verdict.spans
@@ -597,7 +602,8 @@ class MainScreen(Screen):
     def on_verdict_ready(self, m: VerdictReady) -> None:
         base = self.verdict.base_depth
         if self.verdict.ready(m.result):
-            if self.verdict.base_depth != base:   # the phase level starts below the iteration range
+            if self.table_waits or self.verdict.base_depth != base:   # the phase level starts below the iteration range
+                self.table_waits = False
                 self.refresh_selection()
             self.update_stats()
 

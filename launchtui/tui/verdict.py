@@ -60,50 +60,53 @@ class VerdictReady(Message):
         self.result = result
 
 
-def compute(trace, device, settings: VerdictSettings, gen: int) -> VerdictResult:
-    """The record for the shown device (all: the one with most launches) at the current settings."""
-    from launchtui.analysis.record import RecordOptions, record_with_streams
+def compute(trace, device, settings: VerdictSettings, gen: int, entry=None) -> VerdictResult:
+    """The record for the shown device (all: the one with most launches) at the current settings;
+    stored beside the model entry (result_cache.RECORD), where `report --json` stores the same."""
+    from launchtui import result_cache as rc
+    from launchtui.analysis.record import RecordOptions
     from launchtui.analysis.select import WHOLE
     sel = WHOLE if device is None else WHOLE.with_devices((device,))
-    doc, streams = record_with_streams(trace, sel, RecordOptions(min_launches=settings.min_launches,
-                                                                 max_avg_us=settings.max_avg_us,
-                                                                 phase_level=settings.phase_level))
+    opt = RecordOptions(min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
+                        phase_level=settings.phase_level)
+    doc, stalls = rc.memo(rc.RECORD, rc.record_inputs(trace, sel, opt), entry,
+                          lambda: rc.record_and_stalls(trace, sel, opt))
     it = doc.get("iterations") or {}
     starts, ends = it.get("starts_ns", []), it.get("ends_ns", [])
-    stalls = frozenset(e.worst_api for v in streams for e in v.stalls + v.outside_stalls)
-    return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64),
-                         list(zip(starts, ends)), stalls)
+    return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64), list(zip(starts, ends)), stalls)
 
 
 def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=()) -> list[dict]:
     """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
     iteration span start their phase path at `base_depth`, the others at the outermost range."""
-    from launchtui.analysis.launches import kernel_groups, small_kernel_table
+    from launchtui.analysis.launches import kernel_groups, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
+    gr = kernel_groups(trace, sel, names)     # once: the rows, then their phases
     rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
-                              limit=0, names=names)
+                              limit=0, names=names, groups=gr)
+    ranked = ranked_groups(trace, gr, settings.min_launches, settings.max_avg_us, 0)   # the rows' groups
     for r in rows:
         r["nvtx_range"], r["nvtx_share"] = None, 0.0
     if not rows or not len(trace.ranges):
         return rows
-    gr = kernel_groups(trace, sel, names)
-    base = np.zeros(len(gr.op_idx), np.int64)
+    # the main thread is chosen over every launch; phases only for the rows' launches (a group's
+    # phase depends on its own launches alone)
+    main = main_thread(trace, gr.op_idx, base_depth, [a for a, _ in spans])
+    wanted = np.isin(gr.op_group, ranked)
+    op_idx, op_group = gr.op_idx[wanted], gr.op_group[wanted]
+    base = np.zeros(len(op_idx), np.int64)
     if base_depth and len(spans):
-        t = trace.api.start[trace.ops.api[gr.op_idx]]
+        t = trace.api.start[trace.ops.api[op_idx]]
         starts = np.array([a for a, _ in spans], np.int64)
         ends = np.array([b for _, b in spans], np.int64)
         k = np.searchsorted(starts, t, side="right") - 1
         inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
         base[inside] = base_depth
-    keys, texts, _ = attributed_phase_keys(trace, gr.op_idx, base, settings.phase_level,
-                                           main_thread(trace, gr.op_idx, base_depth, [a for a, _ in spans]))
-    phase = group_phases(keys, texts, gr.op_group, len(gr))
-    where = {(trace.strings[int(n)], int(d)): i for i, (n, d) in enumerate(zip(gr.name, gr.device))}
-    for r in rows:
-        i = where.get((r["kernel_name"], r["device_id"]))
-        if i is not None:
-            r["nvtx_range"], r["nvtx_share"] = phase[i][0], round(phase[i][1], 4)
+    keys, texts, _ = attributed_phase_keys(trace, op_idx, base, settings.phase_level, main)
+    phase = group_phases(keys, texts, op_group, len(gr))
+    for r, i in zip(rows, ranked.tolist()):
+        r["nvtx_range"], r["nvtx_share"] = phase[i][0], round(phase[i][1], 4)
     return rows
 
 
@@ -296,12 +299,7 @@ class VerdictView:
         entry = scr.loaded.results_entry
 
         def work() -> None:
-            from dataclasses import replace
-
-            from launchtui.result_cache import memo
-            # stored beside the model: a warm open shows the record without recomputing it
-            result = memo("tui-verdict", (dev, settings), entry, lambda: compute(trace, dev, settings, 0))
-            scr.post_message(VerdictReady(replace(result, gen=gen)))
+            scr.post_message(VerdictReady(compute(trace, dev, settings, gen, entry)))
         scr.run_worker(work, thread=True, exclusive=True, group="verdict")
 
     def ready(self, result: VerdictResult) -> bool:
