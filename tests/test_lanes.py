@@ -65,3 +65,54 @@ def test_lanes_module_does_not_import_textual():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_intervals_of_disjoint_input_share_its_arrays_and_measure_the_same():
+    s = np.array([0, 10, 25, 40], np.int64)
+    e = np.array([5, 20, 30, 41], np.int64)
+    iv = lanes.Intervals(s, e, presorted=True)
+    assert iv.s is s and iv.e is e                        # no copy for one stream's / thread's events
+    edges = np.arange(-3, 50, 4)
+    assert (iv.busy(edges) == _brute_cover(s, e, edges)).all()
+    touching = lanes.Intervals(np.array([0, 5]), np.array([5, 9]), presorted=True)   # merged: copies
+    assert touching.s.tolist() == [0] and touching.e.tolist() == [9]
+
+
+def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
+    """build_lanes stores int32 indices and durations and shares arrays between a lane and its busy
+    sets; every lane's cells at several zooms equal those of lanes built from plain int64 copies."""
+    from fixtures.synth import simulate, write_nsys_sqlite
+    from launchtui.analysis.index import trace_index
+    from launchtui.trace.load import open_trace
+    from launchtui.trace.model import API_LAUNCH
+    tr = open_trace(write_nsys_sqlite(simulate(), tmp_path / "t.sqlite", variant="modern"), use_cache=False)
+    ops, api = tr.ops, tr.api
+    cat = trace_index(tr).op_category
+    built = lanes.build_lanes(tr)
+    lo, hi = tr.extent()
+    views = [lanes.bin_edges(lo, (hi - lo) / w, w) for w in (7, 190)] + [lanes.bin_edges(lo + (hi - lo) // 3, 997.0, 200)]
+    n_hw = n_api = 0
+    for dev, lst in built.hw.items():
+        for ln in lst:
+            idx = np.nonzero((ops.device == dev) & (ops.stream == ln.stream))[0]
+            assert ln.idx.dtype == np.int32 and (ln.idx == idx).all()
+            s, e = ops.start[idx].copy(), ops.end[idx].copy()
+            ref = lanes.HwLane(dev, ln.stream, idx, s, e,
+                               [lanes.Intervals(s[cat[idx] == c], e[cat[idx] == c]) for c in range(4)],
+                               lanes.Intervals(s, e))
+            for edges in views:
+                a, b = lanes.hw_cells(ln, edges), lanes.hw_cells(ref, edges)
+                assert (a.level == b.level).all() and (a.cat == b.cat).all() and (a.count == b.count).all()
+            n_hw += 1
+    for dev, lst in built.api.items():
+        for ln in lst:
+            s, e = api.start[ln.idx].copy(), api.end[ln.idx].copy()
+            ld = np.where(api.kind[ln.idx] == API_LAUNCH, e - s, 0).astype(np.int64)
+            ref = lanes.ApiLane(dev, ln.thread, ln.idx.astype(np.int64), s, e, lanes.Intervals(s, e),
+                                lanes.RangeMax(ld), ln.spike_ns, ln.median_ns)
+            ln.spike_ns = ref.spike_ns = int(np.median(ld[ld > 0]))   # some cells spike
+            for edges in views:
+                a, b = lanes.api_cells(ln, edges), lanes.api_cells(ref, edges)
+                assert all((getattr(a, f) == getattr(b, f)).all() for f in ("level", "count", "max_ns", "spike"))
+            n_api += 1
+    assert n_hw >= 2 and n_api >= 1 and built.queue

@@ -68,17 +68,17 @@ def test_other_options_new_code_or_a_rebuilt_entry_build_again(synth, monkeypatc
     first = load(tui_args(synth, no_cache=False))
     store_lanes(first)
     entry = first.results_entry
-    assert lanes_cache.load(entry, Options()) is not None
-    assert lanes_cache.load(entry, Options(threshold=7)) is None
+    assert lanes_cache.load(entry, Options(), first.trace) is not None
+    assert lanes_cache.load(entry, Options(threshold=7), first.trace) is None
     monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
-    assert lanes_cache.load(entry, Options()) is None
+    assert lanes_cache.load(entry, Options(), first.trace) is None
     monkeypatch.undo()
     tmp = entry.with_name("rebuilt.tmp")
     tmp.write_bytes(entry.read_bytes())
     os.replace(tmp, entry)                               # rebuilt as cache.save does: a new file
-    assert lanes_cache.load(entry, Options()) is None
+    assert lanes_cache.load(entry, Options(), first.trace) is None
     lanes_cache.path_for(entry).write_bytes(b"garbage")
-    assert lanes_cache.load(entry, Options()) is None
+    assert lanes_cache.load(entry, Options(), first.trace) is None
 
 
 def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monkeypatch):

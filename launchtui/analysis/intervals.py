@@ -114,7 +114,9 @@ class Intervals:
 
     def __init__(self, start: np.ndarray, end: np.ndarray, presorted: bool = False):
         start = np.asarray(start, np.int64)
-        end = np.maximum(np.asarray(end, np.int64), start + 1)
+        end = np.asarray(end, np.int64)
+        if len(start) and not (end > start).all():
+            end = np.maximum(end, start + 1)
         if len(start) and not presorted:
             o = np.argsort(start, kind="stable")
             start, end = start[o], end[o]
@@ -122,9 +124,12 @@ class Intervals:
             run_end = np.maximum.accumulate(end)
             new = np.ones(len(start), bool)
             new[1:] = start[1:] > run_end[:-1]
-            idx = np.nonzero(new)[0]
-            self.s = start[idx]
-            self.e = np.append(run_end[idx[1:] - 1], run_end[-1])
+            if new.all():   # already disjoint (then run_end == end): share the caller's arrays
+                self.s, self.e = start, end
+            else:
+                idx = np.nonzero(new)[0]
+                self.s = start[idx]
+                self.e = np.append(run_end[idx[1:] - 1], run_end[-1])
         else:
             self.s = np.zeros(0, np.int64)
             self.e = np.zeros(0, np.int64)

@@ -19,6 +19,7 @@ from launchtui.analysis.backpressure import spike_threshold_ns, thread_launch_me
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.index import trace_index
 from launchtui.analysis.intervals import Intervals, RangeMax
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, API_MEMCPY, API_MEMSET, Trace
 
 # HW categories, in drawing priority order for ties
@@ -131,6 +132,29 @@ def _group_bounds(keys_sorted: np.ndarray):
     return list(zip(b[:-1].tolist(), b[1:].tolist()))
 
 
+def _lanes_of(hi: np.ndarray, lo: np.ndarray):
+    """[(hi, lo, rows)] per distinct (hi, lo) pair in key order, each group's rows in their original
+    order (int32): a radix argsort of dense pair ids, since a trace has few lanes (not a sort of
+    5M 64-bit keys)."""
+    if not len(hi):
+        return []
+    uh, gh = dense_groups(hi)
+    ul, gl = dense_groups(lo)
+    pair, g = dense_groups(gh * len(ul) + gl)
+    small = np.uint8 if len(pair) < 256 else np.uint16 if len(pair) < 65536 else np.int64
+    order = np.argsort(g.astype(small), kind="stable").astype(np.int32)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=len(pair)))]).tolist()
+    return [(int(uh[p // len(ul)]), int(ul[p % len(ul)]), order[bounds[i]:bounds[i + 1]])
+            for i, p in enumerate(pair.tolist())]
+
+
+def _narrow(v: np.ndarray) -> np.ndarray:
+    """`v` as int32 when every value fits (exact: the same maxima, half the bytes), else as is."""
+    if len(v) and v.dtype.itemsize > 4 and v.min() >= -2**31 and v.max() < 2**31:
+        return v.astype(np.int32)
+    return v
+
+
 def op_categories(trace: Trace) -> np.ndarray:
     """Per GPU op: its timeline category (`index.CAT_KERNEL`, `CAT_SMALL`, `CAT_NCCL`, `CAT_MEM`)."""
     return trace_index(trace).op_category
@@ -139,79 +163,78 @@ def op_categories(trace: Trace) -> np.ndarray:
 def _api_device(trace: Trace) -> np.ndarray:
     """Per API call: device of the first GPU op it launched, -1 when none."""
     ops = trace.ops
-    out = np.full(len(trace.api), -1, np.int64)
+    out = np.full(len(trace.api), -1, np.int32)
     m = np.nonzero(ops.api >= 0)[0]
     out[ops.api[m][::-1]] = ops.device[m][::-1]
     return out
 
 
 def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
-    """All lanes of a trace. The TUI loader builds them once, off the UI thread, and keeps them."""
-    from launchtui.analysis.queue import stream_series
+    """All lanes of a trace. The TUI loader builds them once, off the UI thread, and keeps them.
+
+    Compact (issue 11: TUI memory at 5M): indices int32; a lane's busy set shares its start/end
+    arrays when its events are already disjoint (one stream's ops, one thread's launch calls);
+    a lane with one category uses its busy set for it; the queue rows view the index's series."""
     ops, api, rg = trace.ops, trace.api, trace.ranges
     lanes = Lanes()
 
     # CUDA HW: one lane per (device, stream), categories as separate unions
     cat = op_categories(trace)
-    if len(ops):
-        skey = ops.device.astype(np.int64) * (1 << 40) + ops.stream
-        order = np.argsort(skey, kind="stable")          # ops are sorted by start: stays in start order
-        ks = skey[order]
-        for a, b in _group_bounds(ks):                   # one iteration per stream
-            idx = order[a:b]
-            s, e, c = ops.start[idx], ops.end[idx], cat[idx]
-            cats = [Intervals(s[c == ci], e[c == ci], presorted=True) for ci in range(4)]
-            dev, st = int(ks[a] >> 40), int(ks[a] & ((1 << 40) - 1))
-            lanes.hw.setdefault(dev, []).append(HwLane(dev, st, idx, s, e, cats, Intervals(s, e, presorted=True)))
+    for dev, st, idx in _lanes_of(ops.device, ops.stream):   # ops are sorted by start: rows stay so
+        s, e, c = ops.start[idx], ops.end[idx], cat[idx]
+        every = Intervals(s, e, presorted=True)
+        present = np.bincount(c, minlength=4)
+        cats = [every if present[ci] == len(c) else Intervals(s[c == ci], e[c == ci], presorted=True)
+                for ci in range(4)]
+        lanes.hw.setdefault(dev, []).append(HwLane(dev, st, idx, s, e, cats, every))
 
     # CUDA API: launch calls (those that enqueued GPU work) per (device, thread)
     if len(api):
         dev_of = _api_device(trace)
-        launch = np.nonzero(dev_of >= 0)[0]              # api is sorted by start
-        is_launch_kind = api.kind == API_LAUNCH
-        dur_all = api.end - api.start
+        launch = np.nonzero(dev_of >= 0)[0].astype(np.int32)   # api is sorted by start
         med_by_thread = thread_launch_medians(trace)     # the spike rule's baseline (backpressure)
         if not len(ops):
             # no GPU ops at all (kernels not captured): still draw the launch calls, under device -1
             enq = np.isin(api.kind, (API_LAUNCH, API_GRAPH_LAUNCH, API_MEMCPY, API_MEMSET))
-            dev_of = np.where(enq, -1, -2)
-            launch = np.nonzero(enq)[0]
-        key2 = (dev_of[launch] + 2) * (1 << 32) + api.thread[launch]
-        order = np.argsort(key2, kind="stable")
-        k2 = key2[order]
-        for a, b in _group_bounds(k2):
-            idx = launch[order[a:b]]
-            dev, th = int(k2[a] >> 32) - 2, int(k2[a] & ((1 << 32) - 1))
+            dev_of = np.where(enq, -1, -2).astype(np.int32)
+            launch = np.nonzero(enq)[0].astype(np.int32)
+        for dev, th, rows in _lanes_of(dev_of[launch], api.thread[launch]):
+            idx = launch[rows]
             s, e = api.start[idx], api.end[idx]
-            ld = np.where(is_launch_kind[idx], dur_all[idx], 0)
+            ld = _narrow(np.where(api.kind[idx] == API_LAUNCH, e - s, 0))
             med = float(med_by_thread[th]) if th < len(med_by_thread) else 0.0
             lanes.api.setdefault(dev, []).append(ApiLane(dev, th, idx, s, e, Intervals(s, e, presorted=True),
                                                          RangeMax(ld), 0, med))
 
-    # queue depth per stream
+    lanes.queue = queue_lanes(trace)
+
+    # NVTX: per (thread, depth) up to nvtx_depth
+    if len(rg):
+        lanes.nvtx_max_depth = int(rg.depth.max()) + 1
+        keep = np.nonzero(rg.depth < nvtx_depth)[0].astype(np.int32)
+        for th, depth, rows in _lanes_of(rg.thread[keep], rg.depth[keep]):
+            idx = keep[rows]
+            s, e = rg.start[idx], rg.end[idx]
+            lanes.nvtx.append(NvtxLane(th, depth, idx, s, e, np.maximum.accumulate(e)))
+
+    lanes.devices = sorted(set(lanes.hw) | set(lanes.api))
+    return lanes
+
+
+def queue_lanes(trace: Trace) -> dict:
+    """(device, stream) -> QueueLane over the index's depth series (views, no copies; the lanes
+    cache does not store them: rebuilt in milliseconds from the model entry)."""
+    from launchtui.analysis.queue import stream_series
+    out = {}
     for ser in stream_series(trace):
-        v = ser.v.astype(np.int64)
+        v = ser.v if ser.v.dtype.kind in "iu" else ser.v.astype(np.int64)
         if len(v):
             p = int(np.argmax(v))
             peak, peak_t = int(v[p]), int(ser.t[p])
         else:
             peak, peak_t = 0, 0
-        lanes.queue[(ser.device, ser.stream)] = QueueLane(ser.device, ser.stream, ser.t, v, RangeMax(v), peak, peak_t)
-
-    # NVTX: per (thread, depth) up to nvtx_depth
-    if len(rg):
-        lanes.nvtx_max_depth = int(rg.depth.max()) + 1
-        keep = np.nonzero(rg.depth < nvtx_depth)[0]
-        key3 = rg.thread[keep].astype(np.int64) * 1024 + rg.depth[keep]
-        order = np.argsort(key3, kind="stable")
-        k3 = key3[order]
-        for a, b in _group_bounds(k3):
-            idx = keep[order[a:b]]
-            s, e = rg.start[idx], rg.end[idx]
-            lanes.nvtx.append(NvtxLane(int(k3[a] // 1024), int(k3[a] % 1024), idx, s, e, np.maximum.accumulate(e)))
-
-    lanes.devices = sorted(set(lanes.hw) | set(lanes.api))
-    return lanes
+        out[(ser.device, ser.stream)] = QueueLane(ser.device, ser.stream, ser.t, v, RangeMax(v), peak, peak_t)
+    return out
 
 
 def set_spike_threshold(lanes: Lanes, spike_us: float = CONFIG.spike_us,

@@ -35,26 +35,30 @@ def _identity(entry: Path, options) -> dict:
             "options": repr(options)}
 
 
-def _encode(obj, arrays: dict):
-    """A JSON skeleton of `obj`; its arrays go to `arrays` under generated names."""
+def _encode(obj, arrays: dict, seen: dict | None = None):
+    """A JSON skeleton of `obj`; its arrays go to `arrays` under generated names, once each (a lane's
+    busy set shares its start/end arrays: stored once, mapped once)."""
+    seen = {} if seen is None else seen
     if isinstance(obj, np.ndarray):
-        name = f"a{len(arrays)}"
-        arrays[name] = obj
+        name = seen.get(id(obj))
+        if name is None:
+            name = seen[id(obj)] = f"a{len(arrays)}"
+            arrays[name] = obj
         return {"@a": name}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, (int, float, str, bool)) or obj is None:
         return obj
     if isinstance(obj, (list, tuple)):
-        items = [_encode(v, arrays) for v in obj]
+        items = [_encode(v, arrays, seen) for v in obj]
         return items if isinstance(obj, list) else {"@t": items}
     if isinstance(obj, dict):
-        return {"@d": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
+        return {"@d": [[_encode(k, arrays, seen), _encode(v, arrays, seen)] for k, v in obj.items()]}
     cls = type(obj)
     if cls.__name__ not in _CLASSES or _CLASSES[cls.__name__] is not cls:
         raise TypeError(f"cannot store {cls.__name__}")
     names = _SLOTS.get(cls) or [f.name for f in dataclasses.fields(obj)]
-    return {"@c": cls.__name__, "f": {n: _encode(getattr(obj, n), arrays) for n in names}}
+    return {"@c": cls.__name__, "f": {n: _encode(getattr(obj, n), arrays, seen) for n in names}}
 
 
 def _decode(node, arrays: dict):
@@ -78,16 +82,20 @@ def _decode(node, arrays: dict):
     return cls(**fields)
 
 
-def load(entry: Path | None, options) -> tuple[Lanes, list] | None:
-    """(lanes, marks) stored beside `entry` for `options`, memory-mapped; None when absent or stale."""
+def load(entry: Path | None, options, trace) -> tuple[Lanes, list] | None:
+    """(lanes, marks) stored beside `entry` for `options`, memory-mapped; None when absent or stale.
+    The queue rows are not stored: they view `trace`'s index series (lanes.queue_lanes)."""
     if entry is None:
         return None
+    from launchtui.analysis.lanes import queue_lanes
     from launchtui.trace import flatfile
     try:
         header, arrays = flatfile.read(path_for(entry))
         if header.get("identity") != _identity(entry, options):
             return None
-        return _decode(header["lanes"], arrays), _decode(header["marks"], arrays)
+        lanes = _decode(header["lanes"], arrays)
+        lanes.queue = queue_lanes(trace)
+        return lanes, _decode(header["marks"], arrays)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -99,8 +107,10 @@ def store(entry: Path | None, options, lanes: Lanes, marks: list) -> None:
     from launchtui.trace import flatfile
     arrays: dict = {}
     try:
-        header = {"identity": _identity(entry, options), "lanes": _encode(lanes, arrays),
-                  "marks": _encode(marks, arrays)}
+        seen: dict = {}
+        header = {"identity": _identity(entry, options),
+                  "lanes": _encode(dataclasses.replace(lanes, queue={}), arrays, seen),
+                  "marks": _encode(marks, arrays, seen)}
         from launchtui.trace.cache import max_bytes
         if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
             return   # the cache's bound holds the entry with what is stored beside it

@@ -86,7 +86,7 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     from launchtui import result_cache as rc
     from launchtui.tui import lanes_cache
     entry0 = rc.model_entry(args.trace) if use_store else None   # a warm open's (None before a cold one's commit)
-    stored = lanes_cache.load(entry0, options)
+    stored = lanes_cache.load(entry0, options, trace)
     t1 = time.perf_counter()
     if stored is not None:      # a warm open: mapped from beside the model, nothing rebuilt
         lanes, marks = stored
