@@ -79,10 +79,13 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             await asyncio.sleep(0.001)
         out["first_frame_s"] = round(frames[0] - T_START, 3)
         out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
-        # interactive: the table filled and the verdict shown (its worker done)
+        # interactive: the table filled (its phase column too) and the verdict shown (its worker done);
+        # table_rows_s: the first time the table shows rows (before their phases, on a first open)
         while app.busy or any(w.group == "verdict" and not w.is_finished for w in app.workers):
             if app.error_message:
                 raise SystemExit(f"launchtui: {app.error_message}")
+            if "table_rows_s" not in out and app.main is not None and app.main.is_mounted and app.main.table.rows:
+                out["table_rows_s"] = round(time.perf_counter() - T_START, 3)
             await asyncio.sleep(0.005)
         n0 = len(frames)
         while len(frames) == n0:

@@ -91,3 +91,18 @@ def test_memo_stores_nothing_without_a_model_entry(tmp_path):
     assert result_cache.memo("k", (1,), None, lambda: calls.append(1) or 5) == 5
     assert result_cache.memo("k", (1,), tmp_path / "absent.model", lambda: calls.append(1) or 5) == 5
     assert len(calls) == 2 and not result_cache.results_dir().exists()
+
+
+def test_the_table_shows_its_rows_before_their_phases(synth):
+    """table_rows hands the rows to `shown` before attributing phases (seconds at 5M kernels): the
+    same rows, their phase column pending; then the phases."""
+    from launchtui.analysis.select import WHOLE
+    from launchtui.trace.load import open_trace
+    from launchtui.tui.verdict import PHASE_PENDING, VerdictSettings, table_rows
+    tr = open_trace(str(synth), use_cache=False)
+    seen = []
+    rows = table_rows(tr, WHOLE, "short", VerdictSettings(), shown=seen.append)
+    plain = lambda rs: [{k: v for k, v in r.items() if k not in ("nvtx_range", "nvtx_share")} for r in rs]  # noqa: E731
+    assert len(seen) == 1 and plain(seen[0]) == plain(rows) and rows
+    assert {r["nvtx_range"] for r in seen[0]} == {PHASE_PENDING}
+    assert any(r["nvtx_range"] not in (None, PHASE_PENDING) for r in rows)

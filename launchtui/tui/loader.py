@@ -24,7 +24,7 @@ class Loaded:
     selection: Selection            # from --trim / --device / --nvtx
     device: int | None = None       # None = all
     nvtx_hits: np.ndarray | None = None   # range indices from --nvtx
-    optimizer: tuple = (-1, "")     # (range index, note) for O; see optimizer_range()
+    _optimizer: tuple | None = None  # (range index, note) for O; see optimizer_range()
     timings: dict = field(default_factory=dict)
     fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
@@ -33,6 +33,15 @@ class Loaded:
     options: Options = Options()    # what the marks were found with
     lanes_stored: bool = False      # lanes and marks came from beside the model (tui/lanes_cache.py)
     _nvtx_summary: list | None = None
+
+    @property
+    def optimizer(self) -> tuple:
+        """(range index, note) for O (optimizer_range), stored beside the model; computed on first
+        use (the load worker asks for it after the view is shown: 0.3 s at 5M kept off the open)."""
+        if self._optimizer is None:
+            from launchtui.result_cache import memo
+            self._optimizer = memo("tui-optimizer", (), self.results_entry, lambda: optimizer_range(self.trace))
+        return self._optimizer
 
     def nvtx_summary(self) -> list:
         """NVTX range names with counts and total time (computed on first use, then kept)."""
@@ -107,19 +116,20 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     trace_index(trace)
     commit(trace)   # no-op for a trace that came from the cache or is not cached
     entry = rc.model_entry(args.trace) if use_store else None
-    opt_range = rc.memo("tui-optimizer", (), entry, lambda: optimizer_range(trace))  # 0.3 s at 5M
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    return Loaded(trace, lanes, marks, sel, device, hits, opt_range, t,
+    return Loaded(trace, lanes, marks, sel, device, hits, None, t,
                   fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
                   results_entry=entry, options=options, lanes_stored=stored is not None)
 
 
 def store_lanes(loaded: Loaded) -> None:
     """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
-    them costs about a second at 5M kernels), so the next open maps them instead."""
+    them costs about a second at 5M kernels), so the next open maps them instead; and find the
+    optimizer range (stored too)."""
+    loaded.optimizer
     if loaded.results_entry is not None and not loaded.lanes_stored:
         from launchtui.tui import lanes_cache
         lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)

@@ -267,9 +267,15 @@ class MainScreen(Screen):
         from launchtui.result_cache import memo
         tr = self.loaded.trace
         sel = build_selection(tr, spec)
+
+        def compute():
+            stats = selection_stats(tr, sel)
+            # the rows as soon as they are known; their phase column follows
+            shown = lambda rows: self.post_message(TableReady(gen, rows, stats, sel, final=False))  # noqa: E731
+            return table_rows(tr, sel, names, settings, base, spans, shown), stats
         # stored beside the model: a warm open fills the table without recomputing it
         rows, stats = memo("tui-table", (spec, names, settings, base, list(spans)), self.loaded.results_entry,
-                           lambda: (table_rows(tr, sel, names, settings, base, spans), selection_stats(tr, sel)))
+                           compute)
         self.post_message(TableReady(gen, rows, stats, sel))
 
     def on_table_ready(self, m: TableReady) -> None:
@@ -282,8 +288,9 @@ class MainScreen(Screen):
             self.table.empty_text = self._empty_table_text()
         self.table.set_rows(m.rows)
         self.update_stats()
-        self.table_busy = False
-        self.sources.selection_changed()
+        if m.final:
+            self.table_busy = False
+            self.sources.selection_changed()
 
     def on_sources_ready(self, m: SourcesReady) -> None:
         self.sources.ready(m.gen, m.doc)

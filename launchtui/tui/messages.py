@@ -46,14 +46,16 @@ class TableRowMoved(Message):
 
 
 class TableReady(Message):
-    """A table/stats worker finished for selection generation `gen`."""
+    """A table/stats worker finished for selection generation `gen` (`final` False: the rows
+    before their phase column, which a second message fills)."""
 
-    def __init__(self, gen: int, rows: list, stats: dict, selection) -> None:
+    def __init__(self, gen: int, rows: list, stats: dict, selection, final: bool = True) -> None:
         super().__init__()
         self.gen = gen
         self.rows = rows
         self.stats = stats
         self.selection = selection
+        self.final = final
 
 
 class SiteChosen(Message):

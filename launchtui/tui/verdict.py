@@ -76,10 +76,12 @@ def compute(trace, device, settings: VerdictSettings, gen: int, entry=None) -> V
     return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64), list(zip(starts, ends)), stalls)
 
 
-def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=()) -> list[dict]:
+def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=(),
+               shown=None) -> list[dict]:
     """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
-    iteration span start their phase path at `base_depth`, the others at the outermost range."""
+    iteration span start their phase path at `base_depth`, the others at the outermost range.
+    `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them."""
     from launchtui.analysis.launches import kernel_groups, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     gr = kernel_groups(trace, sel, names)     # once: the rows, then their phases
@@ -90,11 +92,14 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
         r["nvtx_range"], r["nvtx_share"] = None, 0.0
     if not rows or not len(trace.ranges):
         return rows
+    if shown is not None:
+        shown([dict(r, nvtx_range=PHASE_PENDING) for r in rows])
     # the main thread is chosen over every launch; phases only for the rows' launches (a group's
     # phase depends on its own launches alone)
     main = main_thread(trace, gr.op_idx, base_depth, [a for a, _ in spans])
     wanted = np.isin(gr.op_group, ranked)
     op_idx, op_group = gr.op_idx[wanted], gr.op_group[wanted]
+    del gr, wanted
     base = np.zeros(len(op_idx), np.int64)
     if base_depth and len(spans):
         t = trace.api.start[trace.ops.api[op_idx]]
@@ -104,10 +109,13 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
         inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
         base[inside] = base_depth
     keys, texts, _ = attributed_phase_keys(trace, op_idx, base, settings.phase_level, main)
-    phase = group_phases(keys, texts, op_group, len(gr))
+    phase = group_phases(keys, texts, op_group, int(ranked.max()) + 1)
     for r, i in zip(rows, ranked.tolist()):
         r["nvtx_range"], r["nvtx_share"] = phase[i][0], round(phase[i][1], 4)
     return rows
+
+
+PHASE_PENDING = "…"   # the phase column while the rows' phases are computed
 
 
 ORDER = {"saturated": 0, "dry": 1, "normal": 2}
