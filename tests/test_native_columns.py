@@ -232,6 +232,7 @@ def test_wal_snapshot_read_the_same(tmp_path, monkeypatch, spy):
     con.close()
     keep.close()
     trace_path = tmp_path / "copy.sqlite"
+    assert sc.side_files(trace_path), "the copy's WAL holds frames: read through a private snapshot"
     before = {x.name: snapshot(x) for x in tmp_path.iterdir() if x.name.startswith("copy")}
     _read_both(monkeypatch, trace_path)
     assert spy["native"] > 0 and not spy["handed back"]
