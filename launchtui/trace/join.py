@@ -32,8 +32,8 @@ def _group_keys(pid_a, corr_a, pid_b, corr_b):
 
 def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     """The common case: (process, correlation) is unique among API rows, so the join is a lookup.
-    Returns int32 row ids (-1 unmatched), or None when keys repeat (correlation reuse) or do not fit
-    one int64."""
+    `api_pid` None: processes are not matched (the key is the correlation id alone). Returns int32
+    row ids (-1 unmatched), or None when keys repeat (correlation reuse) or do not fit one int64."""
     lo = min(int(api_corr.min()), int(op_corr.min()))
     hi = max(int(api_corr.max()), int(op_corr.max()))
     span = hi - lo + 1

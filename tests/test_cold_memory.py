@@ -1,0 +1,111 @@
+"""The cold path's leaner rewrites (issue 11) against brute-force references computed here: the depth
+merge, the time order with ties, the per-stream queue stats' clipping, the first op of each spike
+call; and the id columns that are int32 now, with ops_by_api built only on first use."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from launchtui.analysis.backpressure import _first_ops
+from launchtui.analysis.index import StreamSeries, _merge_depth, trace_index
+from launchtui.analysis.queue import _stats
+from launchtui.trace.join import time_order
+from launchtui.trace.load import open_trace
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
+
+
+def _reference_merge(plus, minus):
+    """Events sorted by (time, -1 before +1, input order); depth after each; per +1 the depth before."""
+    ev = sorted([(int(t), 0, i) for i, t in enumerate(minus)] + [(int(t), 1, i) for i, t in enumerate(plus)])
+    depth, after, before = 0, [], [0] * len(plus)
+    for t, kind, i in ev:
+        if kind == 1:
+            before[i] = depth
+        depth += 1 if kind == 1 else -1
+        after.append((t, depth))
+    last = {}
+    for t, d in after:       # the value at t is the one after all changes at t
+        last[t] = d
+    times = sorted(last)
+    return times, [last[t] for t in times], sum(d for _, d in after) / len(after), before
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_depth_matches_an_event_by_event_walk(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    plus = np.sort(rng.integers(0, 40, n))                 # many equal times: the tie rule matters
+    minus = np.sort(rng.integers(0, 40, int(rng.integers(1, 60))))
+    t, v, mean, before = _merge_depth(plus, minus)
+    rt, rv, rmean, rbefore = _reference_merge(plus, minus)
+    assert t.tolist() == rt and v.tolist() == rv and before.tolist() == rbefore
+    assert mean == rmean and v.dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_time_order_equals_a_full_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    start = rng.integers(0, 30, n)
+    end = start + rng.integers(0, 3, n)
+    dev, stream = rng.integers(0, 2, n), rng.integers(0, 3, n)
+    if seed == 0:                                          # already ordered: no permutation at all
+        o = np.lexsort((stream, dev, end, start))
+        start, end, dev, stream = start[o], end[o], dev[o], stream[o]
+    order, s = time_order(start, end, dev, stream)
+    keys = list(zip(start.tolist(), end.tolist(), dev.tolist(), stream.tolist()))
+    got = keys if order is None else [keys[i] for i in order]
+    assert got == sorted(keys)
+    assert s.tolist() == [k[0] for k in got]
+
+
+def _reference_stats(t, v, lo, hi, thresholds):
+    """Time-weighted mean and time at or above each threshold over [lo, hi], summed step by step."""
+    total, above = 0.0, dict.fromkeys(thresholds, 0)
+    for i in range(len(t)):
+        a, b = max(t[i], lo), min(t[i + 1] if i + 1 < len(t) else hi, hi)
+        if b > a:
+            total += v[i] * (b - a)
+            for th in thresholds:
+                above[th] += (b - a) if v[i] >= th else 0
+    return total / (hi - lo), above
+
+
+@pytest.mark.parametrize("window", [(None, None), (5, 95), (12, 13), (40, 40), (0, 200)])
+def test_queue_stats_clip_the_steps_to_the_window(window):
+    rng = np.random.default_rng(1)
+    t = np.unique(rng.integers(0, 100, 40)).astype(np.int64)
+    v = rng.integers(0, 6, len(t)).astype(np.int32)
+    s = StreamSeries(0, 7, t, v, 0.0, len(t), 0, 0)
+    st = _stats(s, *window, thresholds=(2, 4))
+    lo = int(t[0]) if window[0] is None else max(int(t[0]), window[0])
+    hi = int(t[-1]) if window[1] is None else min(int(t[-1]), window[1])
+    assert st.span_ns == hi - lo
+    if hi > lo:
+        mean, above = _reference_stats(t.tolist(), v.tolist(), lo, hi, (2, 4))
+        assert st.mean_depth == pytest.approx(mean, rel=1e-12)
+        assert st.time_at_or_above_ns == above
+
+
+def test_first_op_of_each_call_is_the_lowest_index():
+    op_api = np.array([-1, 3, 5, 3, -1, 9, 5, 2], np.int32)
+    calls = np.array([2, 3, 4, 5, 9, 11])
+    expect = [min((k for k, a in enumerate(op_api) if a == c), default=-1) for c in calls]
+    assert _first_ops(op_api, calls).tolist() == expect
+
+
+def test_id_columns_are_int32_and_ops_by_api_waits_for_first_use():
+    trace = open_trace(DEMO, use_cache=False)
+    idx = trace_index(trace)
+    assert trace.ops.api.dtype == np.int32
+    assert idx.depth_before_launch.dtype == idx.op_ranges.dtype == np.int32
+    assert idx._ops_by_api is None                          # a report never builds it
+    keys, ops = idx.ops_by_api
+    assert keys.dtype == ops.dtype == np.int32
+    matched = np.flatnonzero(trace.ops.api >= 0)
+    assert sorted(zip(keys.tolist(), ops.tolist())) == sorted(zip(trace.ops.api[matched].tolist(), matched.tolist()))
+    a = int(trace.ops.api[matched[0]])
+    assert idx.ops_of_call(a).tolist() == np.flatnonzero(trace.ops.api == a).tolist()
