@@ -219,9 +219,26 @@ def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups
     """Per group of ops: (its most common phase, that phase's share of the group's ops). Ops outside
     every range count as a phase of their own: when they are the most common, the phase is None and
     the share is theirs (a kernel launched mostly from an unannotated thread has no phase)."""
-    total, best, top, none = _best(keys, max(len(texts), 1), group, n_groups)
+    return _phases(_best(keys, max(len(texts), 1), group, n_groups), texts)
+
+
+def group_rules(keys: np.ndarray, texts: list[str], rule: np.ndarray, group: np.ndarray, n_groups: int) -> list:
+    """Per group: the rule (RULE_NAMES) that attributed most of the ops holding its phase
+    (`group_phases`'s choice); None when the group has no phase."""
+    return _rules(_best(keys, max(len(texts), 1), group, n_groups), keys, rule, group, n_groups)
+
+
+def group_phases_and_rules(keys: np.ndarray, texts: list[str], rule: np.ndarray, group: np.ndarray,
+                           n_groups: int) -> tuple[list, list]:
+    """(group_phases, group_rules) from one count of keys per group."""
+    b = _best(keys, max(len(texts), 1), group, n_groups)
+    return _phases(b, texts), _rules(b, keys, rule, group, n_groups)
+
+
+def _phases(b, texts: list[str]) -> list[tuple]:
+    total, best, top, none = b
     out = []
-    for i in range(n_groups):  # per group (the table's rows)
+    for i in range(len(total)):  # per group (the table's rows)
         if total[i] == 0:
             out.append((None, 0.0))
         elif top[i] > 0 and top[i] >= none[i]:
@@ -231,10 +248,9 @@ def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups
     return out
 
 
-def group_rules(keys: np.ndarray, texts: list[str], rule: np.ndarray, group: np.ndarray, n_groups: int) -> list:
-    """Per group: the rule (RULE_NAMES) that attributed most of the ops holding its phase
-    (`group_phases`'s choice); None when the group has no phase."""
-    total, best, top, none = _best(keys, max(len(texts), 1), group, n_groups)
-    won = (keys >= 0) & (keys == best[group]) & (top[group] >= none[group]) & (top[group] > 0)
+def _rules(b, keys: np.ndarray, rule: np.ndarray, group: np.ndarray, n_groups: int) -> list:
+    total, best, top, none = b
+    has_phase = (top >= none) & (top > 0)             # per group, then one gather per op
+    won = (keys >= 0) & (keys == best[group]) & has_phase[group]
     cnt = np.bincount(group[won] * 4 + rule[won], minlength=n_groups * 4).reshape(n_groups, 4)
     return [RULE_NAMES.get(int(r)) if cnt[i].sum() else None for i, r in enumerate(cnt.argmax(axis=1))]

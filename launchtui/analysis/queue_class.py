@@ -127,8 +127,9 @@ def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarra
     stop = np.append(s.t[1:], max(int(s.t[-1]), int(ends.max())))
     # before the first change the depth is 0
     lo0 = min(int(starts.min()), int(s.t[0]))
-    # [lo0, t0) first: the set's starts stay in order and the union needs no sort
-    low_set = iv.union(np.concatenate([[lo0], s.t[low]]), np.concatenate([[int(s.t[0])], stop[low]]))
+    # [lo0, t0) then the low steps: disjoint and in order already (touching steps need no merging
+    # to be measured), so no union
+    low_set = (np.concatenate([[lo0], s.t[low]]), np.concatenate([[int(s.t[0])], stop[low]]))
     both = iv.intersect(busy, low_set)
     return total, iv.measure_in(both[0], both[1], starts, ends)
 

@@ -14,7 +14,7 @@ from launchtui.analysis.backpressure import Options
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
-from launchtui.analysis.phases import attributed_phase_keys, group_phases, group_rules, main_thread
+from launchtui.analysis.phases import attributed_phase_keys, group_phases_and_rules, main_thread
 from launchtui.analysis.queue_class import classify, in_windows
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Shared
@@ -83,14 +83,15 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     k, g, a = k[inside], g[inside], a[inside]
     ng = len(gr)
     count = np.bincount(g, minlength=ng)
-    api_t = (api.end[a] - api.start[a]).astype(np.float64)
-    kern = (ops.end[k] - ops.start[k]).astype(np.float64)
-    queue = (ops.start[k] - api.end[a]).astype(np.float64)
-    sum_api = np.bincount(g, weights=api_t, minlength=ng)
-    sum_kern = np.bincount(g, weights=kern, minlength=ng)
+    # bincount casts its weights to float64 itself: one temporary per sum, freed as soon as summed
+    sum_api = np.bincount(g, weights=api.end[a] - api.start[a], minlength=ng)
+    sum_kern = np.bincount(g, weights=ops.end[k] - ops.start[k], minlength=ng)
+    queue = ops.start[k] - api.end[a]
     has_q = queue >= 0
     qn = np.bincount(g, weights=has_q, minlength=ng)
-    sum_q = np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng)
+    queue[~has_q] = 0
+    sum_q = np.bincount(g, weights=queue, minlength=ng)
+    del queue, has_q
     names = [trace.strings[int(n)] for n in gr.name]
     mean_k = sum_kern / np.maximum(count, 1)
     ok = (count >= opt.min_launches) & (mean_k < opt.max_avg_us * 1e3) & (count > 0)
@@ -99,8 +100,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     # launches from a thread without ranges (autograd) take the main thread's (definitions §V5)
     keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level,
                                                main_thread(trace, k, it.base_depth, it.start))
-    phase = group_phases(keys, texts, g, ng)
-    rules = group_rules(keys, texts, prule, g, ng)
+    phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
     n_it = max(len(it), 1)
     source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
     # one full (demangled) name per group, from its first launch: the fix rules read it
