@@ -37,6 +37,22 @@ def test_env_var_selects_the_python_path(monkeypatch):
     assert native_columns.status() == f"python ({native_columns.ENV}=0)" and not native_columns.enabled()
 
 
+def test_no_extension_or_no_library_means_the_python_path(monkeypatch):
+    """What `status()` says (uncached here) when the extension is missing or no library resolves."""
+    import sys
+
+    import launchtui.trace as pkg
+    built = getattr(pkg, "_sqlite_scan", None)
+    monkeypatch.delattr(pkg, "_sqlite_scan", raising=False)
+    monkeypatch.setitem(sys.modules, "launchtui.trace._sqlite_scan", None)   # import fails
+    assert native_columns._load.__wrapped__() == "python (the C extension was not built)"
+    if built is not None:
+        monkeypatch.setattr(pkg, "_sqlite_scan", built, raising=False)
+        monkeypatch.setitem(sys.modules, "launchtui.trace._sqlite_scan", built)
+        monkeypatch.setattr(built, "load", lambda path: False)
+        assert native_columns._load.__wrapped__() == "python (no libsqlite3 with the needed functions found)"
+
+
 @pytest.fixture
 def spy(monkeypatch):
     """Counts the scans the C reader completed (None: it handed the table to the fallback)."""

@@ -21,25 +21,24 @@ OK, ODD_VALUE, FULL, SQLITE_ERROR = range(4)   # scan() statuses (_sqlite_scan.c
 MAX_COLS = 64                                  # columns per scan (_sqlite_scan.c)
 
 
-def _sqlite_library_candidates() -> list[str]:
-    """Where the functions Python's sqlite3 uses live: the libsqlite3 mapped into this process
-    (Linux), the `_sqlite3` module itself (a static SQLite that exports its symbols), then the
-    system's libsqlite3 by name."""
+def _sqlite_library_candidates():
+    """Where the functions Python's sqlite3 uses live, most likely first (a generator: the later
+    guesses, which run `ldconfig`, are tried only when the first fail): the libsqlite3 mapped into
+    this process (Linux), the `_sqlite3` module itself (a static SQLite that exports its symbols),
+    then the system's libsqlite3 by name."""
     import _sqlite3
-    import ctypes.util
-    out = []
     try:
         with open("/proc/self/maps") as f:
-            out += sorted({line.split(None, 5)[5].strip() for line in f
-                           if line.count(" ") >= 5 and "libsqlite3" in line.rsplit("/", 1)[-1]})
+            yield from sorted({line.split(None, 5)[5].strip() for line in f
+                               if line.count(" ") >= 5 and "libsqlite3" in line.rsplit("/", 1)[-1]})
     except (OSError, IndexError):
         pass
     if getattr(_sqlite3, "__file__", None):
-        out.append(_sqlite3.__file__)
+        yield _sqlite3.__file__
+    import ctypes.util
     name = ctypes.util.find_library("sqlite3")
     if name:
-        out.append(name)
-    return out
+        yield name
 
 
 def status() -> str:
