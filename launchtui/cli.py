@@ -251,7 +251,8 @@ def cmd_report(args) -> int:
     opt = _report_options(args)
     bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, shared, bp=bp)
-    keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp)]   # for the TUI's first open
+    keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp),   # for the TUI's first open
+            (rc.KERNEL_GROUPS, (sel, opt.names), rc.group_totals(shared.kernel_groups(sel, opt.names)))]
     if args.json:
         ropt = _record_options(args)
         rec = rc.record_and_stalls(trace, sel, ropt, shared)

@@ -144,6 +144,16 @@ def remember(kind: str, inputs, entry: Path | None, value) -> None:
 # these kinds, read by the TUI (same inputs, same code: the same values).
 RECORD = "record"          # (record, CPU-stall API indices) for (trace path, Selection, RecordOptions)
 BACKPRESSURE = "backpressure"   # analysis.backpressure.backpressure() for (Selection, Options)
+KERNEL_GROUPS = "kernel-groups"  # launches.KernelGroups totals (group_totals) for (Selection, names)
+
+
+def group_totals(gr):
+    """Kernel groups without their per-launch arrays: what the table's rows read (kilobytes, not
+    the 80 MB of launch indices at 5M kernels)."""
+    import dataclasses
+
+    import numpy as np
+    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int64))
 
 
 def record_inputs(trace, sel, opt) -> tuple:

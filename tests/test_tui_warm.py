@@ -82,7 +82,11 @@ def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monke
     capsys.readouterr()
     monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
     monkeypatch.setattr(bp, "backpressure", _boom)
+    import launchtui.tui.verdict as verdict
+    totals, orig = [], verdict.table_rows
+    monkeypatch.setattr(verdict, "table_rows", lambda *a, **k: totals.append(a[-1]) or orig(*a, **k))
     assert _state(synth, no_cache=False) == fresh
+    assert totals and totals[0] is not None and len(totals[0])   # the report's kernel groups: rows at once
 
 
 def test_memo_stores_nothing_without_a_model_entry(tmp_path):
@@ -100,9 +104,12 @@ def test_the_table_shows_its_rows_before_their_phases(synth):
     from launchtui.trace.load import open_trace
     from launchtui.tui.verdict import PHASE_PENDING, VerdictSettings, table_rows
     tr = open_trace(str(synth), use_cache=False)
-    seen = []
-    rows = table_rows(tr, WHOLE, "short", VerdictSettings(), shown=seen.append)
+    from launchtui.analysis.launches import kernel_groups
+    from launchtui.result_cache import group_totals
     plain = lambda rs: [{k: v for k, v in r.items() if k not in ("nvtx_range", "nvtx_share")} for r in rs]  # noqa: E731
-    assert len(seen) == 1 and plain(seen[0]) == plain(rows) and rows
-    assert {r["nvtx_range"] for r in seen[0]} == {PHASE_PENDING}
-    assert any(r["nvtx_range"] not in (None, PHASE_PENDING) for r in rows)
+    for totals in (None, group_totals(kernel_groups(tr, WHOLE, "short"))):   # grouped here, or by `report`
+        seen = []
+        rows = table_rows(tr, WHOLE, "short", VerdictSettings(), shown=seen.append, totals=totals)
+        assert len(seen) == 1 and plain(seen[0]) == plain(rows) and rows
+        assert {r["nvtx_range"] for r in seen[0]} == {PHASE_PENDING}
+        assert any(r["nvtx_range"] not in (None, PHASE_PENDING) for r in rows)

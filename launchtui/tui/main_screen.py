@@ -269,10 +269,14 @@ class MainScreen(Screen):
         sel = build_selection(tr, spec)
 
         def compute():
+            from launchtui import result_cache as rc
             stats = selection_stats(tr, sel)
-            # the rows as soon as they are known; their phase column follows
+            # the rows as soon as they are known (from the groups `report` stored, else once
+            # grouped); their phase column follows
             shown = lambda rows: self.post_message(TableReady(gen, rows, stats, sel, final=False))  # noqa: E731
-            return table_rows(tr, sel, names, settings, base, spans, shown), stats
+            totals = rc.lookup(rc.KERNEL_GROUPS, (sel, names), self.loaded.results_entry)
+            return table_rows(tr, sel, names, settings, base, spans, shown,
+                              None if totals is rc.MISS else totals), stats
         # stored beside the model: a warm open fills the table without recomputing it
         rows, stats = memo("tui-table", (spec, names, settings, base, list(spans)), self.loaded.results_entry,
                            compute)

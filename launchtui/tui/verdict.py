@@ -77,13 +77,20 @@ def compute(trace, device, settings: VerdictSettings, gen: int, entry=None) -> V
 
 
 def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=(),
-               shown=None) -> list[dict]:
+               shown=None, totals=None) -> list[dict]:
     """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
     iteration span start their phase path at `base_depth`, the others at the outermost range.
-    `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them."""
+    `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them;
+    at once from `totals` (the same groups' result_cache.group_totals, as `report` stores them)."""
     from launchtui.analysis.launches import kernel_groups, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
+    if shown is not None and totals is not None and len(trace.ranges):
+        early = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
+                                   limit=0, names=names, groups=totals)
+        if early:
+            shown([dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in early])
+            shown = None
     gr = kernel_groups(trace, sel, names)     # once: the rows, then their phases
     rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
                               limit=0, names=names, groups=gr)
