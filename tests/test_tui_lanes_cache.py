@@ -43,9 +43,19 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     fresh = load(tui_args(synth))                        # --no-cache: built, nothing stored
     fresh_optimizer = fresh.optimizer                    # found on first use
     cold = load(tui_args(synth, no_cache=False))
-    assert not cold.lanes_stored and cold.results_entry is not None
-    store_lanes(cold)
+    # read from the file: the lanes are stored at once and mapped back (the built arrays freed
+    # before the verdict's and table's temporaries)
+    assert cold.lanes_stored and cold.results_entry is not None
+    assert _plain(cold.lanes) == _plain(fresh.lanes)
+    assert not next(iter(cold.lanes.hw.values()))[0].start.flags.owndata   # a view of the mapped file
+    assert store_lanes(cold) is None                     # stored once (and the optimizer range found)
     side = lanes_cache.path_for(cold.results_entry)
+    side.unlink()                                        # the model cached, the lanes not (after `report`)
+    again = load(tui_args(synth, no_cache=False))
+    assert not again.lanes_stored
+    mapped = store_lanes(again)                          # after the view; the app swaps these in
+    assert mapped is not None and _plain(mapped) == _plain(fresh.lanes)
+    assert not next(iter(mapped.hw.values()))[0].start.flags.owndata
     assert side.is_file()
     n, size = cache.usage()    # one entry, its lanes counted in its size
     assert n == 1 and size >= cold.results_entry.stat().st_size + side.stat().st_size
@@ -92,3 +102,28 @@ def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monk
     monkeypatch.setenv("LAUNCHTUI_CACHE_MAX_MB", str(first.results_entry.stat().st_size * 1.5 / 1e6))
     load(tui_args(str(other), no_cache=False))          # its commit evicts the older entry
     assert not first.results_entry.exists() and not side.exists()
+
+
+def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
+    """After storing the lanes, the app draws from the mapped file (the built arrays freed), on the
+    same rows."""
+    from tui_helpers import make_app, run, settle, wait_ready
+
+    async def go():
+        app = make_app(synth, no_cache=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(app, pilot)
+            tl = app.main.timeline
+            rows = [(r.kind, r.key) for r in tl.rows]
+            await app.workers.wait_for_complete()
+            await settle(app, pilot)
+            hw = next(iter(tl.lanes.hw.values()))[0]
+            return rows, [(r.kind, r.key) for r in tl.rows], tl.lanes is app.loaded.lanes, hw.start.flags.owndata
+    import shutil
+    from launchtui.result_cache import model_entry
+    synth = shutil.copy(synth, tmp_path / "cold.sqlite")     # a trace not opened before: lanes built
+    before, after, same, owned = run(go())                   # stored and mapped while loading
+    assert before == after and same and not owned
+    lanes_cache.path_for(model_entry(synth)).unlink()        # the model cached, the lanes not
+    before, after, same, owned = run(go())                   # built, stored after the view, swapped
+    assert before == after and same and not owned

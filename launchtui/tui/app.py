@@ -19,7 +19,7 @@ from textual.widgets import Footer, Label, ProgressBar, Static
 
 from launchtui.tui.commands import LaunchCommands
 from launchtui.tui.keys import APP_BINDINGS, help_notes, help_sections, load_keymap
-from launchtui.tui.messages import LoadFailed, LoadProgress, TraceLoaded
+from launchtui.tui.messages import LanesMapped, LoadFailed, LoadProgress, TraceLoaded
 
 CSS = """
 #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -83,7 +83,9 @@ class LaunchApp(App):
             return
         self.post_message(TraceLoaded(loaded))
         from launchtui.tui.loader import store_lanes
-        store_lanes(loaded)   # after the view: the next open maps them instead of rebuilding
+        mapped = store_lanes(loaded)   # after the view: the next open maps them instead of rebuilding
+        if mapped is not None:
+            self.post_message(LanesMapped(mapped))
 
     def on_load_progress(self, m: LoadProgress) -> None:
         for w in self.query("#load-stage"):
@@ -106,6 +108,11 @@ class LaunchApp(App):
         self.push_screen(self.main)
         self.timings["loaded"] = time.perf_counter()
         self.call_after_refresh(self._mark_interactive)
+
+    def on_lanes_mapped(self, m: LanesMapped) -> None:
+        if self.main is not None and self.loaded is not None:
+            self.loaded.lanes = m.lanes
+            self.main.timeline.use_lanes(m.lanes)
 
     def _mark_interactive(self) -> None:
         self.timings["interactive"] = time.perf_counter()

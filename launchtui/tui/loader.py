@@ -114,26 +114,42 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
     trace_index(trace)
+    read_cold = getattr(trace, "cache_entry", None) is not None   # read from the file, not the cache
     commit(trace)   # no-op for a trace that came from the cache or is not cached
     entry = rc.model_entry(args.trace) if use_store else None
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    return Loaded(trace, lanes, marks, sel, device, hits, None, t,
-                  fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
-                  results_entry=entry, options=options, lanes_stored=stored is not None)
+    loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
+                    fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
+                    results_entry=entry, options=options, lanes_stored=stored is not None)
+    if read_cold and entry is not None:
+        # a cold open holds the whole model in memory: swap the built lanes for their mapped copy
+        # before the verdict and table add their temporaries (its peak; a second more of a long read)
+        mapped = _store(loaded)
+        if mapped is not None:
+            loaded.lanes = mapped
+    return loaded
 
 
-def store_lanes(loaded: Loaded) -> None:
+def store_lanes(loaded: Loaded):
     """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
     them costs about a second at 5M kernels), so the next open maps them instead; and find the
-    optimizer range (stored too)."""
+    optimizer range (stored too). Returns the lanes mapped back from the file (their pages are read
+    only where a frame looks, so the built arrays can go: ~0.4 GB at 5M), or None."""
     loaded.optimizer
-    if loaded.results_entry is not None and not loaded.lanes_stored:
-        from launchtui.tui import lanes_cache
-        lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)
-        loaded.lanes_stored = True
+    return _store(loaded)
+
+
+def _store(loaded: Loaded):
+    if loaded.results_entry is None or loaded.lanes_stored:
+        return None
+    from launchtui.tui import lanes_cache
+    lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)
+    loaded.lanes_stored = True
+    mapped = lanes_cache.load(loaded.results_entry, loaded.options, loaded.trace)
+    return None if mapped is None else mapped[0]
 
 
 def gpu_activity_window(trace) -> tuple[int, int] | None:

@@ -19,6 +19,15 @@ class TraceLoaded(Message):
         self.loaded = loaded
 
 
+class LanesMapped(Message):
+    """The lanes just stored beside the model, mapped from there: the same lanes, whose built arrays
+    can now be freed (issue 11: the cold TUI's memory)."""
+
+    def __init__(self, lanes) -> None:
+        super().__init__()
+        self.lanes = lanes
+
+
 class LoadFailed(Message):
     """Loading failed; `message` is the one-line error the CLI would print."""
 

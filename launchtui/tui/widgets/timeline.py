@@ -198,6 +198,14 @@ class Timeline(Widget, can_focus=True):
         self.row_offset = 0
         self._ensure_row_visible()
 
+    def use_lanes(self, lanes) -> None:
+        """The same lanes from another source (mapped from the cache): rows, cursor and strips stay."""
+        sel, off = self.selected, self.row_offset
+        self.lanes = lanes
+        self.build_rows()
+        self.selected, self.row_offset = sel, off
+        self.refresh()
+
     def _first_data_row(self) -> int:
         for i, r in enumerate(self.rows):
             if r.kind in ("hw",):
