@@ -31,6 +31,21 @@ def test_intersect_matches_sweep_on_random_sets():
         assert list(zip(got[0].tolist(), got[1].tolist())) == _sweep(*sets)
 
 
+def test_intersect_in_blocks_gives_the_same_pieces(monkeypatch):
+    """The shorter set taken a few intervals at a time (PAIR_BLOCK) gives the sweep's pieces in order."""
+    monkeypatch.setattr(iv, "PAIR_BLOCK", 3)
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        sets = []
+        for _ in range(2):
+            n, span = int(rng.integers(0, 40)), int(rng.integers(1, 400))
+            s = np.sort(rng.integers(0, span, n))
+            sets.append(iv.union(s, s + rng.integers(0, 30, n)))
+        got = iv.intersect(*sets)
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int64
+        assert list(zip(got[0].tolist(), got[1].tolist())) == _sweep(*sets)
+
+
 def test_intersect_values():
     a = (np.array([0, 20, 40]), np.array([10, 30, 50]))
     b = (np.array([5, 10, 28, 45]), np.array([10, 25, 42, 60]))
@@ -43,3 +58,22 @@ def test_intersect_overlapping_input_uses_the_sweep():
     b = (np.array([8]), np.array([12]))
     s, e = iv.intersect(a, b)
     assert list(zip(s.tolist(), e.tolist())) == _sweep(a, b)
+
+
+def test_union_matches_a_coverage_count():
+    """union: the sorted disjoint runs of the coverage, touching intervals merged, zero-length ones
+    dropped; checked against a per-ns coverage array."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 30))
+        s = rng.integers(0, 200, n)
+        e = s + rng.integers(0, 25, n)
+        if rng.random() < 0.5:
+            o = np.argsort(s, kind="stable")
+            s, e = s[o], e[o]
+        cov = np.zeros(260, bool)
+        for a, b in zip(s.tolist(), e.tolist()):
+            cov[a:b] = True
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], cov.astype(np.int8), [0]])))
+        us, ue = iv.union(s, e)
+        assert us.tolist() == edges[0::2].tolist() and ue.tolist() == edges[1::2].tolist()

@@ -55,36 +55,56 @@ class KernelGroups:
 
 
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
+    """Per-(device, name) aggregates of the launched kernels (definitions §3). One quantity at a
+    time, each per-launch array freed once summed: with all of them alive together this was the
+    cold report's peak at 5M launches (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     k = launched_kernels(trace, sel)
-    calls = ops.api[k]
-    api_t = api.end[calls] - api.start[calls]
-    queue = ops.start[k] - api.end[calls]
-    kern = ops.end[k] - ops.start[k]
-    nid = name_ids(trace, names)[k].astype(np.int64)
-    dev = ops.device[k].astype(np.int64)
+    nid = name_ids(trace, names)          # first: "full" names are interned by this call
     width = len(trace.strings) + 1
-    uniq, g = dense_groups(dev * width + nid)
+    key = ops.device[k].astype(np.int64)
+    key *= width
+    key += nid[k]
+    del nid
+    uniq, g = dense_groups(key)
+    del key
     ng = len(uniq)
-    has_q = queue >= 0
+    big = np.iinfo(np.int64)
 
     def extreme(values, ufunc, init):
         out = np.full(ng, init, np.int64)
         ufunc.at(out, g, values)
         return out
 
-    big = np.iinfo(np.int64)
+    def sums(values):
+        return np.bincount(g, weights=values, minlength=ng)
+
+    count = np.bincount(g, minlength=ng)
+    calls = ops.api[k]
+    queue = ops.start[k]
+    queue -= api.end[calls]              # queue wait: kernel start - API end (definitions §3)
+    late = queue < 0                     # no wait measurable (rare): out of the queue figures
+    queue_count = count - np.bincount(g[late], minlength=ng)
+    queue[late] = 0
+    del late
+    sum_queue = sums(queue)
+    del queue
+    api_t = api.end[calls]
+    api_t -= api.start[calls]
+    del calls
+    sum_api, max_api, min_api = sums(api_t), extreme(api_t, np.maximum, big.min), extreme(api_t, np.minimum, big.max)
+    del api_t
+    start = ops.start[k]
+    span_start = extreme(start, np.minimum, big.max)
+    kern = ops.end[k]
+    span_end = extreme(kern, np.maximum, big.min)
+    kern -= start
+    del start
     return KernelGroups(
-        device=uniq // width, name=uniq % width,
-        count=np.bincount(g, minlength=ng),
-        sum_api=np.bincount(g, weights=api_t, minlength=ng),
-        max_api=extreme(api_t, np.maximum, big.min),
-        min_api=extreme(api_t, np.minimum, big.max),
-        queue_count=np.bincount(g, weights=has_q, minlength=ng).astype(np.int64),
-        sum_queue=np.bincount(g, weights=np.where(has_q, queue, 0), minlength=ng),
-        sum_kernel=np.bincount(g, weights=kern, minlength=ng),
-        span_start=extreme(ops.start[k], np.minimum, big.max),
-        span_end=extreme(ops.end[k], np.maximum, big.min),
+        device=uniq // width, name=uniq % width, count=count,
+        sum_api=sum_api, max_api=max_api, min_api=min_api,
+        queue_count=queue_count, sum_queue=sum_queue, sum_kernel=sums(kern),
+        span_start=span_start, span_end=span_end,
         op_idx=k, op_group=g,
     )
 
@@ -152,9 +172,16 @@ def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int =
     rows = [_row(trace, gr, int(i)) for i in ranked]
     if with_phase:
         from launchtui.analysis.nvtx import top_range_per_group
-        wanted = np.isin(gr.op_group, ranked)
-        top = top_range_per_group(trace, gr.op_idx[wanted], gr.op_group[wanted], len(gr)) \
-            if len(trace.ranges) else {}
+        top = {}
+        if len(trace.ranges):
+            wanted = np.zeros(len(gr), bool)
+            wanted[ranked] = True
+            wanted = wanted[gr.op_group]          # the ranked rows' launches (a table lookup, not isin)
+            if wanted.all():                      # no copies when every launch is in a ranked row
+                top = top_range_per_group(trace, gr.op_idx, gr.op_group, len(gr))
+            else:
+                top = top_range_per_group(trace, gr.op_idx[wanted], gr.op_group[wanted], len(gr))
+            del wanted
         for r, i in zip(rows, ranked.tolist()):
             text, share = top.get(i, (None, 0.0))
             r["nvtx_range"] = trace.strings[text] if text is not None else None
