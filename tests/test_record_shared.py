@@ -151,3 +151,23 @@ def test_exposed_pieces_merged_per_gap_equal_the_sorted_union():
     got = iv.union(s, e)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_max_in_windows_by_slices_equals_the_labelled_changes():
+    """The queue class's max pending inside the iterations: a max per iteration's slice of the
+    series equals the max over every change labelled inside a window, plus the depth at each start."""
+    from launchtui.analysis.index import StreamSeries
+    from launchtui.analysis.queue_class import _max_in_windows
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        t = np.cumsum(rng.integers(1, 20, n)).astype(np.int64)
+        v = rng.integers(0, 50, n).astype(np.int64)
+        s = StreamSeries(0, 7, t, v, 0.0, n, 0, 0)
+        k = int(rng.integers(1, 6))
+        edges = np.sort(rng.choice(np.arange(0, int(t[-1]) + 30), 2 * k, replace=False)).astype(np.int64)
+        starts, ends = edges[0::2], edges[1::2]
+        inside = [int(x) for tt, x in zip(t.tolist(), v.tolist())
+                  if any(a <= tt < b for a, b in zip(starts.tolist(), ends.tolist()))]
+        expect = max([0] + inside + s.value_at(starts).tolist())
+        assert _max_in_windows(s, starts, ends) == expect

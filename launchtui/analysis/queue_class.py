@@ -81,8 +81,7 @@ def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     run by run (np.repeat of the window index over each run) instead of a search per time."""
     t = np.asarray(t)
     starts, ends = np.asarray(starts), np.asarray(ends)
-    if (len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts) \
-            or (ends < starts).any() or (ends[:-1] > starts[1:]).any():
+    if not _in_order(t, starts, ends):
         k = np.searchsorted(starts, t, side="right") - 1
         return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
     # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
@@ -95,11 +94,23 @@ def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     return np.repeat(label, np.diff(bounds))
 
 
+def _in_order(t, starts, ends) -> bool:
+    """Times non-decreasing and the windows disjoint and in order: a window's times are one run."""
+    return not ((len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts)
+                or (ends < starts).any() or (ends[:-1] > starts[1:]).any())
+
+
 def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> int:
     """The stream's largest pending depth inside the iterations."""
     if not len(s.t):
         return 0
     at_start = s.value_at(starts)
+    if _in_order(s.t, starts, ends):
+        # each iteration's changes are one slice of the series: a max per slice, no label per change
+        a = np.searchsorted(s.t, starts, side="left").tolist()
+        b = np.searchsorted(s.t, ends, side="left").tolist()
+        inside = max((int(s.v[x:y].max()) for x, y in zip(a, b) if y > x), default=0)
+        return int(max(at_start.max(initial=0), inside))
     inside = s.v[in_windows(s.t, starts, ends) >= 0]
     return int(max(at_start.max(initial=0), inside.max(initial=0)))
 
