@@ -106,10 +106,17 @@ def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> in
         return 0
     at_start = s.value_at(starts)
     if _in_order(s.t, starts, ends):
-        # each iteration's changes are one slice of the series: a max per slice, no label per change
-        a = np.searchsorted(s.t, starts, side="left").tolist()
-        b = np.searchsorted(s.t, ends, side="left").tolist()
-        inside = max((int(s.v[x:y].max()) for x, y in zip(a, b) if y > x), default=0)
+        # each iteration's changes are one slice of the series: a max per slice (reduceat over the
+        # slice bounds a_0, b_0, a_1, ...; the odd results, between iterations, are dropped)
+        a = np.searchsorted(s.t, starts, side="left")
+        b = np.searchsorted(s.t, ends, side="left")
+        ne = b > a
+        inside = 0
+        if ne.any():
+            bounds = np.stack([a[ne], b[ne]], axis=1).ravel()
+            if bounds[-1] == len(s.v):    # reduceat's last slice runs to the end anyway
+                bounds = bounds[:-1]
+            inside = int(np.maximum.reduceat(s.v, bounds)[0::2].max())
         return int(max(at_start.max(initial=0), inside))
     inside = s.v[in_windows(s.t, starts, ends) >= 0]
     return int(max(at_start.max(initial=0), inside.max(initial=0)))
