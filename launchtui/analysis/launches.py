@@ -160,6 +160,17 @@ def ranked_groups(trace: Trace, gr: KernelGroups, min_launches: int = CONFIG.min
     return idx[:limit] if limit and limit > 0 else idx
 
 
+def launches_of(gr: KernelGroups, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(op indices, group indices) of the launches in `groups` (e.g. the table's ranked rows): a
+    table lookup per launch, not np.isin; the arrays as they are when every launch is in one."""
+    wanted = np.zeros(len(gr), bool)
+    wanted[groups] = True
+    wanted = wanted[gr.op_group]
+    if wanted.all():
+        return gr.op_idx, gr.op_group
+    return gr.op_idx[wanted], gr.op_group[wanted]
+
+
 def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = CONFIG.min_launches,
                        max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit,
                        names: str = CONFIG.names,
@@ -172,16 +183,7 @@ def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int =
     rows = [_row(trace, gr, int(i)) for i in ranked]
     if with_phase:
         from launchtui.analysis.nvtx import top_range_per_group
-        top = {}
-        if len(trace.ranges):
-            wanted = np.zeros(len(gr), bool)
-            wanted[ranked] = True
-            wanted = wanted[gr.op_group]          # the ranked rows' launches (a table lookup, not isin)
-            if wanted.all():                      # no copies when every launch is in a ranked row
-                top = top_range_per_group(trace, gr.op_idx, gr.op_group, len(gr))
-            else:
-                top = top_range_per_group(trace, gr.op_idx[wanted], gr.op_group[wanted], len(gr))
-            del wanted
+        top = top_range_per_group(trace, *launches_of(gr, ranked), len(gr)) if len(trace.ranges) else {}
         for r, i in zip(rows, ranked.tolist()):
             text, share = top.get(i, (None, 0.0))
             r["nvtx_range"] = trace.strings[text] if text is not None else None

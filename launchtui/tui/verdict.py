@@ -83,7 +83,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     iteration span start their phase path at `base_depth`, the others at the outermost range.
     `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them;
     at once from `totals` (the same groups' result_cache.group_totals, as `report` stores them)."""
-    from launchtui.analysis.launches import kernel_groups, ranked_groups, small_kernel_table
+    from launchtui.analysis.launches import kernel_groups, launches_of, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     if shown is not None and totals is not None and len(trace.ranges):
         early = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
@@ -104,9 +104,8 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     # the main thread is chosen over every launch; phases only for the rows' launches (a group's
     # phase depends on its own launches alone)
     main = main_thread(trace, gr.op_idx, base_depth, [a for a, _ in spans])
-    wanted = np.isin(gr.op_group, ranked)
-    op_idx, op_group = gr.op_idx[wanted], gr.op_group[wanted]
-    del gr, wanted
+    op_idx, op_group = launches_of(gr, ranked)
+    del gr
     base = np.zeros(len(op_idx), np.int64)
     if base_depth and len(spans):
         t = trace.api.start[trace.ops.api[op_idx]]
