@@ -125,7 +125,10 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     """
     notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
     try:
-        lo, hi = con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+        # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends,
+        # but `SELECT min(rowid), max(rowid)` scans the whole table (0.07 s per 1M rows)
+        lo, hi = con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
+                             f'(SELECT max(rowid) FROM "{table}")').fetchone()
     except sqlite3.OperationalError:   # a WITHOUT ROWID table: one pass
         lo = hi = None
     if native_columns.connection_uri(con) and 0 < len(exprs) <= native_columns.MAX_COLS and native_columns.enabled():
