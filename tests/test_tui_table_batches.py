@@ -1,0 +1,62 @@
+"""The TUI table's phase column attributed a batch of whole groups at a time (issue 11: the cold 5M
+TUI's peak was the table worker's per-launch temporaries): the rows and phases equal those of one
+pass over every launch, whatever the batch size, inside and outside iteration spans."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import sample
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import simulate, write_nsys_sqlite
+    from launchtui.trace.load import open_trace
+    p = write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("batches") / "synth.sqlite", variant="modern")
+    return open_trace(p, use_cache=False)
+
+
+def _rows_by_batch(monkeypatch, trace, level: int):
+    from launchtui.analysis.select import WHOLE
+    from launchtui.tui import verdict
+    settings = verdict.VerdictSettings(min_launches=1, max_avg_us=1e9, phase_level=level)
+    doc = verdict.compute(trace, None, settings, 1).doc
+    it = doc.get("iterations") or {}
+    base, spans = int(it.get("base_depth", 0)), list(zip(it.get("starts_ns", []), it.get("ends_ns", [])))
+    out = {}
+    for limit in (1 << 62, 1, 3, 1000):   # one pass; one group a batch; a few; mixed
+        monkeypatch.setattr(verdict, "PHASE_BATCH", limit)
+        out[limit] = verdict.table_rows(trace, WHOLE, "short", settings, base, spans)
+    return out, base
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_batched_phases_equal_one_pass_on_the_generator(monkeypatch, synth, level):
+    out, base = _rows_by_batch(monkeypatch, synth, level)
+    one = out.pop(1 << 62)
+    assert len(one) > 3 and base > 0 and any(r["nvtx_range"] for r in one)
+    for rows in out.values():
+        assert rows == one
+
+
+@pytest.mark.parametrize("rel", ["nsys/nsys-ai__h100_2gpu_1s.sqlite",
+                                 "kineto/b200__eager_trace.json.gz"])
+def test_batched_phases_equal_one_pass_on_samples(monkeypatch, rel):
+    from launchtui.trace.load import open_trace
+    tr = open_trace(sample(rel), use_cache=False)
+    out, _ = _rows_by_batch(monkeypatch, tr, 2)
+    one = out.pop(1 << 62)
+    assert len(one) > 3 and all(r["nvtx_range"] for r in one)
+    for rows in out.values():
+        assert rows == one
+
+
+def test_phase_batches_keep_groups_whole_and_in_order():
+    from launchtui.tui.verdict import phase_batches
+    groups = np.array([7, 2, 9, 4, 5])
+    counts = np.array([5, 3, 10, 1, 1])
+    got = phase_batches(counts, groups, limit=8)
+    assert [b.tolist() for b in got] == [[7, 2], [9], [4, 5]]
+    assert [b.tolist() for b in phase_batches(counts, groups, limit=100)] == [[7, 2, 9, 4, 5]]
+    assert phase_batches(counts[:0], groups[:0]) == []
