@@ -21,7 +21,7 @@ def lane_of(n: int) -> lanes.HwLane:
     s = np.cumsum(rng.integers(1, 2000, n)).astype(np.int64)
     e = s + rng.integers(1, 1500, n)
     cats = [lanes.Intervals(s[i::4], e[i::4], presorted=True) for i in range(4)]
-    return lanes.HwLane(0, 7, np.arange(n), s, e, cats, lanes.Intervals(s, e, presorted=True))
+    return lanes.HwLane(0, 7, lanes.ArrayEvents(np.arange(n), s, e), cats, lanes.Intervals(s, e, presorted=True))
 
 
 def cost(lane: lanes.HwLane) -> float:

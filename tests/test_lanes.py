@@ -97,7 +97,7 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
             idx = np.nonzero((ops.device == dev) & (ops.stream == ln.stream))[0]
             assert ln.idx.dtype == np.int32 and (ln.idx == idx).all()
             s, e = ops.start[idx].copy(), ops.end[idx].copy()
-            ref = lanes.HwLane(dev, ln.stream, idx, s, e,
+            ref = lanes.HwLane(dev, ln.stream, lanes.ArrayEvents(idx, s, e),
                                [lanes.Intervals(s[cat[idx] == c], e[cat[idx] == c]) for c in range(4)],
                                lanes.Intervals(s, e))
             for edges in views:
@@ -108,7 +108,7 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
         for ln in lst:
             s, e = api.start[ln.idx].copy(), api.end[ln.idx].copy()
             ld = np.where(api.kind[ln.idx] == API_LAUNCH, e - s, 0).astype(np.int64)
-            ref = lanes.ApiLane(dev, ln.thread, ln.idx.astype(np.int64), s, e, lanes.Intervals(s, e),
+            ref = lanes.ApiLane(dev, ln.thread, lanes.ArrayEvents(ln.idx.astype(np.int64), s, e), lanes.Intervals(s, e),
                                 lanes.RangeMax(ld), ln.spike_ns, ln.median_ns)
             ln.spike_ns = ref.spike_ns = int(np.median(ld[ld > 0]))   # some cells spike
             for edges in views:
@@ -116,3 +116,73 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
                 assert all((getattr(a, f) == getattr(b, f)).all() for f in ("level", "count", "max_ns", "spike"))
             n_api += 1
     assert n_hw >= 2 and n_api >= 1 and built.queue
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lane_events_read_through_the_parent_measure_as_intervals_of_copies(seed):
+    """LaneEvents (a lane's events as positions into sorted parent columns, no copies) and Rest (the
+    dominant category as the lane less the others) give the busy ns, presence and start counts of
+    Intervals / searchsorted over copied arrays: zero-length and touching events, bins of one ns up
+    (the timeline's bins are at least one clock tick wide)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(30, 400))
+    ps = np.cumsum(rng.integers(0, 6, n)).astype(np.int64) + 1000        # the parent: sorted, ties
+    pe = ps + rng.integers(0, 9, n)
+    # a lane: increasing positions whose events are disjoint (each starts at or after the last's end)
+    pos, last = [], -1
+    for j in range(n):
+        if ps[j] >= last and rng.random() < 0.6:
+            pos.append(j)
+            last = max(pe[j], ps[j] + 1)
+    idx = np.array(pos, np.int32)
+    s, e = ps[idx], pe[idx]
+    cum = lanes._disjoint_cum(s.copy(), e.copy())
+    assert cum is not None
+    ev = lanes.LaneEvents(idx, cum, "ops", ps, pe)
+    ref = lanes.Intervals(s, e, presorted=True)
+    cat = rng.integers(0, 3, len(idx))
+    top = int(np.argmax(np.bincount(cat, minlength=3)))
+    subs = [lanes.LaneEvents(idx[cat == c], lanes._disjoint_cum(s[cat == c], e[cat == c]), "ops", ps, pe)
+            for c in range(3) if c != top]
+    rest = lanes.Rest(ev, subs)
+    rest_ref = lanes.Intervals(s[cat == top], e[cat == top], presorted=True)
+    lo, hi = int(ps[0]) - 5, int(pe.max()) + 5
+    for width in (1, 3, 17, 200):
+        for step in (1.0, 1.5, max((hi - lo) / width, 1.0), 7.3):
+            edges = lanes.bin_edges(lo + int(rng.integers(0, 20)), step, width)
+            assert (ev.busy(edges) == ref.busy(edges)).all()
+            assert (ev.any(edges) == ref.any(edges)).all()
+            for side in ("left", "right"):
+                assert (ev.n_start(edges, side) == np.searchsorted(s, edges, side=side)).all()
+            assert (rest.busy(edges) == rest_ref.busy(edges)).all()
+            assert (rest.any(edges) == rest_ref.any(edges)).all()
+    for i in range(len(idx)):
+        assert ev.start_at(i) == s[i] and ev.end_at(i) == e[i]
+    # overlapping events are not this layout
+    assert lanes._disjoint_cum(np.array([0, 5]), np.array([6, 9])) is None
+    assert lanes._disjoint_cum(np.array([3, 3]), np.array([3, 7])) is None   # zero-length counts 1 ns
+
+
+def test_overlapping_lanes_keep_their_own_arrays_and_draw_the_same(tmp_path):
+    """A stream whose ops overlap keeps the copied layout (ArrayEvents and unions); its cells equal a
+    plain reference built here."""
+    from fixtures.synth import simulate, write_nsys_sqlite
+    from launchtui.analysis.index import trace_index
+    from launchtui.trace.load import open_trace
+    tr = open_trace(write_nsys_sqlite(simulate(), tmp_path / "t.sqlite", variant="modern"), use_cache=False)
+    ops = tr.ops
+    dev, st = int(ops.device[0]), int(ops.stream[0])
+    on = np.nonzero((ops.device == dev) & (ops.stream == st))[0]
+    ops.end[on[0]] = ops.start[on[1]] + 5          # the first op now overlaps the second
+    built = [ln for ln in lanes.build_lanes(tr).hw[dev] if ln.stream == st][0]
+    assert isinstance(built.ev, lanes.ArrayEvents)
+    cat = trace_index(tr).op_category[on]
+    s, e = ops.start[on].copy(), ops.end[on].copy()
+    ref = lanes.HwLane(dev, st, lanes.ArrayEvents(on, s, e),
+                       [lanes.Intervals(s[cat == c], e[cat == c]) for c in range(4)], lanes.Intervals(s, e))
+    lo, hi = tr.extent()
+    for w in (5, 80):
+        edges = lanes.bin_edges(lo, (hi - lo) / w, w)
+        a, b = lanes.hw_cells(built, edges), lanes.hw_cells(ref, edges)
+        assert (a.level == b.level).all() and (a.cat == b.cat).all() and (a.count == b.count).all()
+    assert lanes.interval_at(built, int(s[0]), int(s[0]) + 1) == on[0] and len(built.ev) == len(on)

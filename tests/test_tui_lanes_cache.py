@@ -47,7 +47,7 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     # before the verdict's and table's temporaries)
     assert cold.lanes_stored and cold.results_entry is not None
     assert _plain(cold.lanes) == _plain(fresh.lanes)
-    assert not next(iter(cold.lanes.hw.values()))[0].start.flags.owndata   # a view of the mapped file
+    assert not next(iter(cold.lanes.hw.values()))[0].ev.cum.flags.owndata   # a view of the mapped file
     assert store_lanes(cold) is None                     # stored once (and the optimizer range found)
     side = lanes_cache.path_for(cold.results_entry)
     side.unlink()                                        # the model cached, the lanes not (after `report`)
@@ -55,7 +55,7 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     assert not again.lanes_stored
     mapped = store_lanes(again)                          # after the view; the app swaps these in
     assert mapped is not None and _plain(mapped) == _plain(fresh.lanes)
-    assert not next(iter(mapped.hw.values()))[0].start.flags.owndata
+    assert not next(iter(mapped.hw.values()))[0].ev.cum.flags.owndata
     assert side.is_file()
     n, size = cache.usage()    # one entry, its lanes counted in its size
     assert n == 1 and size >= cold.results_entry.stat().st_size + side.stat().st_size
@@ -118,7 +118,7 @@ def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
             await app.workers.wait_for_complete()
             await settle(app, pilot)
             hw = next(iter(tl.lanes.hw.values()))[0]
-            return rows, [(r.kind, r.key) for r in tl.rows], tl.lanes is app.loaded.lanes, hw.start.flags.owndata
+            return rows, [(r.kind, r.key) for r in tl.rows], tl.lanes is app.loaded.lanes, hw.ev.cum.flags.owndata
     import shutil
     from launchtui.result_cache import model_entry
     synth = shutil.copy(synth, tmp_path / "cold.sqlite")     # a trace not opened before: lanes built

@@ -38,14 +38,121 @@ def bin_edges(start: int, ns_per_col: float, width: int) -> np.ndarray:
     return np.int64(int(start)) + off
 
 
+class ArrayEvents:
+    """A lane's events as their own arrays: indices `idx` into the trace's table, `s` / `e` their
+    start and end, sorted by start (the layout of lanes whose events overlap)."""
+
+    __slots__ = ("idx", "s", "e")
+
+    def __init__(self, idx: np.ndarray, s: np.ndarray, e: np.ndarray):
+        self.idx, self.s, self.e = idx, s, e
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def n_start(self, t: np.ndarray, side: str = "left") -> np.ndarray:
+        """Events starting before t (side "left") or at or before t ("right"): searchsorted."""
+        return np.searchsorted(self.s, t, side=side)
+
+    def start_at(self, i):
+        return self.s[i]
+
+    def end_at(self, i):
+        return self.e[i]
+
+
+class LaneEvents:
+    """A lane's events read through the trace's own time-ordered columns instead of copied (cold 5M
+    TUI, issue 11: the lanes' start/end copies and per-category sets were ~250 of their 432 MB).
+    `idx` are increasing positions into the parent columns `ps` / `pe` (trace.ops or trace.api,
+    named by `src`; never stored in the lanes file) whose starts are sorted, so a binary search on
+    the parent, then on `idx`, gives the searchsorted of the lane's own starts. Built only for events
+    that are disjoint (a stream's ops, a thread's launch calls: each starts at or after the previous
+    one's end, zero-length ones counted as 1 ns): then `cum`, the prefix sum of their lengths, gives
+    the covered ns and the events present per bin (`busy`, `count`, `any`), as `Intervals` would for
+    bins of positive width (the timeline's: at least one clock tick per column; Intervals merges
+    touching events, so a zero-width bin at a touching point would differ)."""
+
+    __slots__ = ("idx", "cum", "src", "ps", "pe")
+
+    def __init__(self, idx: np.ndarray, cum: np.ndarray, src: str, ps: np.ndarray, pe: np.ndarray):
+        self.idx, self.cum, self.src, self.ps, self.pe = idx, cum, src, ps, pe
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def n_start(self, t: np.ndarray, side: str = "left") -> np.ndarray:
+        pos = np.searchsorted(self.ps, t, side=side)
+        # positions as idx's own dtype: searchsorted would otherwise cast the whole of idx
+        return np.searchsorted(self.idx, np.asarray(pos).astype(self.idx.dtype), side="left")
+
+    def start_at(self, i):
+        return self.ps[self.idx[i]]
+
+    def end_at(self, i):
+        return self.pe[self.idx[i]]
+
+    def _span(self, i: np.ndarray):
+        j = self.idx[i]
+        s = self.ps[j]
+        return s, np.maximum(self.pe[j], s + 1)    # zero-length events count as 1 ns (Intervals)
+
+    def covered_before(self, t: np.ndarray) -> np.ndarray:
+        """Covered ns in (-inf, t)."""
+        i = self.n_start(t, "right") - 1
+        ic = np.maximum(i, 0)
+        s, e = self._span(ic)
+        return np.where(i >= 0, self.cum[ic] + np.clip(t - s, 0, e - s), 0)
+
+    def busy(self, edges: np.ndarray) -> np.ndarray:
+        if not len(self.idx):
+            return np.zeros(len(edges) - 1, np.int64)
+        return np.diff(self.covered_before(edges))
+
+    def count(self, edges: np.ndarray) -> np.ndarray:
+        """Events overlapping each bin: those starting before its end less those ended at or before
+        its start (disjoint and in order: all but the last one starting at or before it, and that one
+        if it has ended)."""
+        if not len(self.idx):
+            return np.zeros(len(edges) - 1, np.int64)
+        started = self.n_start(edges[1:], "left")
+        m = self.n_start(edges[:-1], "right")
+        _, e = self._span(np.maximum(m - 1, 0))
+        ended = np.maximum(m - 1, 0) + ((m >= 1) & (e <= edges[:-1]))
+        return started - ended
+
+    def any(self, edges: np.ndarray) -> np.ndarray:
+        return self.count(edges) > 0
+
+
+class Rest:
+    """A disjoint lane's dominant category: the lane (`all`) less its other categories (`others`),
+    exactly (a partition: covered ns and overlapping events add up), so it holds no arrays."""
+
+    __slots__ = ("all", "others")
+
+    def __init__(self, all: LaneEvents, others: list):
+        self.all, self.others = all, others
+
+    def busy(self, edges: np.ndarray) -> np.ndarray:
+        out = self.all.busy(edges)
+        for o in self.others:
+            out = out - o.busy(edges)
+        return out
+
+    def any(self, edges: np.ndarray) -> np.ndarray:
+        n = self.all.count(edges)
+        for o in self.others:
+            n = n - o.count(edges)
+        return n > 0
+
+
 @dataclass
 class ApiLane:
     device: int
     thread: int                 # index into trace.threads
-    idx: np.ndarray             # ApiCalls indices of launch calls, sorted by start
-    start: np.ndarray
-    end: np.ndarray
-    busy: Intervals
+    ev: object                  # the launch calls (LaneEvents or ArrayEvents; `idx`: ApiCalls indices)
+    busy: object                # their union (LaneEvents or Intervals)
     launch_dur: RangeMax        # durations of API_LAUNCH calls (0 for other kinds) in start order
     spike_ns: int               # a cell whose max launch duration exceeds this is a spike cell
     median_ns: float
@@ -54,20 +161,26 @@ class ApiLane:
     def key(self) -> tuple:
         return ("api", self.device, self.thread)
 
+    idx = property(lambda self: self.ev.idx)
+    start = property(lambda self: self.ev.start_at(np.arange(len(self.ev))), doc="a copy (tools, tests)")
+    end = property(lambda self: self.ev.end_at(np.arange(len(self.ev))), doc="a copy (tools, tests)")
+
 
 @dataclass
 class HwLane:
     device: int
     stream: int
-    idx: np.ndarray             # GpuOps indices sorted by start
-    start: np.ndarray
-    end: np.ndarray
-    cats: list                  # Intervals per category
-    all: Intervals
+    ev: object                  # the ops (LaneEvents or ArrayEvents; `idx`: GpuOps indices)
+    cats: list                  # per category: its busy set (LaneEvents, Rest or Intervals)
+    all: object                 # every op's (LaneEvents or Intervals)
 
     @property
     def key(self) -> tuple:
         return ("hw", self.device, self.stream)
+
+    idx = property(lambda self: self.ev.idx)
+    start = property(lambda self: self.ev.start_at(np.arange(len(self.ev))), doc="a copy (tools, tests)")
+    end = property(lambda self: self.ev.end_at(np.arange(len(self.ev))), doc="a copy (tools, tests)")
 
 
 @dataclass
@@ -155,6 +268,23 @@ def _narrow(v: np.ndarray) -> np.ndarray:
     return v
 
 
+def _sorted(v: np.ndarray) -> bool:
+    return bool(len(v) < 2 or (v[1:] >= v[:-1]).all())
+
+
+def _disjoint_cum(s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+    """The prefix sum of the events' lengths (zero-length ones as 1 ns) when each starts at or after
+    the previous one's end (LaneEvents' layout), else None."""
+    d = e - s
+    np.maximum(d, 1, out=d)
+    if len(s) > 1 and (s[1:] < s[:-1] + d[:-1]).any():
+        return None
+    cum = np.empty(len(d) + 1, np.int64)
+    cum[0] = 0
+    np.cumsum(d, out=cum[1:])
+    return cum
+
+
 def op_categories(trace: Trace) -> np.ndarray:
     """Per GPU op: its timeline category (`index.CAT_KERNEL`, `CAT_SMALL`, `CAT_NCCL`, `CAT_MEM`)."""
     return trace_index(trace).op_category
@@ -180,13 +310,27 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
 
     # CUDA HW: one lane per (device, stream), categories as separate unions
     cat = op_categories(trace)
+    ops_sorted = _sorted(ops.start)
     for dev, st, idx in _lanes_of(ops.device, ops.stream):   # ops are sorted by start: rows stay so
         s, e, c = ops.start[idx], ops.end[idx], cat[idx]
-        every = Intervals(s, e, presorted=True)
         present = np.bincount(c, minlength=4)
-        cats = [every if present[ci] == len(c) else Intervals(s[c == ci], e[c == ci], presorted=True)
-                for ci in range(4)]
-        lanes.hw.setdefault(dev, []).append(HwLane(dev, st, idx, s, e, cats, every))
+        cum = _disjoint_cum(s, e) if ops_sorted else None
+        if cum is None:   # overlapping ops: the lane's own arrays and unions
+            every = Intervals(s, e, presorted=True)
+            cats = [every if present[ci] == len(c) else Intervals(s[c == ci], e[c == ci], presorted=True)
+                    for ci in range(4)]
+            lanes.hw.setdefault(dev, []).append(HwLane(dev, st, ArrayEvents(idx, s, e), cats, every))
+            continue
+        del s, e
+        every = LaneEvents(idx, cum, "ops", ops.start, ops.end)
+        top = int(np.argmax(present))
+        cats = [None] * 4
+        for ci in range(4):
+            if ci != top:
+                sub = idx[c == ci]
+                cats[ci] = LaneEvents(sub, _disjoint_cum(ops.start[sub], ops.end[sub]), "ops", ops.start, ops.end)
+        cats[top] = every if present[top] == len(c) else Rest(every, [cats[ci] for ci in range(4) if ci != top])
+        lanes.hw.setdefault(dev, []).append(HwLane(dev, st, every, cats, every))
 
     # CUDA API: launch calls (those that enqueued GPU work) per (device, thread)
     if len(api):
@@ -198,13 +342,19 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
             enq = np.isin(api.kind, (API_LAUNCH, API_GRAPH_LAUNCH, API_MEMCPY, API_MEMSET))
             dev_of = np.where(enq, -1, -2).astype(np.int32)
             launch = np.nonzero(enq)[0].astype(np.int32)
+        api_sorted = _sorted(api.start)
         for dev, th, rows in _lanes_of(dev_of[launch], api.thread[launch]):
             idx = launch[rows]
             s, e = api.start[idx], api.end[idx]
             ld = _narrow(np.where(api.kind[idx] == API_LAUNCH, e - s, 0))
             med = float(med_by_thread[th]) if th < len(med_by_thread) else 0.0
-            lanes.api.setdefault(dev, []).append(ApiLane(dev, th, idx, s, e, Intervals(s, e, presorted=True),
-                                                         RangeMax(ld), 0, med))
+            cum = _disjoint_cum(s, e) if api_sorted else None
+            if cum is None:
+                ev, busy = ArrayEvents(idx, s, e), Intervals(s, e, presorted=True)
+            else:
+                ev = busy = LaneEvents(idx, cum, "api", api.start, api.end)
+            del s, e
+            lanes.api.setdefault(dev, []).append(ApiLane(dev, th, ev, busy, RangeMax(ld), 0, med))
 
     lanes.queue = queue_lanes(trace)
 
@@ -257,8 +407,8 @@ class ApiCells:
 
 
 def api_cells(lane: ApiLane, edges: np.ndarray) -> ApiCells:
-    lo = np.searchsorted(lane.start, edges[:-1], side="left")
-    hi = np.searchsorted(lane.start, edges[1:], side="left")
+    lo = lane.ev.n_start(edges[:-1])
+    hi = lane.ev.n_start(edges[1:])
     width = np.maximum(np.diff(edges), 1)
     busy = lane.busy.busy(edges)
     anyc = lane.busy.any(edges)
@@ -287,8 +437,8 @@ def hw_cells(lane: HwLane, edges: np.ndarray) -> HwCells:
             hit = none & lane.cats[ci].any(edges)
             cat[hit] = ci
             none &= ~hit
-    lo = np.searchsorted(lane.start, edges[:-1], side="left")
-    hi = np.searchsorted(lane.start, edges[1:], side="left")
+    lo = lane.ev.n_start(edges[:-1])
+    hi = lane.ev.n_start(edges[1:])
     return HwCells(_level(tot, width, anyc), cat, hi - lo)
 
 
@@ -326,14 +476,15 @@ def nvtx_cells(lane: NvtxLane, edges: np.ndarray) -> NvtxCells:
 def interval_at(lane, t0: int, t1: int) -> int:
     """The event on this lane (HW or API) covering t0, else the first one starting in [t0, t1),
     else -1."""
-    if not len(lane.start):
+    ev = lane.ev
+    if not len(ev):
         return -1
-    i = int(np.searchsorted(lane.start, t0, side="right")) - 1
-    if i >= 0 and lane.end[i] > t0:
-        return int(lane.idx[i])
+    i = int(ev.n_start(np.int64(t0), "right")) - 1
+    if i >= 0 and ev.end_at(i) > t0:
+        return int(ev.idx[i])
     j = i + 1
-    if j < len(lane.start) and lane.start[j] < t1:
-        return int(lane.idx[j])
+    if j < len(ev) and ev.start_at(j) < t1:
+        return int(ev.idx[j])
     return -1
 
 

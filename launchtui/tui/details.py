@@ -139,9 +139,10 @@ def describe_queue(trace: Trace, lane, t0: int, t1: int, marks, origin: int | No
 
 
 def describe_idle(trace: Trace, lane, t0: int, origin: int | None) -> list[str]:
-    i = int(np.searchsorted(lane.start, t0, side="right"))
-    prev_end = int(lane.end[i - 1]) if i > 0 else None
-    nxt = int(lane.start[i]) if i < len(lane.start) else None
+    ev = lane.ev
+    i = int(ev.n_start(np.int64(t0), "right"))
+    prev_end = int(ev.end_at(i - 1)) if i > 0 else None
+    nxt = int(ev.start_at(i)) if i < len(ev) else None
     parts = [f"GPU {lane.device} stream {lane.stream} idle at {fmt_time(t0, origin)}"]
     if prev_end is not None:
         parts.append(f"previous op ended {fmt_d(t0 - prev_end)} before")

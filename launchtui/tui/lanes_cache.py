@@ -17,11 +17,13 @@ import numpy as np
 
 from launchtui.analysis.backpressure import Episode
 from launchtui.analysis.intervals import Intervals, RangeMax
-from launchtui.analysis.lanes import ApiLane, HwLane, Lanes, NvtxLane, QueueLane
+from launchtui.analysis.lanes import ApiLane, ArrayEvents, HwLane, LaneEvents, Lanes, NvtxLane, QueueLane, Rest
 
 SUFFIX = ".lanes"
-_CLASSES = {c.__name__: c for c in (Lanes, ApiLane, HwLane, QueueLane, NvtxLane, Episode, Intervals, RangeMax)}
-_SLOTS = {Intervals: ("s", "e", "cum"), RangeMax: ("v", "B", "empty", "levels")}
+_CLASSES = {c.__name__: c for c in (Lanes, ApiLane, HwLane, QueueLane, NvtxLane, Episode, Intervals, RangeMax,
+                                     ArrayEvents, LaneEvents, Rest)}
+_SLOTS = {Intervals: ("s", "e", "cum"), RangeMax: ("v", "B", "empty", "levels"), ArrayEvents: ("idx", "s", "e"),
+          LaneEvents: ("idx", "cum", "src"), Rest: ("all", "others")}   # LaneEvents: not the trace's columns
 
 
 def path_for(entry: Path) -> Path:
@@ -61,19 +63,26 @@ def _encode(obj, arrays: dict, seen: dict | None = None):
     return {"@c": cls.__name__, "f": {n: _encode(getattr(obj, n), arrays, seen) for n in names}}
 
 
-def _decode(node, arrays: dict):
+def _decode(node, arrays: dict, trace):
     if isinstance(node, list):
-        return [_decode(v, arrays) for v in node]
+        return [_decode(v, arrays, trace) for v in node]
     if not isinstance(node, dict):
         return node
     if "@a" in node:
         return arrays[node["@a"]]
     if "@t" in node:
-        return tuple(_decode(v, arrays) for v in node["@t"])
+        return tuple(_decode(v, arrays, trace) for v in node["@t"])
     if "@d" in node:
-        return {_decode(k, arrays): _decode(v, arrays) for k, v in node["@d"]}
+        return {_decode(k, arrays, trace): _decode(v, arrays, trace) for k, v in node["@d"]}
     cls = _CLASSES[node["@c"]]
-    fields = {k: _decode(v, arrays) for k, v in node["f"].items()}
+    fields = {k: _decode(v, arrays, trace) for k, v in node["f"].items()}
+    if cls is LaneEvents:   # read through the trace's own columns again
+        if fields["src"] not in ("ops", "api"):
+            raise ValueError(f"unknown lane source {fields['src']!r}")
+        table = getattr(trace, fields["src"])
+        if len(fields["idx"]) and int(fields["idx"][-1]) >= len(table):
+            raise ValueError("lane events beyond the trace's table")
+        return LaneEvents(fields["idx"], fields["cum"], fields["src"], table.start, table.end)
     if cls in _SLOTS:   # built from stored state, not recomputed by __init__
         obj = cls.__new__(cls)
         for k in _SLOTS[cls]:
@@ -93,9 +102,9 @@ def load(entry: Path | None, options, trace) -> tuple[Lanes, list] | None:
         header, arrays = flatfile.read(path_for(entry))
         if header.get("identity") != _identity(entry, options):
             return None
-        lanes = _decode(header["lanes"], arrays)
+        lanes = _decode(header["lanes"], arrays, trace)
         lanes.queue = queue_lanes(trace)
-        return lanes, _decode(header["marks"], arrays)
+        return lanes, _decode(header["marks"], arrays, trace)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
