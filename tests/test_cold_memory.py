@@ -109,3 +109,16 @@ def test_id_columns_are_int32_and_ops_by_api_waits_for_first_use():
     assert sorted(zip(keys.tolist(), ops.tolist())) == sorted(zip(trace.ops.api[matched].tolist(), matched.tolist()))
     a = int(trace.ops.api[matched[0]])
     assert idx.ops_of_call(a).tolist() == np.flatnonzero(trace.ops.api == a).tolist()
+
+
+def test_process_index_survives_the_cache():
+    """ops.pid / api.pid are int16 indices into trace.processes, stored with the model (format 10)."""
+    cold = open_trace(DEMO)
+    stages = []
+    warm = open_trace(DEMO, progress=lambda stage, rows: stages.append(stage))
+    assert stages == ["loaded from cache"] and cold.processes.dtype == warm.processes.dtype == np.int64
+    assert warm.ops.pid.dtype == warm.api.pid.dtype == np.int16
+    assert len(cold.processes) >= 1
+    for a, b in ((cold.ops.pid, warm.ops.pid), (cold.api.pid, warm.api.pid)):
+        assert np.array_equal(cold.process_keys(a), warm.process_keys(b))
+    assert (warm.process_keys(warm.api.pid) > 0).all()

@@ -96,7 +96,41 @@ def test_parse_decimal_ns_is_exact():
 def test_join_requires_same_process():
     tr = make_trace([(0, 1 << 24, 0, 5, 42, API_LAUNCH), (0, 2 << 24, 1, 6, 42, API_LAUNCH)],
                     [(0, 7, 10, 12, 42, 2 << 24)])
-    assert tr.api.pid[tr.ops.api[0]] == 2 << 24
+    assert tr.process_keys(tr.api.pid[tr.ops.api[0]]) == 2 << 24
+
+
+@pytest.mark.parametrize("n_proc", [1, 3, 40_000])
+def test_process_index_round_trips_and_joins_like_the_keys(n_proc):
+    """finalize stores ops.pid / api.pid as dense indices into trace.processes (int16; int32 past
+    32,767 processes): they give the reader's keys back, and the join still pairs only equal keys."""
+    rng = np.random.default_rng(n_proc)
+    n = max(2 * n_proc, 600)
+    keys = (rng.permutation(n_proc).astype(np.int64) + 7) << 24
+    pid = keys[rng.integers(0, n_proc, n)]
+    corr = rng.integers(0, 50, n)   # correlation ids reused across processes
+    api = [(0, int(p), 10 * i, 10 * i + 5, int(c), API_LAUNCH) for i, (p, c) in enumerate(zip(pid, corr))]
+    op_pid = np.where(rng.random(n) < 0.1, keys[rng.integers(0, n_proc, n)], pid)   # some foreign
+    ops = [(0, 7, 10 * i + 8, 10 * i + 9, int(c), int(p)) for i, (p, c) in enumerate(zip(op_pid, corr))]
+    tr = make_trace(api, ops)
+    assert tr.ops.pid.dtype == tr.api.pid.dtype == (np.int16 if n_proc < 32768 else np.int32)
+    assert tr.processes.tolist() == sorted(set(pid.tolist()) | set(op_pid.tolist()))
+    assert tr.process_keys(tr.api.pid).tolist() == pid.tolist()
+    assert tr.process_keys(tr.ops.pid).tolist() == op_pid.tolist()
+    # brute force: the latest API row of the same (key, corr) starting before the op, else the
+    # earliest such row (definitions.md §1)
+    expect = []
+    for i in range(n if n <= 1200 else 0):
+        cands = [j for j in range(n) if pid[j] == op_pid[i] and corr[j] == corr[i]]
+        before = [j for j in cands if 10 * j <= 10 * i + 8]
+        expect.append(max(before) if before else min(cands, default=-1))
+    if expect:
+        assert tr.ops.api.tolist() == expect
+
+
+def test_process_index_keeps_unknown_processes_unknown():
+    tr = make_trace([(0, 5 << 24, 0, 5, 42, API_LAUNCH)], [(0, 7, 10, 12, 42, -1)], match_process=False)
+    assert tr.ops.pid.tolist() == [-1] and tr.process_keys(tr.ops.pid).tolist() == [-1]
+    assert tr.processes.tolist() == [5 << 24] and tr.ops.api.tolist() == [0]
 
 
 def test_join_reused_correlation_takes_latest_api_before_op():

@@ -150,7 +150,7 @@ def test_nsys_callchains_match_truth(tmp_path):
     _, user = launch_sites(trace, rows)
     fr = trace.stacks.frame
     got = {(int(p >> 24) & 0xFFFFFF, int(c)): (site_label(trace.strings[int(fr[u])]) if u >= 0 else None)
-           for p, c, u in zip(api.pid[rows].tolist(), api.corr[rows].tolist(), user.tolist())}
+           for p, c, u in zip(trace.process_keys(api.pid[rows]).tolist(), api.corr[rows].tolist(), user.tolist())}
     assert {k: got[k] for k in truth} == truth
     assert sum(v is not None for v in truth.values()) > 2000
     # whole native stack kept, innermost first

@@ -62,6 +62,7 @@ def save(trace: Trace, dest: Path) -> None:
         table = getattr(trace, tname)
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
+    arrays["processes"] = trace.processes
     if trace.index is not None:   # the derived index, once a command built it (its own arrays)
         arrays.update({f"index.{k}": v for k, v in trace.index.to_arrays().items()})
     flatfile.write(dest, header, arrays)
@@ -96,6 +97,7 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     source.path = str(src)
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
+    trace.processes = z["processes"]
     trace.index_arrays = index_arrays or None   # launchtui.analysis.index restores (and checks) it
     return trace
 

@@ -12,7 +12,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from launchtui.trace.grouping import distinct_runs
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
 
 
@@ -46,14 +46,11 @@ def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
         if 0 <= lo and hi < budget:    # ids index the table as they are: no shifted copies
             return _lookup_join(api_corr, op_corr, hi + 1)
         ka, ko = api_corr - lo, op_corr - lo
-    else:
-        pids, pinv = distinct_runs(np.concatenate([api_pid, op_pid]))
-        n_pids = len(pids)
+    else:   # process indices (finalize's dense codes, -1 unknown) shifted to 0.. as the high part
+        n_pids = int(max(api_pid.max(), op_pid.max())) + 2
         if n_pids * span >= 2**62:
             return None
-        ka = pinv[:len(api_pid)] * span + (api_corr - lo)
-        ko = pinv[len(api_pid):] * span + (op_corr - lo)
-        del pinv
+        ka, ko = _combined_key(api_pid, api_corr, span, lo), _combined_key(op_pid, op_corr, span, lo)
     if n_pids * span >= 2**62:
         return None
     size = n_pids * span
@@ -66,6 +63,16 @@ def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     pos = np.minimum(np.searchsorted(ks, ko), len(ks) - 1)
     hit = ks[pos] == ko
     return np.where(hit, order[pos], -1).astype(np.int32)
+
+
+def _combined_key(proc, corr, span: int, lo: int):
+    """(proc + 1) * span + (corr - lo) as int64, built in place in one n-long array."""
+    k = proc.astype(np.int64)
+    k += 1
+    k *= span
+    k += corr
+    k -= lo
+    return k
 
 
 def _lookup_join(ka, ko, size: int):
@@ -173,10 +180,36 @@ def _in_order(first, others, order=None) -> bool:
     return True
 
 
+def _encode_processes(trace: Trace) -> None:
+    """Replace ops.pid and api.pid (the reader's int64 process keys, -1 unknown) by indices into
+    `trace.processes` (model.process_col). Before the sort, so the sort and the join move 2-byte
+    codes. Equal keys get equal codes and -1 stays -1, so the join's matches are unchanged."""
+    heads = []
+    for raw in (trace.api.pid, trace.ops.pid):   # keys come in long runs: sort only the run heads
+        h = np.ones(len(raw), bool)
+        np.not_equal(raw[1:], raw[:-1], out=h[1:])
+        heads.append(raw[h])
+    keys = unique_sorted(np.concatenate(heads))
+    processes = keys[keys != -1]
+    dtype = np.int16 if len(processes) <= np.iinfo(np.int16).max else np.int32
+    for table in (trace.api, trace.ops):
+        raw = table.pid
+        if len(processes) == 1 and not (raw == -1).any():
+            table.pid = np.zeros(len(raw), dtype)
+            continue
+        codes = np.searchsorted(processes, raw).astype(dtype)
+        codes[raw == -1] = -1
+        table.pid = codes
+    trace.processes = processes
+
+
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
     """Sort every table by time and join ops to their launches. Readers call this last."""
+    trace.ops.coerce()
+    trace.api.coerce()
+    _encode_processes(trace)
     for name in ("ops", "api", "ranges", "overheads"):
-        table = getattr(trace, name).coerce()
+        table = getattr(trace, name) if name in ("ops", "api") else getattr(trace, name).coerce()
         if len(table):
             extra = (table.device, table.stream) if name == "ops" else ()
             order, start = time_order(table.start, table.end, *extra)

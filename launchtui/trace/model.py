@@ -84,6 +84,11 @@ class _Columns:
     def __len__(self) -> int:
         return len(getattr(self, fields(self)[0].name))
 
+    @staticmethod
+    def _reader_dtype(f):
+        """The dtype a reader fills the column with (a process key's raw int64 until `finalize`)."""
+        return f.metadata.get("reader", f.metadata["dtype"])
+
     def take(self, idx):
         return type(self)(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
@@ -100,7 +105,7 @@ class _Columns:
             return cls.empty()
         cols = {}
         for f in fields(cls):
-            cols[f.name] = np.concatenate([getattr(p, f.name) for p in parts]).astype(f.metadata["dtype"], copy=False)
+            cols[f.name] = np.concatenate([getattr(p, f.name) for p in parts]).astype(cls._reader_dtype(f), copy=False)
             if consume:
                 for p in parts:
                     setattr(p, f.name, None)
@@ -108,15 +113,23 @@ class _Columns:
 
     def coerce(self):
         for f in fields(self):
-            setattr(self, f.name, np.ascontiguousarray(getattr(self, f.name), dtype=f.metadata["dtype"]))
+            setattr(self, f.name, np.ascontiguousarray(getattr(self, f.name), dtype=self._reader_dtype(f)))
         return self
 
     def nbytes(self) -> int:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
 
 
-def col(dtype):
-    return field(metadata={"dtype": dtype})
+def col(dtype, reader=None):
+    """A column of `dtype`; `reader`: the dtype readers fill it with, when `finalize` narrows it."""
+    return field(metadata={"dtype": dtype} if reader is None else {"dtype": dtype, "reader": reader})
+
+
+def process_col():
+    """A process column: readers fill it with their int64 process key (-1: unknown); `finalize`
+    replaces both tables' keys by dense indices into `Trace.processes` (int16, int32 past 32,767
+    processes), so the model holds 2 bytes per row instead of 8 (issue 11: 57 MiB at 5M kernels)."""
+    return col(np.int16, reader=np.int64)
 
 
 @dataclass
@@ -127,7 +140,7 @@ class GpuOps(_Columns):
     start: np.ndarray = col(np.int64)
     end: np.ndarray = col(np.int64)
     corr: np.ndarray = col(np.int64)
-    pid: np.ndarray = col(np.int64)       # process key used for the join (-1: join on correlation only)
+    pid: np.ndarray = process_col()       # process of the op, for the join (-1: join on correlation only)
     name: np.ndarray = col(np.int32)      # short (base) name id
     full_name: np.ndarray = col(np.int32)  # demangled name id
     kind: np.ndarray = col(np.int8)
@@ -138,7 +151,7 @@ class GpuOps(_Columns):
 class ApiCalls(_Columns):
     """CUDA runtime and driver API calls (the CUDA API row)."""
     thread: np.ndarray = col(np.int32)    # index into Threads
-    pid: np.ndarray = col(np.int64)       # process key for the join
+    pid: np.ndarray = process_col()       # process of the call, for the join
     start: np.ndarray = col(np.int64)
     end: np.ndarray = col(np.int64)
     corr: np.ndarray = col(np.int64)
@@ -255,6 +268,9 @@ class Trace:
     api_stacks: ApiStacks = field(default_factory=ApiStacks.empty)
     cpu_runs: CpuRuns = field(default_factory=CpuRuns.empty)          # empty: not recorded (or Kineto)
     cpu_samples: CpuSamples = field(default_factory=CpuSamples.empty)
+    # the readers' distinct process keys (Nsight globalPid, Kineto pid), ascending: ops.pid and
+    # api.pid index it once `finalize` ran
+    processes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # The derived index (launchtui.analysis.index.TraceIndex): set once by `trace_index(trace)`, then
     # read-only. `index_arrays` holds what the cache kept of it until then; `cache_entry` is where
     # `trace.cache.commit` writes a freshly read trace (None: came from the cache or not cached).
@@ -272,6 +288,13 @@ class Trace:
             return []
         pairs = unique_rows(np.stack([self.ops.device.astype(np.int64), self.ops.stream]).T).T
         return [(int(d), int(s)) for d, s in pairs.T]
+
+    def process_keys(self, codes: np.ndarray) -> np.ndarray:
+        """The reader's int64 process keys of ops.pid / api.pid values (-1 stays -1)."""
+        codes = np.asarray(codes)
+        if not len(self.processes):
+            return np.full(codes.shape, -1, np.int64)
+        return np.where(codes >= 0, self.processes[np.maximum(codes, 0)], -1)
 
     def window(self) -> tuple[int, int] | None:
         """The valid trim window: [first kernel start, last kernel end] (all GPU ops if no kernels)."""

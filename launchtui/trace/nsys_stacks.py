@@ -65,7 +65,7 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
     chain_ids, chain_node = cid[last], node[last]
     # API rows carrying a chain -> their row in the (sorted) trace: equal (process, correlation, start)
     api = trace.api
-    both = np.concatenate([np.stack([api.pid, api.corr, api.start], axis=1),
+    both = np.concatenate([np.stack([trace.process_keys(api.pid), api.corr, api.start], axis=1),
                            np.stack([c["gtid"] & ~0xFFFFFF, c["corr"], c["start"]], axis=1)])
     _, inv = unique_rows(both, return_inverse=True)
     inv = inv.reshape(-1)
