@@ -122,3 +122,27 @@ def test_process_index_survives_the_cache():
     for a, b in ((cold.ops.pid, warm.ops.pid), (cold.api.pid, warm.api.pid)):
         assert np.array_equal(cold.process_keys(a), warm.process_keys(b))
     assert (warm.process_keys(warm.api.pid) > 0).all()
+
+
+@pytest.mark.parametrize("one_short_per_full", [True, False])
+def test_distinguishing_names_by_full_name_match_the_pair_path(monkeypatch, one_short_per_full):
+    """The per-full-name tables give the same ids, interned in the same order, as the (full, short)
+    pair paths (sorted keys, and the dense pair table); a full name with two short names falls back."""
+    from launchtui.analysis import index as ix
+    results = []
+    for variant in ("by_full", "sorted", "dense"):
+        trace = open_trace(DEMO, use_cache=False)
+        ops = trace.ops
+        if not one_short_per_full:   # a second short name for one full name
+            k = int(np.flatnonzero(ops.kind == 0)[0])
+            ops.name[np.flatnonzero(ops.full_name == ops.full_name[k])[::2]] = ops.full_name[k]
+        monkeypatch.setattr(ix, "DENSE_PAIRS", 1 << 62 if variant == "dense" else 0)
+        if variant != "by_full":
+            monkeypatch.setattr(ix, "_pair_by_full_name", lambda trace, width: None)
+        elif not one_short_per_full:
+            assert ix._pair_by_full_name(trace, len(trace.strings) + 1) is None
+        n0 = len(trace.strings)
+        ids = ix._distinguishing_names(trace)
+        results.append((ids.tolist(), trace.strings.values[n0:]))
+        monkeypatch.undo()
+    assert results[0] == results[1] == results[2]
