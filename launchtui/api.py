@@ -136,7 +136,7 @@ class TraceFrames:
                     lo = max(int(np.searchsorted(t, w[0], side="right")) - 1, 0)
                     hi = int(np.searchsorted(t, w[1], side="right"))
                     t, v = t[lo:hi], v[lo:hi]
-                return pd.DataFrame({"t_ns": t, "depth": v})
+                return pd.DataFrame({"t_ns": t, "depth": v.astype(np.int32)})  # the index may hold int16
         have = ", ".join(f"({d}, {s})" for d, s in self._trace.streams())
         raise KeyError(f"no GPU ops on device {device} stream {stream}; streams: {have}")
 

@@ -101,7 +101,8 @@ def test_id_columns_are_int32_and_ops_by_api_waits_for_first_use():
     trace = open_trace(DEMO, use_cache=False)
     idx = trace_index(trace)
     assert trace.ops.api.dtype == np.int32
-    assert idx.depth_before_launch.dtype == idx.op_ranges.dtype == np.int32
+    assert idx.op_ranges.dtype == np.int32
+    assert idx.depth_before_launch.dtype == np.int16   # depths up to SMALL_DEPTH
     assert idx._ops_by_api is None                          # a report never builds it
     keys, ops = idx.ops_by_api
     assert keys.dtype == ops.dtype == np.int32

@@ -249,3 +249,17 @@ def test_op_mask_fully_inside_window_and_devices():
                     [(0, 7, 10, 20, 0, 0), (1, 7, 15, 25, 1, 0), (0, 7, 18, 40, 2, 0)])
     assert op_mask(tr, Selection(10, 25)).tolist() == [True, True, False]
     assert op_mask(tr, Selection(10, 25, (1,))).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("n", [300, 20_000])
+def test_depths_are_int16_up_to_small_depth_and_exact_beyond(n):
+    """n launches before the first op starts: depth i before launch i, peak n (int32 past SMALL_DEPTH)."""
+    from launchtui.analysis.index import SMALL_DEPTH, trace_index
+    api = [(0, 1, i, i + 1, i, API_LAUNCH) for i in range(n)]
+    ops = [(0, 7, 10 * n + 2 * i, 10 * n + 2 * i + 1, i, 1) for i in range(n)]
+    idx = trace_index(make_trace(api, ops))
+    want = np.int16 if n <= SMALL_DEPTH else np.int32
+    (s,) = idx.queue_series
+    assert idx.depth_before_launch.dtype == s.v.dtype == want
+    assert idx.depth_before_launch.tolist() == list(range(n))
+    assert int(s.v.max()) == n and s.v[:n].tolist() == list(range(1, n + 1)) and int(s.v[-1]) == 0

@@ -37,6 +37,9 @@ CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 
 _BUILD_LOCK = threading.Lock()
 _LAZY_LOCK = threading.Lock()   # the parts computed on first use (ops_by_api)
+# depths (series values, depth before launch) are int16 when every one is at most this (the usual
+# case: the launch queue holds ~1,000), leaving headroom for the readers' small offsets (`d + 1`)
+SMALL_DEPTH = (1 << 14) - 1
 DENSE_PAIRS = 1 << 24   # (full, short) name pairs looked up in a table up to this many (16 MB of bools)
 
 
@@ -45,7 +48,7 @@ class StreamSeries:
     device: int
     stream: int
     t: np.ndarray            # change times (ns), strictly increasing
-    v: np.ndarray            # depth from t[i] until t[i+1]
+    v: np.ndarray            # depth from t[i] until t[i+1] (int16 up to SMALL_DEPTH, else int32)
     point_mean: float        # HTA-style mean over every +1/-1 change point (not time-weighted)
     points: int
     max_graph_as_one: int    # max depth when a whole graph replay counts as one entry
@@ -60,7 +63,7 @@ class StreamSeries:
 @dataclass(frozen=True)
 class TraceIndex:
     queue_series: tuple[StreamSeries, ...]
-    depth_before_launch: np.ndarray     # int32 per op, -1 unmatched
+    depth_before_launch: np.ndarray     # per op, -1 unmatched (int16 up to SMALL_DEPTH, else int32)
     nvtx: InnermostIndex
     op_ranges: np.ndarray               # int32 per op, -1 none
     distinguishing_names: np.ndarray    # int32 string id per op
@@ -227,6 +230,8 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
             del before, plus, perm
             is_graph = api.kind[calls] == API_GRAPH_LAUNCH
             gmax = int(v_last.max())
+            if gmax <= SMALL_DEPTH:
+                v_last = v_last.astype(np.int16)
             if is_graph.any():
                 # Counting each replay as one entry (retired when its first op starts) removes the
                 # replay's other ops: each was +1 from the launch call until its own start.
@@ -241,6 +246,8 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 device=int(devs[d_i]), stream=int(strs[s_i]), t=t_last, v=v_last,
                 point_mean=point_mean, points=len(calls) + len(minus), max_graph_as_one=gmax,
                 graph_ops=int(is_graph.sum())))
+    if len(dbl) and int(dbl.max()) <= SMALL_DEPTH:
+        dbl = dbl.astype(np.int16)
     return out, dbl
 
 
