@@ -26,7 +26,7 @@ def _same_model(a, b):
         ta, tb = getattr(a, t), getattr(b, t)
         for f in ta.__dataclass_fields__:
             assert np.array_equal(getattr(ta, f), getattr(tb, f)), (t, f)
-    assert a.strings.values == b.strings.values
+    assert a.strings.values == b.strings.values and np.array_equal(a.processes, b.processes)
     assert a.devices == b.devices and a.missing == b.missing
 
 
