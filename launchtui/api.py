@@ -92,7 +92,7 @@ class TraceFrames:
         idx = np.nonzero(op_mask(self._trace, self._sel) & (ops.kind == OP_KERNEL))[0]
         start, end = ops.start[idx], ops.end[idx]
         return pd.DataFrame({
-            "device": ops.device[idx], "stream": ops.stream[idx], "start_ns": start, "end_ns": end,
+            "device": ops.device[idx], "stream": ops.stream[idx].astype(np.int64), "start_ns": start, "end_ns": end,
             "duration": self._td(end - start), "name": self._cat(ops.name[idx]),
             "full_name": self._cat(ops.full_name[idx]), "correlation": ops.corr[idx], "api_row": ops.api[idx],
         }, index=pd.Index(idx, name="op"))
@@ -110,7 +110,8 @@ class TraceFrames:
             "api_kind": pd.Categorical.from_codes(api.kind[a].astype(np.int8), categories=list(API_KIND_NAMES)),
             "pid": t.threads.pid[th], "tid": t.threads.tid[th], "api_start_ns": api.start[a],
             "api_end_ns": api.end[a], "api": self._td(api.end[a] - api.start[a]),
-            "queue": self._td(ops.start[idx] - api.end[a]), "device": ops.device[idx], "stream": ops.stream[idx],
+            "queue": self._td(ops.start[idx] - api.end[a]), "device": ops.device[idx],
+            "stream": ops.stream[idx].astype(np.int64),
             "op_kind": pd.Categorical.from_codes(ops.kind[idx].astype(np.int8), categories=list(OP_KIND_NAMES)),
             "op_name": self._cat(ops.name[idx]), "op_start_ns": ops.start[idx], "op_end_ns": ops.end[idx],
             "op_duration": self._td(ops.end[idx] - ops.start[idx]), "correlation": ops.corr[idx],

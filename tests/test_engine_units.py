@@ -263,3 +263,11 @@ def test_depths_are_int16_up_to_small_depth_and_exact_beyond(n):
     assert idx.depth_before_launch.dtype == s.v.dtype == want
     assert idx.depth_before_launch.tolist() == list(range(n))
     assert int(s.v.max()) == n and s.v[:n].tolist() == list(range(1, n + 1)) and int(s.v[-1]) == 0
+
+
+@pytest.mark.parametrize("stream", [7, 2**40 + 7])
+def test_stream_ids_are_int32_when_they_fit_and_kept_exact_otherwise(stream):
+    tr = make_trace([(0, 1, 0, 5, 42, API_LAUNCH)], [(0, stream, 10, 12, 42, 1)])
+    assert tr.ops.stream.dtype == (np.int32 if stream < 2**31 else np.int64)
+    assert tr.ops.stream.tolist() == [stream] and tr.streams() == [(0, stream)]
+    assert [(s.device, s.stream) for s in stream_series(tr)] == [(0, stream)]

@@ -203,11 +203,21 @@ def _encode_processes(trace: Trace) -> None:
     trace.processes = processes
 
 
+def _narrow_streams(ops) -> None:
+    """ops.stream as int32 (the model's dtype) when every id fits, as CUDA's 32-bit stream ids do;
+    the reader's int64 otherwise, so no id is ever changed (issue 11: 19 MiB at 5M kernels)."""
+    s = ops.stream
+    i32 = np.iinfo(np.int32)
+    if not len(s) or (i32.min <= int(s.min()) and int(s.max()) <= i32.max):
+        ops.stream = s.astype(np.int32)
+
+
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
     """Sort every table by time and join ops to their launches. Readers call this last."""
     trace.ops.coerce()
     trace.api.coerce()
     _encode_processes(trace)
+    _narrow_streams(trace.ops)
     for name in ("ops", "api", "ranges", "overheads"):
         table = getattr(trace, name) if name in ("ops", "api") else getattr(trace, name).coerce()
         if len(table):

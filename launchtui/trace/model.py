@@ -136,7 +136,7 @@ def process_col():
 class GpuOps(_Columns):
     """Kernels, memcpy and memset on the GPU (the CUDA HW row)."""
     device: np.ndarray = col(np.int32)
-    stream: np.ndarray = col(np.int64)
+    stream: np.ndarray = col(np.int32, reader=np.int64)  # int64 when an id does not fit (see finalize)
     start: np.ndarray = col(np.int64)
     end: np.ndarray = col(np.int64)
     corr: np.ndarray = col(np.int64)
