@@ -196,7 +196,8 @@ def _sorted_with_order(x: np.ndarray):
 
 
 def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
-    """Depth series for every stream, and per op the depth before its launch call (int32)."""
+    """Depth series for every stream, and per op the depth before its launch call (int16 up to
+    SMALL_DEPTH, else int32)."""
     ops, api = trace.ops, trace.api
     out: list[StreamSeries] = []
     dbl = np.full(len(ops), -1, np.int32)
@@ -215,6 +216,8 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
         grp[unmatched] = len(skeys)
         del unmatched
         by_stream = np.argsort(grp, kind="stable")
+        if len(by_stream) < 2**31:   # held through the loop below: 4 bytes per op, not 8
+            by_stream = by_stream.astype(np.int32)
         bounds = np.searchsorted(grp[by_stream], np.arange(len(skeys) + 1))
         del grp
         for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
