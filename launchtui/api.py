@@ -94,7 +94,8 @@ class TraceFrames:
         return pd.DataFrame({
             "device": ops.device[idx], "stream": ops.stream[idx].astype(np.int64), "start_ns": start, "end_ns": end,
             "duration": self._td(end - start), "name": self._cat(ops.name[idx]),
-            "full_name": self._cat(ops.full_name[idx]), "correlation": ops.corr[idx], "api_row": ops.api[idx],
+            "full_name": self._cat(ops.full_name[idx]), "correlation": ops.corr[idx].astype(np.int64),
+            "api_row": ops.api[idx],
         }, index=pd.Index(idx, name="op"))
 
     def launches(self) -> pd.DataFrame:
@@ -114,7 +115,7 @@ class TraceFrames:
             "stream": ops.stream[idx].astype(np.int64),
             "op_kind": pd.Categorical.from_codes(ops.kind[idx].astype(np.int8), categories=list(OP_KIND_NAMES)),
             "op_name": self._cat(ops.name[idx]), "op_start_ns": ops.start[idx], "op_end_ns": ops.end[idx],
-            "op_duration": self._td(ops.end[idx] - ops.start[idx]), "correlation": ops.corr[idx],
+            "op_duration": self._td(ops.end[idx] - ops.start[idx]), "correlation": ops.corr[idx].astype(np.int64),
         }, index=pd.Index(idx, name="op"))
 
     def small_kernels(self, min_launches: int = 100, max_avg_us: float = 10.0, names: str = "short") -> pd.DataFrame:

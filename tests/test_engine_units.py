@@ -271,3 +271,14 @@ def test_stream_ids_are_int32_when_they_fit_and_kept_exact_otherwise(stream):
     assert tr.ops.stream.dtype == (np.int32 if stream < 2**31 else np.int64)
     assert tr.ops.stream.tolist() == [stream] and tr.streams() == [(0, stream)]
     assert [(s.device, s.stream) for s in stream_series(tr)] == [(0, stream)]
+
+
+@pytest.mark.parametrize("corr", [42, 2**40 + 42])
+def test_correlation_ids_are_int32_when_they_fit_and_kept_exact_otherwise(corr):
+    """The join runs on the reader's int64 ids; the model keeps int32 only when every id fits."""
+    tr = make_trace([(0, 1, 0, 5, corr, API_LAUNCH), (0, 1, 1, 6, corr + 1, API_LAUNCH)],
+                    [(0, 7, 10, 12, corr + 1, 1), (0, 7, 13, 14, corr, 1)])
+    want = np.int32 if corr < 2**31 else np.int64
+    assert tr.ops.corr.dtype == tr.api.corr.dtype == want
+    assert tr.api.corr.tolist() == [corr, corr + 1] and tr.ops.corr.tolist() == [corr + 1, corr]
+    assert tr.ops.api.tolist() == [1, 0]

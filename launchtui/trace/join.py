@@ -203,13 +203,13 @@ def _encode_processes(trace: Trace) -> None:
     trace.processes = processes
 
 
-def _narrow_streams(ops) -> None:
-    """ops.stream as int32 (the model's dtype) when every id fits, as CUDA's 32-bit stream ids do;
-    the reader's int64 otherwise, so no id is ever changed (issue 11: 19 MiB at 5M kernels)."""
-    s = ops.stream
+def _narrow_ids(table, name: str) -> None:
+    """`table.name` as int32 (model.id_col) when every id fits, else the reader's int64 as it is
+    (issue 11: 19 MiB per 5M rows)."""
+    a = getattr(table, name)
     i32 = np.iinfo(np.int32)
-    if not len(s) or (i32.min <= int(s.min()) and int(s.max()) <= i32.max):
-        ops.stream = s.astype(np.int32)
+    if not len(a) or (i32.min <= int(a.min()) and int(a.max()) <= i32.max):
+        setattr(table, name, a.astype(np.int32))
 
 
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
@@ -217,7 +217,7 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
     trace.ops.coerce()
     trace.api.coerce()
     _encode_processes(trace)
-    _narrow_streams(trace.ops)
+    _narrow_ids(trace.ops, "stream")
     for name in ("ops", "api", "ranges", "overheads"):
         table = getattr(trace, name) if name in ("ops", "api") else getattr(trace, name).coerce()
         if len(table):
@@ -233,4 +233,6 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
     trace.threads.coerce()
     trace.ops.api = None     # the reader's placeholder goes before the join's result is allocated
     trace.ops.api = join_ops_to_api(trace, match_process)
+    _narrow_ids(trace.ops, "corr")   # after the join, whose keys are int64 arithmetic
+    _narrow_ids(trace.api, "corr")
     return trace

@@ -125,6 +125,12 @@ def col(dtype, reader=None):
     return field(metadata={"dtype": dtype} if reader is None else {"dtype": dtype, "reader": reader})
 
 
+def id_col():
+    """An id column (stream, correlation id): int32 once `finalize` found every value fits, as
+    CUDA's 32-bit ids do; the reader's int64 kept otherwise, so no id is ever changed."""
+    return col(np.int32, reader=np.int64)
+
+
 def process_col():
     """A process column: readers fill it with their int64 process key (-1: unknown); `finalize`
     replaces both tables' keys by dense indices into `Trace.processes` (int16, int32 past 32,767
@@ -136,10 +142,10 @@ def process_col():
 class GpuOps(_Columns):
     """Kernels, memcpy and memset on the GPU (the CUDA HW row)."""
     device: np.ndarray = col(np.int32)
-    stream: np.ndarray = col(np.int32, reader=np.int64)  # int64 when an id does not fit (see finalize)
+    stream: np.ndarray = id_col()
     start: np.ndarray = col(np.int64)
     end: np.ndarray = col(np.int64)
-    corr: np.ndarray = col(np.int64)
+    corr: np.ndarray = id_col()
     pid: np.ndarray = process_col()       # process of the op, for the join (-1: join on correlation only)
     name: np.ndarray = col(np.int32)      # short (base) name id
     full_name: np.ndarray = col(np.int32)  # demangled name id
@@ -154,7 +160,7 @@ class ApiCalls(_Columns):
     pid: np.ndarray = process_col()       # process of the call, for the join
     start: np.ndarray = col(np.int64)
     end: np.ndarray = col(np.int64)
-    corr: np.ndarray = col(np.int64)
+    corr: np.ndarray = id_col()
     name: np.ndarray = col(np.int32)
     kind: np.ndarray = col(np.int8)
 
