@@ -131,7 +131,7 @@ def stages(path: str) -> dict:
     the fresh-memory faults are)."""
     import resource
     rows = []
-    last = {"t": time.perf_counter(), "flt": 0, "cpu": 0.0}
+    last = {"t": time.perf_counter(), "flt": 0, "cpu": 0.0, "sys": 0.0}
 
     def mark(stage: str) -> None:
         ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -139,9 +139,10 @@ def stages(path: str) -> dict:
         st = _proc_status()
         now = time.perf_counter()
         rows.append({"stage": stage, "wall_s": round(now - last["t"], 3), "cpu_s": round(cpu - last["cpu"], 3),
+                     "sys_s": round(ru.ru_stime - last["sys"], 3),   # kernel time: mostly page faults
                      "minor_faults": int(ru.ru_minflt - last["flt"]), "rss_mb": st.get("VmRSS"),
                      "peak_rss_mb": st.get("VmHWM")})
-        last.update(t=now, flt=ru.ru_minflt, cpu=cpu)
+        last.update(t=now, flt=ru.ru_minflt, cpu=cpu, sys=ru.ru_stime)
 
     mark("start-up and imports")
     from launchtui.analysis.index import trace_index

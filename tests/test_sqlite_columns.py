@@ -65,3 +65,34 @@ def test_sparse_rowids_read_in_one_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(sc, "CHUNK_ROWS", 4)
     out = sc.fetch_int_columns(sc.connect_readonly(db), "t", {"start": "start", "end": "end"})
     assert out["start"].tolist() == [5, 7] and out["end"].tolist() == [6, 9]
+
+
+def test_packed_id_halves_equal_shift_and_mask():
+    """The reader's `high * 2**32 + low` columns read back through int32/uint32 views of the int64
+    buffer: exactly `>> 32` and `& (2**32 - 1)`, for NULL (-1), zero, negative and extreme values."""
+    from launchtui.trace.nsys_sqlite import _halves
+    v = np.array([-1, 0, 1, 2**32, 5 * 2**32 + 7, 2**63 - 1, -2**63, -(2**32) + 3, 123456789 * 2**32 + 2**32 - 1],
+                 np.int64)
+    hi, lo = _halves(v)
+    assert hi.dtype == np.int32 and lo.dtype == np.uint32
+    np.testing.assert_array_equal(hi.astype(np.int64), v >> 32)
+    np.testing.assert_array_equal(lo.astype(np.int64), v & (2**32 - 1))
+
+
+def test_thread_ids_equal_unique_of_the_concatenation(monkeypatch):
+    """Thread indices per part (runs, interleaved rows, an empty part, blocks smaller than a part)
+    equal np.unique's inverse over the concatenated parts."""
+    from launchtui.trace import nsys_sqlite
+    rng = np.random.default_rng(3)
+    keys = np.array([7 << 24 | 5, 7 << 24 | 9, 3 << 24 | 1, 2**40 + 11], np.int64)
+    parts = [np.repeat(keys[rng.integers(0, 4, 300)], rng.integers(1, 20, 300)),   # runs
+             keys[rng.integers(0, 3, 5000)],                                         # interleaved
+             np.zeros(0, np.int64), keys[[3]]]
+    for block in (1 << 19, 64):
+        monkeypatch.setattr(nsys_sqlite, "BLOCK", block)
+        uniq, ids = nsys_sqlite._thread_ids(parts)
+        ref_u, ref_inv = np.unique(np.concatenate(parts), return_inverse=True)
+        np.testing.assert_array_equal(uniq, ref_u)
+        assert [i.dtype for i in ids] == [np.int32] * 4
+        np.testing.assert_array_equal(np.concatenate(ids), ref_inv)
+    assert nsys_sqlite._thread_ids([])[0].dtype == np.int64

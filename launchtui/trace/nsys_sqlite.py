@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
+import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
-from launchtui.trace.grouping import DENSE_LIMIT, dense_groups, distinct_runs
+from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
                                              private_snapshot, side_files, snapshot_dir, table_columns)
@@ -32,6 +33,7 @@ NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
 PACK = 1 << 32       # two small non-negative ids in one SQL integer
 MAX_ID_GAP = 1 << 20  # StringIds ids are dense from 0; ids far past the row count are ignored
+BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}
@@ -187,9 +189,9 @@ class _Reader:
         elif op_kind == OP_MEMCPY:
             exprs["copy"] = "copyKind" if "copyKind" in cs else "NULL"
         c = self.ints(canon, exprs, con=con)
-        c["device"], c["stream"] = _unpack(c.pop("devstream"), np.int32)
-        if op_kind == OP_KERNEL:
-            c["short"], c["full"] = _unpack(c.pop("names"))
+        packed = c.pop("devstream")
+        c["device"] = _halves(packed)[0].copy()     # int32, contiguous
+        c["stream"] = np.bitwise_and(packed, PACK - 1, out=packed)   # in the packed column's buffer
         return op_kind, c
 
     def gpu_ops(self, raw) -> GpuOps | None:
@@ -198,9 +200,9 @@ class _Reader:
             return None
         op_kind, c = raw
         n = len(c["start"])
-        if op_kind == OP_KERNEL:
-            short = self.map_string_ids(c.pop("short"))
-            full = self.map_string_ids(c.pop("full"))
+        if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
+            short, full = _halves(c.pop("names"))
+            short, full = self.map_string_ids(short), self.map_string_ids(full)
         elif op_kind == OP_MEMCPY:
             uniq, inv = unique_sorted(c["copy"], return_inverse=True)
             ids = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
@@ -294,11 +296,33 @@ class _Reader:
         return out
 
 
-def _unpack(packed: np.ndarray, high_dtype=np.int64):
-    """The two ids of a `high * PACK + low` column: divmod by PACK (also for -1, a NULL), the low
-    part computed in the packed column's own buffer (no third array)."""
-    high = (packed >> 32).astype(high_dtype)
-    return high, np.bitwise_and(packed, PACK - 1, out=packed)
+_HIGH = 1 if sys.byteorder == "little" else 0   # which int32 half of an int64 holds its high bits
+
+
+def _halves(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two ids of a `high * PACK + low` int64 column as strided views of its buffer: the upper
+    32 bits as int32 (exactly `packed >> 32`, which always fits; -1 for a NULL) and the lower 32 as
+    uint32 (exactly `packed & (PACK - 1)`). No n-long temporaries (issue 11: fresh memory is the
+    5M read's system time)."""
+    return packed.view(np.int32)[_HIGH::2], packed.view(np.uint32)[1 - _HIGH::2]
+
+
+def _thread_ids(parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Distinct globalTids of all parts (sorted) and each part's rows' int32 index into them: the
+    result of np.unique(concatenated, return_inverse=True), without the concatenated copy or an
+    int64 inverse. Distinct values are found among run heads (a thread's rows are often
+    contiguous); the lookup goes block by block, so its temporaries are reused, not fresh memory."""
+    if not parts:
+        return np.zeros(0, np.int64), []
+    uniq = unique_sorted(np.concatenate([p[np.concatenate([[True], p[1:] != p[:-1]])] if len(p) else p
+                                         for p in parts]))
+    ids = []
+    for p in parts:
+        out = np.empty(len(p), np.int32)
+        for a in range(0, len(p), BLOCK):
+            out[a:a + BLOCK] = np.searchsorted(uniq, p[a:a + BLOCK])
+        ids.append(out)
+    return uniq, ids
 
 
 def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
@@ -374,19 +398,14 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
     gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
                                  ovh_part) if p is not None]
-    all_gtid = np.concatenate(gtids) if gtids else np.zeros(0, np.int64)
-    uniq_gtid, inv = distinct_runs(all_gtid)
+    uniq_gtid, part_tix = _thread_ids(gtids)
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1
                                      for g in uniq_gtid.tolist()], np.int32))
-    offs = np.cumsum([0] + [len(g) for g in gtids])
-    tix = {}
-    k = 0
-    for key, part in (("api", api_part), ("nvtx", nvtx_part), ("ovh", ovh_part)):
-        if part is not None:
-            tix[key] = inv[offs[k]:offs[k + 1]].astype(np.int32)
-            k += 1
+    keys = [key for key, part in (("api", api_part), ("nvtx", nvtx_part), ("ovh", ovh_part)) if part is not None]
+    tix = dict(zip(keys, part_tix))
+    del part_tix
 
     if api_part:
         c, name, kind = api_part
@@ -437,7 +456,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     # drop the reader's own references to the unsorted columns (and the per-table parts already
     # concatenated into `ops`): finalize's sorted copies then replace them instead of adding to them
     api_part = ovh_part = nvtx_part = op_parts = c = name = kind = text = dom = api = ops = ranges = None
-    gtids = all_gtid = inv = tix = overheads = None
+    gtids = tix = overheads = None
     finalize(trace, match_process=match_process)
     ops = trace.ops
     r.progress("joined", len(ops))
