@@ -265,3 +265,41 @@ NSYS_SAMPLES = sorted(p.name for p in (SHARED / "samples" / "nsys").glob("*.sqli
 def test_real_samples_read_the_same(monkeypatch, spy, name):
     _read_both(monkeypatch, sample(f"nsys/{name}"))
     assert spy["native"] > 0
+
+
+@needs_native
+@pytest.mark.parametrize("schema,rows,chunk", [
+    ("CREATE TABLE t (start INTEGER, end INTEGER, PRIMARY KEY (end, start)) WITHOUT ROWID", [(5, 1), (3, 9), (4, 2)], None),
+    ("CREATE TABLE t (start INTEGER, end INTEGER)", [], None),
+    ("CREATE TABLE t (start INTEGER, end INTEGER)", [(i, None if i % 7 == 3 else 2 * i) for i in range(3000)], 400),
+    ("CREATE TABLE t (start INTEGER, end INTEGER)", [(i, i) for i in range(50)], None),
+])
+def test_fetch_into_given_arrays_at_an_offset(tmp_path, monkeypatch, spy, schema, rows, chunk):
+    """`out=`: both readers write the rows into the given arrays' leading slots (views at an offset
+    into larger arrays, as the GPU tables share one set) and return those slots: the same values
+    and drops as a plain read, nothing written past them or before the offset."""
+    db = _make(tmp_path / "t.sqlite", schema, rows)
+    if chunk:   # windows for the pure-Python path; gaps in the rowids
+        monkeypatch.setattr(sc, "CHUNK_ROWS", chunk)
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM t WHERE rowid % 13 = 2")
+        con.commit()
+        con.close()
+    exprs = {"s": "start", "e": "end"}
+    plain = both(monkeypatch, fetch(db, "t", exprs))
+
+    def into():
+        con = sc.connect_readonly(db)
+        cap = sc.table_capacity(con, "t")
+        big = {k: np.full(5 + cap + 3, -7, np.int64) for k in exprs}
+        d = Counter()
+        got = sc.fetch_int_columns(con, "t", exprs, "", d, out={k: v[5:5 + cap] for k, v in big.items()})
+        m = len(got["s"])
+        for k, v in big.items():
+            assert (m == 0 or np.shares_memory(got[k], v)) and (v[:5] == -7).all() and (v[5 + m:] == -7).all()
+        return {k: np.array(v) for k, v in got.items()}, d
+    given = both(monkeypatch, into)
+    for (a, da), (b, db_) in zip(plain, given):
+        assert_same_columns(a, b)
+        assert da == db_
+    assert spy["native"] == 2   # the plain read and the read into `out`, natively

@@ -64,19 +64,24 @@ def enabled() -> bool:
     return status().startswith("native")
 
 
-def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: int, null_value: int):
+def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: int, null_value: int,
+         out: list[np.ndarray] | None = None):
     """Run `sql` on its own connection to `uri`; its columns into int64 arrays named `names`.
     Returns (arrays, rows dropped for a NULL in a required column), or None when the pure-Python
     path must read instead (a value that is not an integer, a SQLite error, more rows than
-    `capacity`). Arrays are sized `capacity` (untouched pages cost no memory) and shrunk in place."""
+    `capacity`). Arrays are sized `capacity` (untouched pages cost no memory) and shrunk in place;
+    given `out` (contiguous int64 arrays or views, their length the capacity), the rows go there
+    and the arrays returned are their leading slices."""
     from launchtui.trace import _sqlite_scan
-    out = {k: np.empty(max(capacity, 1), np.int64) for k in names}
-    st, n, dropped, _ = _sqlite_scan.scan(uri, sql, list(out.values()), required, null_value)
+    bufs = out if out is not None else [np.empty(max(capacity, 1), np.int64) for _ in names]
+    st, n, dropped, _ = _sqlite_scan.scan(uri, sql, bufs, required, null_value)
     if st != OK:
         return None
-    for v in out.values():
+    if out is not None:
+        return {k: v[:n] for k, v in zip(names, bufs)}, dropped
+    for v in bufs:
         v.resize(n, refcheck=False)    # in place: no second copy of the columns
-    return out, dropped
+    return dict(zip(names, bufs)), dropped
 
 
 def connection_uri(con: sqlite3.Connection) -> str | None:

@@ -27,7 +27,8 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPO
 from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
-                                             private_snapshot, side_files, snapshot_dir, table_columns)
+                                             private_snapshot, side_files, snapshot_dir, table_capacity,
+                                             table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
@@ -175,44 +176,70 @@ class _Reader:
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
 
-    def read_gpu_raw(self, canon: str, op_kind: int, con=None):
-        """A GPU-op table's integer columns (no interning: safe on a worker thread)."""
-        if not self.has(canon):
+    GPU_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
+                  ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
+
+    def read_gpu_raw(self, con=None):
+        """The GPU-op tables' integer columns, read one after another into one set of arrays sized
+        by their summed capacities (no per-table parts to concatenate: at 5M that copy was 290 MB
+        of fresh memory), and each table's (kind, first row, end row). No interning: safe on a
+        worker thread. None when no GPU-op table exists."""
+        con = con or self.con
+        present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
+        if not present:
             return None
-        cs = self.colset(canon)
-        # small ids share a column (fewer values for SQLite to format): device/stream, name ids
-        exprs = {"start": "start", "end": "end", "devstream": f"deviceId * {PACK} + streamId",
-                 "corr": "correlationId", "pid": "globalPid" if "globalPid" in cs else "NULL"}
-        if op_kind == OP_KERNEL:
-            full = "demangledName" if "demangledName" in cs else "shortName"
-            exprs["names"] = f"shortName * {PACK} + {full}"
-        elif op_kind == OP_MEMCPY:
-            exprs["copy"] = "copyKind" if "copyKind" in cs else "NULL"
-        c = self.ints(canon, exprs, con=con)
-        packed = c.pop("devstream")
-        c["device"] = _halves(packed)[0].copy()     # int32, contiguous
-        c["stream"] = np.bitwise_and(packed, PACK - 1, out=packed)   # in the packed column's buffer
-        return op_kind, c
+        cap = sum(table_capacity(con, table) for table, _, _ in present)
+        # small ids share a column: device/stream, the kernel's two name ids (the memcpy's kind)
+        names = ("start", "end", "devstream", "corr", "pid", "names")
+        cols = {k: np.empty(cap, np.int64) for k in names}
+        n, spans = 0, []
+        for table, canon, kind in present:
+            cs = self.colset(canon)
+            if kind == OP_KERNEL:
+                ids = f"shortName * {PACK} + {'demangledName' if 'demangledName' in cs else 'shortName'}"
+            else:
+                ids = "copyKind" if kind == OP_MEMCPY and "copyKind" in cs else "NULL"
+            exprs = dict(zip(names, ("start", "end", f"deviceId * {PACK} + streamId", "correlationId",
+                                     "globalPid" if "globalPid" in cs else "NULL", ids)))
+            got = fetch_int_columns(con, table, exprs, "", self.dropped, out={k: v[n:] for k, v in cols.items()})
+            m = len(got["start"])
+            del got
+            self.progress(f"read {canon}", m)
+            spans.append((kind, n, n + m))
+            n += m
+        for v in cols.values():
+            v.resize(n, refcheck=False)   # in place (no views of it are left)
+        packed = cols.pop("devstream")
+        cols["device"] = _halves(packed)[0].copy()     # int32, contiguous
+        cols["stream"] = np.bitwise_and(packed, PACK - 1, out=packed)   # in the packed column's buffer
+        return cols, spans
 
     def gpu_ops(self, raw) -> GpuOps | None:
-        """Intern a raw GPU-op table's names (main thread)."""
+        """Intern the GPU ops' names table by table, in the tables' order (main thread)."""
         if raw is None:
             return None
-        op_kind, c = raw
+        c, spans = raw
         n = len(c["start"])
-        if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
-            short, full = _halves(c.pop("names"))
-            short, full = self.map_string_ids(short), self.map_string_ids(full)
-        elif op_kind == OP_MEMCPY:
-            uniq, inv = unique_sorted(c["copy"], return_inverse=True)
-            ids = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
-                            for k in uniq], np.int32)
-            short = full = ids[inv.reshape(-1)] if n else np.zeros(0, np.int32)
-        else:
-            short = full = np.full(n, self.strings.intern("[CUDA memset]"), np.int32)
+        ids = c.pop("names")
+        short, full = np.empty(n, np.int32), np.empty(n, np.int32)
+        kind = np.empty(n, np.int8)
+        for op_kind, a, b in spans:
+            kind[a:b] = op_kind
+            if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
+                hi, lo = _halves(ids[a:b])
+                short[a:b] = self.map_string_ids(hi)
+                full[a:b] = self.map_string_ids(lo)
+            elif op_kind == OP_MEMCPY:
+                uniq, inv = unique_sorted(ids[a:b], return_inverse=True)
+                names = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
+                                  for k in uniq], np.int32)
+                short[a:b] = full[a:b] = names[inv.reshape(-1)] if b > a else 0
+            else:
+                short[a:b] = full[a:b] = self.strings.intern("[CUDA memset]")
+        del ids
         return GpuOps(device=c["device"], stream=c["stream"], start=c["start"], end=c["end"],
                       corr=c["corr"], pid=c["pid"], name=short, full_name=full,
-                      kind=np.full(n, op_kind, np.int8), api=np.full(n, -1, np.int32))
+                      kind=kind, api=np.full(n, -1, np.int32))
 
     def read_nvtx_raw(self, con: sqlite3.Connection = None):
         """NVTX ranges as raw columns (no interning), so it can run on its own connection and thread."""
@@ -378,20 +405,15 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         finally:
             con.close()
 
-    def gpu_job(con=None):
-        return [r.read_gpu_raw(t, k, con=con) for t, k in (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL),
-                                                          ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
-                                                          ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))]
-
     with ThreadPoolExecutor(max_workers=2) as pool:
-        gpu_future = pool.submit(on_own_connection, gpu_job)
+        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw)
         nvtx_future = pool.submit(on_own_connection, r.read_nvtx_raw)
         api_part = r.read_api()
         ovh_part = r.read_overheads()
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
         del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
-    op_parts = [r.gpu_ops(raw) for raw in gpu_raw]
+    ops = r.gpu_ops(gpu_raw)
     nvtx_part = r.intern_nvtx(nvtx_raw) if nvtx_raw is not None else None
     del gpu_raw, nvtx_raw
 
@@ -413,7 +435,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
                        corr=c["corr"], name=name, kind=kind)
     else:
         api = ApiCalls.empty()
-    ops = GpuOps.concat([p for p in op_parts if p is not None], consume=True)
+    ops = ops if ops is not None else GpuOps.empty()
     if nvtx_part:
         c, text, dom, kind = nvtx_part
         group = tix["nvtx"].astype(np.int64) * 1_000_003 + (c["domain"] % 1_000_003)
@@ -455,7 +477,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     match_process = bool(len(ops)) and bool((ops.pid != -1).all())
     # drop the reader's own references to the unsorted columns (and the per-table parts already
     # concatenated into `ops`): finalize's sorted copies then replace them instead of adding to them
-    api_part = ovh_part = nvtx_part = op_parts = c = name = kind = text = dom = api = ops = ranges = None
+    api_part = ovh_part = nvtx_part = c = name = kind = text = dom = api = ops = ranges = None
     gtids = tix = overheads = None
     finalize(trace, match_process=match_process)
     ops = trace.ops

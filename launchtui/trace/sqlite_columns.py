@@ -113,62 +113,95 @@ MAX_WINDOWS = 64       # rowid windows at most (arrays are sized by the rowid sp
                        # past the row count cost no memory, and are given back by the final resize)
 
 
+def _rowid_bounds(con: sqlite3.Connection, table: str):
+    """(min rowid, max rowid); (None, None) for an empty or a WITHOUT ROWID table."""
+    try:   # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's
+        # ends, but `SELECT min(rowid), max(rowid)` scans the whole table (0.07 s per 1M rows)
+        return con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
+                           f'(SELECT max(rowid) FROM "{table}")').fetchone()
+    except sqlite3.OperationalError:   # a WITHOUT ROWID table
+        return None, None
+
+
+def _dense(lo, hi) -> bool:
+    return type(lo) is int and type(hi) is int and hi - lo < CHUNK_ROWS * MAX_WINDOWS
+
+
+def table_capacity(con: sqlite3.Connection, table: str, where: str = "") -> int:
+    """At least as many rows as `fetch_int_columns(con, table, ..., where)` returns: the rowid span,
+    else (empty, WITHOUT ROWID or sparse rowids) a count. Sizes the arrays it may fill (`out`)."""
+    lo, hi = _rowid_bounds(con, table)
+    if _dense(lo, hi):
+        return hi - lo + 1
+    return con.execute(f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")).fetchone()[0]
+
+
 def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str],
-                      where: str = "", dropped: Counter | None = None) -> dict[str, np.ndarray]:
+                      where: str = "", dropped: Counter | None = None,
+                      out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Integer columns of `table` as int64 arrays, in one table scan. NULLs become -1, except in
     NOT NULL columns and start/end: a row with a NULL there is dropped whole (all columns keep one
     length) and counted in `dropped[table]`.
 
     `exprs` maps output names to SQL expressions over the table's columns. A large table is read in
     rowid windows of CHUNK_ROWS into arrays sized once (bench/MISSED.md: the column texts of a
-    5M-row table were most of the reader's peak memory).
+    5M-row table were most of the reader's peak memory). `out`: int64 arrays (views too) of at
+    least `table_capacity` rows, one per name, to fill instead of new arrays; the result is then
+    their leading slices (several tables read into one set of arrays: no concatenated copy).
     """
     notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
-    try:
-        # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends,
-        # but `SELECT min(rowid), max(rowid)` scans the whole table (0.07 s per 1M rows)
-        lo, hi = con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
-                             f'(SELECT max(rowid) FROM "{table}")').fetchone()
-    except sqlite3.OperationalError:   # a WITHOUT ROWID table: one pass
-        lo = hi = None
+    lo, hi = _rowid_bounds(con, table)
     if native_columns.connection_uri(con) and 0 < len(exprs) <= native_columns.MAX_COLS and native_columns.enabled():
-        got = _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi)
+        got = _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out)
         if got is not None:
             return got
     # sparse rowids (a window count past MAX_WINDOWS) are read in one pass, as small tables are
-    if type(lo) is not int or type(hi) is not int or not CHUNK_ROWS <= hi - lo < CHUNK_ROWS * MAX_WINDOWS:
-        return _fetch(con, table, exprs, where, notnull, dropped)
-    out = {k: np.empty(hi - lo + 1, np.int64) for k in exprs}   # rowids bound the row count
+    if not _dense(lo, hi) or hi - lo < CHUNK_ROWS:
+        got = _fetch(con, table, exprs, where, notnull, dropped)
+        return got if out is None else _copy_into(out, got)
+    cols = out if out is not None else {k: np.empty(hi - lo + 1, np.int64) for k in exprs}  # rowids bound the row count
     n = 0
     for a in range(lo, hi + 1, CHUNK_ROWS):
         window = f"rowid >= {a} AND rowid < {a + CHUNK_ROWS}" + (f" AND ({where})" if where else "")
         part = _fetch(con, table, exprs, window, notnull, dropped)
         m = len(next(iter(part.values()))) if part else 0
         for k, v in part.items():
-            out[k][n:n + m] = v
+            cols[k][n:n + m] = v
         n += m
         del part
-    for v in out.values():
+    if out is not None:
+        return {k: cols[k][:n] for k in exprs}
+    for v in cols.values():
         v.resize(n, refcheck=False)    # in place: no second copy of the columns
-    return out
+    return cols
+
+
+def _copy_into(out: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    m = len(next(iter(got.values()))) if got else 0
+    for k, v in got.items():
+        out[k][:m] = v
+    return {k: out[k][:m] for k in got}
 
 
 def _required(exprs: dict[str, str], notnull: set[str]) -> list[str]:
     return [e for e in exprs.values() if e in notnull or e in REQUIRED]
 
 
-def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi) -> dict[str, np.ndarray] | None:
+def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> dict[str, np.ndarray] | None:
     """One pass of the C reader over the whole table (no windows: it holds no column texts), into
-    arrays sized by the rowid span, else by a count. None: let the group_concat path read it."""
+    `out` or arrays sized by the rowid span, else by a count. None: let the group_concat path read it."""
     where_sql = f" WHERE {where}" if where else ""
-    if type(lo) is int and type(hi) is int and hi - lo < CHUNK_ROWS * MAX_WINDOWS:
+    if out is not None:
+        capacity = 0
+    elif _dense(lo, hi):
         capacity = hi - lo + 1
     else:   # empty, WITHOUT ROWID or sparse rowids
         capacity = con.execute(f'SELECT count(*) FROM "{table}"{where_sql}').fetchone()[0]
     required = _required(exprs, notnull)
     sql = f'SELECT {", ".join(exprs.values())} FROM "{table}" NOT INDEXED{where_sql}'
     got = native_columns.scan(native_columns.connection_uri(con), sql, list(exprs),
-                              [e in required for e in exprs.values()], capacity, NULL_INT)
+                              [e in required for e in exprs.values()], capacity, NULL_INT,
+                              out=None if out is None else [out[k] for k in exprs])
     if got is None:
         return None
     out, n_dropped = got
