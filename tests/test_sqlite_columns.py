@@ -96,3 +96,52 @@ def test_thread_ids_equal_unique_of_the_concatenation(monkeypatch):
         assert [i.dtype for i in ids] == [np.int32] * 4
         np.testing.assert_array_equal(np.concatenate(ids), ref_inv)
     assert nsys_sqlite._thread_ids([])[0].dtype == np.int64
+
+
+def _ops(rng, sizes, tie_across=False, unsorted=None):
+    """GpuOps of tables of `sizes` rows, each sorted by (start, end, device, stream) with repeated
+    keys inside a table; table t's starts are t modulo 4 (no tie across tables) unless `tie_across`."""
+    from launchtui.trace.model import GpuOps
+    cols = {k: [] for k in ("start", "end", "device", "stream")}
+    spans, n = [], 0
+    for t, m in enumerate(sizes):
+        start = rng.integers(0, 400, m) * 4 + t
+        if tie_across and t == 1 and m:
+            start[0] = 4 * 7
+        dev, stream = rng.integers(0, 2, m), rng.integers(0, 3, m)
+        end = start + rng.integers(0, 3, m)
+        o = np.lexsort((stream, dev, end, start))
+        if unsorted == t:
+            o = o[::-1]
+        for k, v in zip(cols, (start, end, dev, stream)):
+            cols[k].append(v[o])
+        spans.append((t + 1, n, n + m))
+        n += m
+    c = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items()}
+    return GpuOps(device=c["device"].astype(np.int32), stream=c["stream"], start=c["start"], end=c["end"],
+                  corr=np.arange(n, dtype=np.int64), pid=np.full(n, -1, np.int64),
+                  name=np.arange(n, dtype=np.int32) % 7, full_name=np.arange(n, dtype=np.int32),
+                  kind=np.array([k for k, a, b in spans for _ in range(b - a)], np.int8),
+                  api=np.full(n, -1, np.int32)), spans
+
+
+@pytest.mark.parametrize("sizes,tie,unsorted,moves", [
+    ((5000, 300, 40), False, None, True), ((5000, 0, 40), False, None, True), ((0, 300, 40), False, None, True),
+    ((5000,), False, None, False), ((5000, 300, 40), True, None, False), ((5000, 300, 40), False, 2, False),
+    ((30, 3000, 5), False, None, True)])
+def test_gpu_tables_merged_in_finalize_order(monkeypatch, sizes, tie, unsorted, moves):
+    """The reader's in-place merge of the GPU tables gives exactly finalize's order (a stable sort
+    by start, end, device, stream of the tables' rows in table order), with blocks smaller than a
+    table; it leaves the ops as they are on a start tie across tables or an unsorted table."""
+    from dataclasses import fields
+    from launchtui.trace import nsys_sqlite
+    from launchtui.trace.join import time_order
+    monkeypatch.setattr(nsys_sqlite, "BLOCK", 256)
+    ops, spans = _ops(np.random.default_rng(sum(sizes)), sizes, tie, unsorted)
+    before = {f.name: getattr(ops, f.name).copy() for f in fields(ops)}
+    order = np.lexsort((ops.stream, ops.device, ops.end, ops.start))   # stable: ties in table order
+    nsys_sqlite._merge_in_time_order(ops, spans)
+    for f in fields(ops):
+        want = before[f.name][order] if moves else before[f.name]
+        np.testing.assert_array_equal(getattr(ops, f.name), want, err_msg=f.name)
+    assert (time_order(ops.start, ops.end, ops.device, ops.stream)[0] is None) == (moves or len(sizes) == 1)
