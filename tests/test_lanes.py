@@ -186,3 +186,22 @@ def test_overlapping_lanes_keep_their_own_arrays_and_draw_the_same(tmp_path):
         a, b = lanes.hw_cells(built, edges), lanes.hw_cells(ref, edges)
         assert (a.level == b.level).all() and (a.cat == b.cat).all() and (a.count == b.count).all()
     assert lanes.interval_at(built, int(s[0]), int(s[0]) + 1) == on[0] and len(built.ev) == len(on)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lanes_of_groups_rows_by_pair_in_key_order(seed):
+    """_lanes_of against a dictionary of rows per (hi, lo): small ids (counted), large or negative
+    ids (made dense first), few lanes (one pass each) and many (radix argsort)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    span = [3, 40, 5000, 1 << 40][seed % 4]
+    hi = rng.integers(-2 if seed == 5 else 0, span, n)
+    lo = rng.integers(0, [2, 30][seed % 2], n).astype(np.int32)
+    ref = {}
+    for i, (h, lw) in enumerate(zip(hi.tolist(), lo.tolist())):
+        ref.setdefault((h, lw), []).append(i)
+    got = lanes._lanes_of(hi, lo)
+    assert [(h, lw) for h, lw, _ in got] == sorted(ref)
+    for h, lw, rows in got:
+        assert rows.dtype == np.int32 and rows.tolist() == ref[(h, lw)]
+    assert lanes._lanes_of(hi[:0], lo[:0]) == []

@@ -247,18 +247,46 @@ def _group_bounds(keys_sorted: np.ndarray):
 
 def _lanes_of(hi: np.ndarray, lo: np.ndarray):
     """[(hi, lo, rows)] per distinct (hi, lo) pair in key order, each group's rows in their original
-    order (int32): a radix argsort of dense pair ids, since a trace has few lanes (not a sort of
-    5M 64-bit keys)."""
+    order (int32). A trace has few lanes: small non-negative ids are counted in one table (pair
+    code, bincount) and each lane's rows found by one comparison pass (a few lanes) or a radix
+    argsort of the dense lane ids; other ids are made dense first (not a sort of 64-bit keys)."""
     if not len(hi):
         return []
-    uh, gh = dense_groups(hi)
-    ul, gl = dense_groups(lo)
-    pair, g = dense_groups(gh * len(ul) + gl)
-    small = np.uint8 if len(pair) < 256 else np.uint16 if len(pair) < 65536 else np.int64
-    order = np.argsort(g.astype(small), kind="stable").astype(np.int32)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=len(pair)))]).tolist()
-    return [(int(uh[p // len(ul)]), int(ul[p % len(ul)]), order[bounds[i]:bounds[i + 1]])
-            for i, p in enumerate(pair.tolist())]
+    small = _small_ids(hi) and _small_ids(lo)
+    if small:
+        uh, ul = None, None
+        width = int(lo.max()) + 1
+        code = hi.astype(np.int32)
+        code *= width
+        code += lo
+    else:
+        uh, gh = dense_groups(hi)
+        ul, gl = dense_groups(lo)
+        width = len(ul)
+        code = gh * width + gl
+        del gh, gl
+    counts = np.bincount(code)
+    pair = np.flatnonzero(counts)
+    counts = counts[pair]
+    if len(pair) <= 8:     # one pass per lane over a narrow code
+        rows = [np.flatnonzero(code == p).astype(np.int32) for p in pair.tolist()]
+    else:
+        lut = np.zeros(int(pair[-1]) + 1, np.uint16 if len(pair) < 65536 else np.int64)
+        lut[pair] = np.arange(len(pair))
+        order = np.argsort(lut[code], kind="stable").astype(np.int32)
+        bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        rows = [order[bounds[i]:bounds[i + 1]] for i in range(len(pair))]
+    del code
+    out = []
+    for p, r in zip(pair.tolist(), rows):
+        h, lw = divmod(p, width)
+        out.append((h if uh is None else int(uh[h]), lw if ul is None else int(ul[lw]), r))
+    return out
+
+
+def _small_ids(v: np.ndarray) -> bool:
+    """Integer ids in [0, 2^12): a pair of them codes into an int32 and counts in a small table."""
+    return v.dtype.kind in "iu" and int(v.min()) >= 0 and int(v.max()) < (1 << 12)
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:
