@@ -147,3 +147,39 @@ def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
         raise OSError("no libc")
     monkeypatch.setattr(ctypes, "CDLL", absent)
     app_mod.fixed_mmap_threshold()             # off glibc: nothing, no error
+
+
+def test_lanes_are_stored_after_the_first_table_not_beside_the_workers(synth, tmp_path, monkeypatch):
+    """After `report` (model cached, lanes not), the lanes and optimizer range are stored once the
+    verdict and the first table are done, not while they compute (their temporaries would peak
+    together: cold 5M TUI); then drawn from the mapped file. Once per app, not per table."""
+    import shutil
+
+    from launchtui.tui import loader
+    from launchtui.result_cache import model_entry
+    from tui_helpers import make_app, run, settle, wait_ready
+    path = shutil.copy(synth, tmp_path / "after_report.sqlite")
+    load(tui_args(path, no_cache=False))            # fills the model cache (what `report` does)
+    lanes_cache.path_for(model_entry(path)).unlink()
+    seen = []
+    real = loader.store_lanes
+
+    def spy(loaded):
+        scr = app.main
+        seen.append((scr.table_busy, scr.verdict.result is not None, bool(scr.table.rows)))
+        return real(loaded)
+    monkeypatch.setattr(loader, "store_lanes", spy)
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(app, pilot)
+            await settle(app, pilot)
+            await pilot.press("m")                   # another table: nothing stored again
+            await settle(app, pilot)
+            await app.workers.wait_for_complete()
+            await settle(app, pilot)
+            return app.main.timeline.lanes.hw[0][0].ev.cum.flags.owndata
+    app = make_app(path, no_cache=False)
+    owned = run(go())
+    assert seen == [(False, True, True)] and not owned
+    assert lanes_cache.path_for(model_entry(path)).exists()

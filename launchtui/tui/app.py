@@ -49,6 +49,7 @@ class LaunchApp(App):
         self._keymap_extra = keymap or {}
         self.timings: dict = {}
         self._told_loading = False
+        self._stored = False                 # after_first_table ran
 
     # ---- the loading view ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -83,8 +84,20 @@ class LaunchApp(App):
                                          f"{type(e).__name__}: {e}"))
             return
         self.post_message(TraceLoaded(loaded))
+
+    def after_first_table(self, loaded) -> None:
+        """The first table of the trace this app loaded is final (the verdict before it): store what
+        the next open maps instead of rebuilding (lanes, optimizer range). Not while the verdict and
+        table compute: their temporaries and these never peak together, nor share the cores (cold
+        5M TUI, issue 11)."""
+        if loaded is self.loaded and not self._stored:
+            self._stored = True
+            self._store_after_view()
+
+    @work(thread=True, exclusive=True, group="store")
+    def _store_after_view(self) -> None:
         from launchtui.tui.loader import store_lanes
-        mapped = store_lanes(loaded)   # after the view: the next open maps them instead of rebuilding
+        mapped = store_lanes(self.loaded)
         if mapped is not None:
             self.post_message(LanesMapped(mapped))
 

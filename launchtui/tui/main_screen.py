@@ -295,6 +295,9 @@ class MainScreen(Screen):
         if m.final:
             self.table_busy = False
             self.sources.selection_changed()
+            after = getattr(self.app, "after_first_table", None)
+            if after is not None:
+                after(self.loaded)
 
     def on_sources_ready(self, m: SourcesReady) -> None:
         self.sources.ready(m.gen, m.doc)
