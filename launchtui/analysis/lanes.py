@@ -399,19 +399,27 @@ def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
     return lanes
 
 
-def queue_lanes(trace: Trace) -> dict:
+def queue_lanes(trace: Trace, stored: dict | None = None) -> dict:
     """(device, stream) -> QueueLane over the index's depth series (views, no copies; the lanes
-    cache does not store them: rebuilt in milliseconds from the model entry)."""
+    cache stores only their sparse tables and peaks: `stored`, (device, stream) -> (length, peak,
+    peak time, block, empty, levels), skips reading every series value on a reopen)."""
     from launchtui.analysis.queue import stream_series
     out = {}
     for ser in stream_series(trace):
         v = ser.v if ser.v.dtype.kind in "iu" else ser.v.astype(np.int64)
-        if len(v):
-            p = int(np.argmax(v))
-            peak, peak_t = int(v[p]), int(ser.t[p])
+        got = (stored or {}).get((ser.device, ser.stream))
+        if got is not None and got[0] == len(v):
+            _, peak, peak_t, block, empty, levels = got
+            vmax = RangeMax.__new__(RangeMax)   # the stored tables of these same values
+            vmax.v, vmax.B, vmax.empty, vmax.levels = v, block, empty, levels
         else:
-            peak, peak_t = 0, 0
-        out[(ser.device, ser.stream)] = QueueLane(ser.device, ser.stream, ser.t, v, RangeMax(v), peak, peak_t)
+            if len(v):
+                p = int(np.argmax(v))
+                peak, peak_t = int(v[p]), int(ser.t[p])
+            else:
+                peak, peak_t = 0, 0
+            vmax = RangeMax(v)
+        out[(ser.device, ser.stream)] = QueueLane(ser.device, ser.stream, ser.t, v, vmax, peak, peak_t)
     return out
 
 

@@ -121,8 +121,10 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
+    # stored beside the model: it reads four whole columns (a reopen's largest page-in at 5M: ~0.6 s)
+    window = rc.memo("tui-window", (), entry, lambda: gpu_activity_window(trace))
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
-                    fit_window=gpu_activity_window(trace), clock_ns=clock_tick_ns(trace), spec=spec,
+                    fit_window=window, clock_ns=clock_tick_ns(trace), spec=spec,
                     results_entry=entry, options=options, lanes_stored=stored is not None)
     if read_cold and entry is not None:
         # a cold open holds the whole model in memory: swap the built lanes for their mapped copy
