@@ -198,3 +198,47 @@ def test_a_reopen_reads_the_stored_queue_tables_and_window_without_recomputing(s
     again = load(tui_args(synth, no_cache=False))
     assert again.lanes_stored and again.fit_window == fresh.fit_window
     assert _plain(again.lanes.queue) == _plain(fresh.lanes.queue) and len(fresh.lanes.queue)
+
+
+def test_the_first_open_after_report_builds_the_lanes_after_the_view(synth, tmp_path, monkeypatch):
+    """The model cached, its lanes not (the first open after `report`): the view shows at once with
+    a pending note on the timeline, the lanes are built while the verdict and table compute, then
+    drawn; the screen then equals an open that built them before the view, and the app stays busy
+    until they are drawn."""
+    import shutil
+    import time as _time
+
+    from launchtui.result_cache import model_entry
+    from launchtui.tui import loader
+    from tui_helpers import make_app, run, screen_text, settle, wait_ready
+    path = shutil.copy(synth, tmp_path / "after_report2.sqlite")
+    load(tui_args(path, no_cache=False))
+    lanes_cache.path_for(model_entry(path)).unlink()
+    seen = {}
+    real = loader.build_pending_lanes
+
+    def spy(loaded):
+        for _ in range(500):        # build once the pending view is composed (deterministic order)
+            if app.main is not None and hasattr(app.main, "timeline"):
+                break
+            _time.sleep(0.01)
+        tl = app.main.timeline
+        seen["before"] = [(r.kind, r.label) for r in tl.rows]
+        seen["busy"] = app.busy
+        return real(loaded)
+    monkeypatch.setattr(loader, "build_pending_lanes", spy)
+
+    async def go(a):
+        async with a.run_test(size=(120, 40)) as pilot:
+            await wait_ready(a, pilot)
+            await settle(a, pilot)
+            tl = a.main.timeline
+            return [(r.kind, r.key) for r in tl.rows], tl.selected, screen_text(a)
+    app = make_app(path, no_cache=False)
+    deferred = run(go(app))
+    assert seen["before"] == [("note", "(building the timeline lanes…)")] and seen["busy"]
+    assert not app.loaded.lanes.pending
+    monkeypatch.setattr(loader, "build_pending_lanes", real)
+    fresh = run(go(make_app(path, no_cache=True)))
+    assert deferred[:2] == fresh[:2] and any(k == "hw" for k, _ in deferred[0])
+    assert deferred[2] == fresh[2]

@@ -235,6 +235,7 @@ class Lanes:
     nvtx: list = field(default_factory=list)    # [NvtxLane], by thread then depth
     nvtx_max_depth: int = 0
     devices: list = field(default_factory=list)
+    pending: bool = False      # a placeholder while the real lanes are built (the TUI's first open)
 
 
 def _group_bounds(keys_sorted: np.ndarray):

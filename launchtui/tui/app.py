@@ -50,6 +50,7 @@ class LaunchApp(App):
         self.timings: dict = {}
         self._told_loading = False
         self._stored = False                 # after_first_table ran
+        self._store_when_built = False       # ... while the lanes were pending
 
     # ---- the loading view ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -75,7 +76,7 @@ class LaunchApp(App):
         from launchtui.tui.loader import Throttle, load
         progress = Throttle(lambda stage, rows: self.post_message(LoadProgress(stage, rows)))
         try:
-            loaded = load(self.args, progress, trace=self._injected)
+            loaded = load(self.args, progress, trace=self._injected, defer_lanes=True)
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))
             return
@@ -84,6 +85,9 @@ class LaunchApp(App):
                                          f"{type(e).__name__}: {e}"))
             return
         self.post_message(TraceLoaded(loaded))
+        if loaded.lanes.pending:   # the model came from the cache: the lanes while the workers compute
+            from launchtui.tui.loader import build_pending_lanes
+            self.post_message(LanesMapped(build_pending_lanes(loaded)))
 
     def after_first_table(self, loaded) -> None:
         """The first table of the trace this app loaded is final (the verdict before it): store what
@@ -92,7 +96,10 @@ class LaunchApp(App):
         5M TUI, issue 11)."""
         if loaded is self.loaded and not self._stored:
             self._stored = True
-            self._store_after_view()
+            if loaded.lanes.pending:
+                self._store_when_built = True
+            else:
+                self._store_after_view()
 
     @work(thread=True, exclusive=True, group="store")
     def _store_after_view(self) -> None:
@@ -124,18 +131,26 @@ class LaunchApp(App):
         self.call_after_refresh(self._mark_interactive)
 
     def on_lanes_mapped(self, m: LanesMapped) -> None:
-        if self.main is not None and self.loaded is not None:
-            self.loaded.lanes = m.lanes
-            self.main.timeline.use_lanes(m.lanes)
+        if self.main is None or self.loaded is None:
+            return
+        first = self.loaded.lanes.pending
+        self.loaded.lanes = m.lanes
+        if hasattr(self.main, "timeline"):   # composed (else it composes with these)
+            self.main.lanes_ready(m.lanes, first)
+        if first and self._store_when_built:
+            self._store_when_built = False
+            self._store_after_view()
 
     def _mark_interactive(self) -> None:
         self.timings["interactive"] = time.perf_counter()
 
     @property
     def busy(self) -> bool:
-        """Loading, or the main view's table worker running (tests and the latency script wait on it)."""
+        """Loading, the main view's table worker running or its lanes pending (tests and the latency
+        script wait on it)."""
         return self.error_message is None and (self.main is None or not self.main.is_mounted
-                                               or self.main.table_busy)
+                                               or self.main.table_busy
+                                               or getattr(getattr(self.loaded, "lanes", None), "pending", False))
 
     # ---- app-wide keys --------------------------------------------------------------------------
     def action_help(self) -> None:

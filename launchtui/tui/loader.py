@@ -68,8 +68,14 @@ class Throttle:
             self.emit(stage, int(rows))
 
 
-def load(args, progress=None, options: Options = Options(), trace=None) -> Loaded:
+def load(args, progress=None, options: Options = Options(), trace=None, defer_lanes: bool = False) -> Loaded:
     """Open the trace and precompute lanes, queue series and backpressure marks.
+
+    `defer_lanes`: when the model came from the cache but its lanes did not (the first open after
+    `report`), leave a pending placeholder (`Lanes(pending=True)`) for `build_pending_lanes`, so the
+    app shows the view and computes the verdict and table while they are built (a second at 5M
+    kernels on the other core). A trace read from the file builds them here, before the verdict and
+    table: their temporaries never overlap (the cold open's peak memory).
 
     Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
     from launchtui.analysis import nvtx
@@ -99,6 +105,8 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     t1 = time.perf_counter()
     if stored is not None:      # a warm open: mapped from beside the model, nothing rebuilt
         lanes, marks = stored
+    elif defer_lanes and entry0 is not None and getattr(trace, "cache_entry", None) is None:
+        lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
         progress("building timeline lanes", len(trace.ops))
         lanes = build_lanes(trace)
@@ -135,6 +143,14 @@ def load(args, progress=None, options: Options = Options(), trace=None) -> Loade
     return loaded
 
 
+def build_pending_lanes(loaded: Loaded) -> Lanes:
+    """The lanes `load(defer_lanes=True)` left pending, built (off the UI thread)."""
+    from launchtui.analysis.lanes import build_lanes, set_spike_threshold
+    lanes = build_lanes(loaded.trace)
+    set_spike_threshold(lanes, loaded.options.spike_us, loaded.options.spike_factor)
+    return lanes
+
+
 def store_lanes(loaded: Loaded):
     """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
     them costs about a second at 5M kernels), so the next open maps them instead; and find the
@@ -145,7 +161,7 @@ def store_lanes(loaded: Loaded):
 
 
 def _store(loaded: Loaded):
-    if loaded.results_entry is None or loaded.lanes_stored:
+    if loaded.results_entry is None or loaded.lanes_stored or loaded.lanes.pending:
         return None
     from launchtui.tui import lanes_cache
     lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)

@@ -150,6 +150,14 @@ class MainScreen(Screen):
         self.table_waits = True
         self.verdict.refresh()
 
+    def lanes_ready(self, lanes, first: bool) -> None:
+        """Draw from `lanes`: the same ones mapped from the cache, or (`first`) the lanes built
+        after the view (the timeline showed a pending note until now)."""
+        self.timeline.use_lanes(lanes, first=first)
+        if first:
+            self.table.multi_device = self.device is None and len(lanes.devices) > 1
+            self.update_details()
+
     # ---- header / details / stats ---------------------------------------------------------------
     def origin(self):
         return self.timeline.origin_ns if self.timeline.relative else None

@@ -20,8 +20,9 @@ class TraceLoaded(Message):
 
 
 class LanesMapped(Message):
-    """The lanes just stored beside the model, mapped from there: the same lanes, whose built arrays
-    can now be freed (issue 11: the cold TUI's memory)."""
+    """Lanes to draw from: just stored beside the model and mapped from there (the same lanes, whose
+    built arrays can now be freed: the cold TUI's memory), or built after the view when the first
+    open left them pending (loader.build_pending_lanes)."""
 
     def __init__(self, lanes) -> None:
         super().__init__()

@@ -189,7 +189,9 @@ class Timeline(Widget, can_focus=True):
                 q = lanes.queue.get((d, lane.stream))
                 if q is not None:
                     rows.append(Row("queue", q, f"queue s{lane.stream}", d))
-        if not any(r.kind in ("api", "hw") for r in rows):
+        if lanes.pending:
+            rows = [Row("note", None, "(building the timeline lanes…)")]
+        elif not any(r.kind in ("api", "hw") for r in rows):
             rows.append(Row("note", None, "(no GPU ops or CUDA launch calls to draw)"))
         self.rows = rows
         self.selected = min(self.selected, len(rows) - 1)
@@ -198,12 +200,20 @@ class Timeline(Widget, can_focus=True):
         self.row_offset = 0
         self._ensure_row_visible()
 
-    def use_lanes(self, lanes) -> None:
-        """The same lanes from another source (mapped from the cache): rows, cursor and strips stay."""
+    def use_lanes(self, lanes, first: bool = False) -> None:
+        """The same lanes from another source (mapped from the cache): rows, cursor and strips stay;
+        `first`: the lanes that were pending (rows and the cursor row as a fresh timeline's)."""
         sel, off = self.selected, self.row_offset
         self.lanes = lanes
-        self.build_rows()
-        self.selected, self.row_offset = sel, off
+        if first:
+            self._cache.clear()
+            self.selected = 0
+            self.build_rows()
+            self.selected = self._first_data_row()
+            self._ensure_row_visible()
+        else:
+            self.build_rows()
+            self.selected, self.row_offset = sel, off
         self.refresh()
 
     def _first_data_row(self) -> int:
