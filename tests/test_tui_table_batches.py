@@ -60,3 +60,26 @@ def test_phase_batches_keep_groups_whole_and_in_order():
     assert [b.tolist() for b in got] == [[7, 2], [9], [4, 5]]
     assert [b.tolist() for b in phase_batches(counts, groups, limit=100)] == [[7, 2, 9, 4, 5]]
     assert phase_batches(counts[:0], groups[:0]) == []
+
+
+def test_groups_from_stored_totals_equal_kernel_groups(synth):
+    """The table's groups from the totals `report` stored plus the launches' grouping equal
+    kernel_groups field by field; totals of other groups (another device) are not used."""
+    import dataclasses
+
+    from launchtui.analysis.launches import kernel_groups
+    from launchtui.analysis.select import WHOLE
+    from launchtui.result_cache import group_totals
+    from launchtui.tui.verdict import _with_launches
+    for names in ("short", "full"):
+        ref = kernel_groups(synth, WHOLE, names)
+        got = _with_launches(synth, WHOLE, names, group_totals(ref))
+        assert len(ref) > 3
+        for f in dataclasses.fields(ref):
+            a, b = getattr(got, f.name), getattr(ref, f.name)
+            assert a.dtype == b.dtype and (a == b).all(), f.name
+    one = WHOLE.with_devices((int(synth.ops.device[0]),))
+    other = group_totals(kernel_groups(synth, one, "short"))
+    if len(other) != len(kernel_groups(synth, WHOLE, "short")):
+        got = _with_launches(synth, WHOLE, "short", other)
+        assert (got.count == kernel_groups(synth, WHOLE, "short").count).all()

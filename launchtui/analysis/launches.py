@@ -54,21 +54,28 @@ class KernelGroups:
         return len(self.count)
 
 
+def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short"):
+    """(launched kernels, device and name id per group, group index per launch): the grouping of
+    `kernel_groups` without its sums (a quarter of its CPU at 5M launches: the TUI's phase column
+    reads only this when `report` stored the sums)."""
+    k = launched_kernels(trace, sel)
+    nid = name_ids(trace, names)          # first: "full" names are interned by this call
+    width = len(trace.strings) + 1
+    key = trace.ops.device[k].astype(np.int64)
+    key *= width
+    key += nid[k]
+    del nid
+    uniq, g = dense_groups(key)
+    return k, uniq // width, uniq % width, g
+
+
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
     """Per-(device, name) aggregates of the launched kernels (definitions §3). One quantity at a
     time, each per-launch array freed once summed: with all of them alive together this was the
     cold report's peak at 5M launches (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
-    k = launched_kernels(trace, sel)
-    nid = name_ids(trace, names)          # first: "full" names are interned by this call
-    width = len(trace.strings) + 1
-    key = ops.device[k].astype(np.int64)
-    key *= width
-    key += nid[k]
-    del nid
-    uniq, g = dense_groups(key)
-    del key
-    ng = len(uniq)
+    k, device, name, g = launch_group_ids(trace, sel, names)
+    ng = len(device)
     big = np.iinfo(np.int64)
 
     def extreme(values, ufunc, init):
@@ -101,7 +108,7 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
     kern -= start
     del start
     return KernelGroups(
-        device=uniq // width, name=uniq % width, count=count,
+        device=device, name=name, count=count,
         sum_api=sum_api, max_api=max_api, min_api=min_api,
         queue_count=queue_count, sum_queue=sum_queue, sum_kernel=sums(kern),
         span_start=span_start, span_end=span_end,

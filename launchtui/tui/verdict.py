@@ -83,7 +83,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     iteration span start their phase path at `base_depth`, the others at the outermost range.
     `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them;
     at once from `totals` (the same groups' result_cache.group_totals, as `report` stores them)."""
-    from launchtui.analysis.launches import kernel_groups, launches_of, ranked_groups, small_kernel_table
+    from launchtui.analysis.launches import launches_of, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     if shown is not None and totals is not None and len(trace.ranges):
         early = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
@@ -91,7 +91,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
         if early:
             shown([dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in early])
             shown = None
-    gr = kernel_groups(trace, sel, names)     # once: the rows, then their phases
+    gr = _with_launches(trace, sel, names, totals)     # once: the rows, then their phases
     rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
                               limit=0, names=names, groups=gr)
     ranked = ranked_groups(trace, gr, settings.min_launches, settings.max_avg_us, 0)   # the rows' groups
@@ -116,6 +116,19 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     for r, i in zip(rows, ranked.tolist()):
         r["nvtx_range"], r["nvtx_share"] = phase[i][0], round(phase[i][1], 4)
     return rows
+
+
+def _with_launches(trace, sel, names: str, totals):
+    """kernel_groups(trace, sel, names): `totals` (its sums, as `report` stored them) with the
+    launches' grouping when that gives the same groups, else computed whole."""
+    from launchtui.analysis.launches import kernel_groups, launch_group_ids
+    if totals is not None:
+        k, device, name, g = launch_group_ids(trace, sel, names)
+        if len(device) == len(totals) and (device == totals.device).all() and (name == totals.name).all():
+            import dataclasses
+            return dataclasses.replace(totals, op_idx=k, op_group=g)
+        del k, g
+    return kernel_groups(trace, sel, names)
 
 
 PHASE_BATCH = 1 << 20   # launches per batch of the phase column (whole groups; a larger group alone)
