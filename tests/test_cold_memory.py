@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from launchtui.analysis.backpressure import _first_ops
-from launchtui.analysis.index import StreamSeries, _merge_depth, trace_index
+from launchtui.analysis.index import StreamSeries, _merge_depth, _merge_depth_search, trace_index
 from launchtui.analysis.queue import _stats
 from launchtui.trace.join import time_order
 from launchtui.trace.load import open_trace
@@ -43,6 +43,22 @@ def test_merge_depth_matches_an_event_by_event_walk(seed):
     rt, rv, rmean, rbefore = _reference_merge(plus, minus)
     assert t.tolist() == rt and v.tolist() == rv and before.tolist() == rbefore
     assert mean == rmean and v.dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("offset", [0, -(1 << 40), (1 << 62) - 100, -(1 << 62) - 100])
+def test_merge_depth_sorted_key_and_search_agree_with_the_walk(seed, offset):
+    """The sign-in-the-low-bit merge, and the binary-search path it falls back to beyond +-2^62,
+    against the event-by-event walk; wide spacing gives series with no equal times (no copies)."""
+    rng = np.random.default_rng(seed)
+    spread = 40 if seed % 2 else 10**6                     # odd seeds: many equal times
+    plus = np.sort(rng.integers(0, spread, int(rng.integers(1, 80)))) + offset
+    minus = np.sort(rng.integers(0, spread, int(rng.integers(1, 80)))) + offset
+    rt, rv, rmean, rbefore = _reference_merge(plus, minus)
+    for fn in (_merge_depth, _merge_depth_search):
+        t, v, mean, before = fn(plus, minus)
+        assert t.tolist() == rt and v.tolist() == rv and before.tolist() == rbefore
+        assert mean == rmean and v.dtype == np.int32 and before.dtype == np.int32 and t.dtype == np.int64
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -147,3 +163,17 @@ def test_distinguishing_names_by_full_name_match_the_pair_path(monkeypatch, one_
         results.append((ids.tolist(), trace.strings.values[n0:]))
         monkeypatch.undo()
     assert results[0] == results[1] == results[2]
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 4), (-3, 3), (2**31 - 5, 2**31 + 5), (-(2**40), -(2**40) + 3)])
+def test_stream_groups_match_a_sort_of_the_pairs(lo, hi):
+    """(device, stream) groups against np.unique of the pairs: key order, group per op, and the key
+    decoded back, for small ids (int32 keys), negative ones and ids beyond int32 (int64 keys)."""
+    from launchtui.analysis.index import _stream_groups
+    rng = np.random.default_rng(abs(lo) % 97)
+    dev = rng.integers(lo, hi, 500)
+    stream = rng.integers(lo, hi, 500) * 3
+    pairs, inv = np.unique(np.stack([dev, stream], 1), axis=0, return_inverse=True)
+    skeys, grp, dev_of, stream_of = _stream_groups(dev, stream)
+    assert [(dev_of(k), stream_of(k)) for k in skeys] == [tuple(p) for p in pairs.tolist()]
+    assert grp.tolist() == inv.reshape(-1).tolist() and grp.dtype == np.uint16
