@@ -177,3 +177,31 @@ def test_stream_groups_match_a_sort_of_the_pairs(lo, hi):
     skeys, grp, dev_of, stream_of = _stream_groups(dev, stream)
     assert [(dev_of(k), stream_of(k)) for k in skeys] == [tuple(p) for p in pairs.tolist()]
     assert grp.tolist() == inv.reshape(-1).tolist() and grp.dtype == np.uint16
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_range_per_group_table_matches_a_count_per_pair(seed, monkeypatch):
+    """The (group, text) table against a Counter of each group's launches by range text (ties: the
+    smaller text id), and against the sorted-pairs path it falls back to, on the demo trace's NVTX
+    ranges with random groups of launches."""
+    from collections import Counter
+    from launchtui.analysis import nvtx
+    from launchtui.trace.load import open_trace
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
+    trace = open_trace(str(demo))
+    rng = np.random.default_rng(seed)
+    n_groups = int(rng.integers(1, 9))
+    op_idx = np.sort(rng.choice(len(trace.ops), int(rng.integers(1, len(trace.ops) + 1)), replace=False))
+    group = rng.integers(0, n_groups, len(op_idx))
+    ranges = nvtx.op_ranges(trace)[op_idx]
+    want = {}
+    for g in range(n_groups):
+        texts = Counter(int(trace.ranges.text[r]) for r in ranges[group == g] if r >= 0)
+        if texts:
+            text, c = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
+            want[g] = (text, c / int((group == g).sum()))
+    assert want, "the demo trace's launches lie in NVTX ranges"
+    got = nvtx.top_range_per_group(trace, op_idx, group, n_groups)
+    assert got == want and list(got) == sorted(want)
+    monkeypatch.setattr(nvtx, "DENSE_CELLS", 0)
+    assert nvtx.top_range_per_group(trace, op_idx, group, n_groups) == want

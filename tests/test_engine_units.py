@@ -172,6 +172,32 @@ def test_graph_launched_ops_count_only_the_selection():
                                                       "graph_launched_ops": 0}
 
 
+def test_launch_totals_shortcuts_match_the_direct_sums():
+    """The report's launch totals from the kernel groups' API sum and, for the whole trace, the typed
+    index's graph-op counts equal the direct per-launch computation (no index built, no sum given)."""
+    from launchtui.analysis.index import trace_index
+    from launchtui.analysis.launches import kernel_groups
+    from launchtui.analysis.report import build_report, launch_totals
+    us = 1000
+    tr = make_trace([(0, 0, 0, 50 * us, 1, API_GRAPH_LAUNCH), (0, 0, 100 * us, 105 * us, 2, API_GRAPH_LAUNCH),
+                     (0, 0, 200 * us, 207 * us, 3, API_LAUNCH), (0, 0, 300 * us, 333 * us, 4, API_LAUNCH)],
+                    [(0, 7, 60 * us, 61 * us, 1, 0), (0, 7, 62 * us, 63 * us, 1, 0), (0, 7, 64 * us, 65 * us, 1, 0),
+                     (1, 7, 110 * us, 111 * us, 2, 0), (1, 7, 112 * us, 113 * us, 2, 0),
+                     (0, 7, 210 * us, 215 * us, 3, 0), (1, 8, 340 * us, 345 * us, 4, 0)])
+    for sel in (Selection(), Selection(0, 63 * us), Selection(devices=(1,)), Selection(150 * us, 400 * us)):
+        tr.index = None
+        direct = launch_totals(tr, sel)
+        trace_index(tr)
+        gr = kernel_groups(tr, sel)
+        assert launch_totals(tr, sel, gr.op_idx, float(gr.sum_api.sum())) == direct
+        assert build_report(tr, sel)["launches"] == direct
+    assert direct == {"kernel_launches": 2, "launch_api_ms": 0.04, "graph_launched_ops": 0}
+    whole = launch_totals(tr, Selection())
+    assert whole == {"kernel_launches": 2, "launch_api_ms": 0.04, "graph_launched_ops": 5}
+    # an API sum at or beyond 2^53 ns is not trusted: the durations are summed directly
+    assert launch_totals(tr, Selection(), api_ns=2.0**53) == whole
+
+
 def test_kineto_join_ignores_process():
     tr = make_trace([(0, 555, 0, 5, 8, API_LAUNCH)], [(0, 7, 10, 12, 8, -1)], match_process=False)
     assert tr.ops.api[0] == 0

@@ -41,17 +41,30 @@ def trace_json(trace: Trace, sel: Selection) -> dict:
     }
 
 
-def launch_totals(trace: Trace, sel: Selection, k=None) -> dict:
+def launch_totals(trace: Trace, sel: Selection, k=None, api_ns=None) -> dict:
     """Launch counts that frame the table: kernel launches, graph-launched ops and total launch API time,
-    all of the selection (definitions.md §15). `k`: launched_kernels(trace, sel) when known."""
+    all of the selection (definitions.md §15). `k`: launched_kernels(trace, sel) when known; `api_ns`:
+    the launch API time of `k` summed by the caller (the kernel groups' `sum_api` total), used while
+    below 2^53 ns, where each float partial sum of integer durations is exact."""
     k = launched_kernels(trace, sel) if k is None else k
     api, ops = trace.api, trace.ops
-    calls = ops.api[k]
-    m = (ops.api >= 0) & op_mask(trace, sel)
-    graph_ops = int((api.kind[ops.api[m]] == API_GRAPH_LAUNCH).sum()) if m.any() else 0
+    if api_ns is None or not 0 <= api_ns < 2**53:
+        calls = ops.api[k]
+        api_ns = (api.end[calls] - api.start[calls]).sum()
+        del calls
     return {"kernel_launches": int(len(k)),
-            "launch_api_ms": round(float((api.end[calls] - api.start[calls]).sum()) / 1e6, 3),
-            "graph_launched_ops": graph_ops}
+            "launch_api_ms": round(float(api_ns) / 1e6, 3),
+            "graph_launched_ops": _graph_ops(trace, sel)}
+
+
+def _graph_ops(trace: Trace, sel: Selection) -> int:
+    """Matched ops of the selection launched by a graph launch. For the whole trace, the sum of the
+    typed index's per-stream counts when the index is built (it counts every matched op once)."""
+    if sel.t0 is None and sel.t1 is None and sel.devices is None and sel.ranges is None and trace.index is not None:
+        return sum(s.graph_ops for s in trace.index.queue_series)
+    api, ops = trace.api, trace.ops
+    m = (ops.api >= 0) & op_mask(trace, sel)
+    return int((api.kind[ops.api[m]] == API_GRAPH_LAUNCH).sum()) if m.any() else 0
 
 
 def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = ReportOptions(),
@@ -70,7 +83,7 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
         "trace": trace_json(trace, sel),
         "options": {"min_launches": opt.min_launches, "max_avg_us": opt.max_avg_us, "limit": opt.limit,
                     "names": opt.names, "thresholds": list(opt.thresholds)},
-        "launches": launch_totals(trace, sel, gr.op_idx),
+        "launches": launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum())),
         "small_kernels": compute,
         "small_kernels_nccl": nccl,
         "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
