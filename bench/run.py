@@ -10,6 +10,7 @@ See bench/README.md for what is measured and how.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as _dt
 import hashlib
 import json
@@ -745,7 +746,8 @@ def write_markdown(res: dict, dest: Path) -> None:
              f"msgspec {m.get('msgspec')}; textual {m.get('textual')}")
     L.append(f"- SQLite {m.get('sqlite_python_module')} (Python module), {m.get('sqlite_cli')} (`sqlite3` shell)")
     L.append(f"- launchtui at git {m.get('git')}; source hash {res.get('source_hash_start')} at start, "
-             f"{res.get('source_hash_end')} at end")
+             f"{res.get('source_hash_end')} at end; byte-compiled before the run (as `pip install .` does): "
+             f"{'yes' if res.get('byte_compiled') else 'no'}")
     pv = res.get("peer_versions", {})
     if pv:
         L.append("- peers (scratch venvs outside the repo): " + "; ".join(
@@ -972,11 +974,15 @@ def main(argv=None) -> int:
         labels = ["200k"] if a.quick else (a.sizes or DEFAULT_SIZES[fmt])
         plan += [(fmt, lb.lower()) for lb in labels]
 
+    # Byte-compile the package first, as `pip install .` does: with PYTHONDONTWRITEBYTECODE set (as on
+    # this machine) an editable checkout would otherwise recompile every changed module in every run.
+    compiled = compileall.compile_dir(str(ROOT / "launchtui"), quiet=1, workers=1)
     t_start = time.perf_counter()
     res: dict = {"command": "python bench/run.py" + (" " + shlex.join(argv if argv is not None else sys.argv[1:])
                                                       if (argv if argv is not None else sys.argv[1:]) else ""),
                  "started": _dt.datetime.now().isoformat(timespec="seconds"), "loadavg_start": os.getloadavg(),
-                 "machine": machine_info(), "files": {}, "notes": [], "source_hash_start": source_hash()}
+                 "machine": machine_info(), "files": {}, "notes": [], "source_hash_start": source_hash(),
+                 "byte_compiled": bool(compiled)}
     if not shutil.which("sqlite3"):
         res["notes"].append("the sqlite3 shell is not installed: the C-level floor is missing")
     peer_state: dict = {}
