@@ -151,6 +151,36 @@ def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> 
     return covered(s, e, hi, prefix) - covered(s, e, lo, prefix)
 
 
+def measure_both_in(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                    lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`measure_in(*intersect(a, b), lo, hi)` for two disjoint sorted sets (touching allowed),
+    without the intersection's pieces: with S the set of fewer intervals and B the other,
+    G(t) = |a ∩ b ∩ (-inf, t)| = sum over S's intervals before t of |B ∩ S_r| (B's prefix sum at
+    S's end points) plus |B ∩ [s_r, t)| for the S interval holding t; each window is G(hi) - G(lo).
+    Searches 2 |S| + 4 |windows| times instead of 2 min(|a|, |b|) with a piece per overlap (the
+    queue class's dry time: a stream's ~1.8k low-depth runs against its 500k busy intervals)."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    (ss, se), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
+    if len(ss) > len(bs):
+        (ss, se), (bs, be) = (bs, be), (ss, se)
+    if not len(ss) or not len(bs):
+        return np.zeros(len(lo), np.int64)
+    prefix = _prefix(bs, be)
+    at_s = covered(bs, be, ss, prefix)
+    per = covered(bs, be, se, prefix)
+    per -= at_s                                   # |B ∩ S_r|
+    before = np.empty(len(ss) + 1, np.int64)
+    before[0] = 0
+    np.cumsum(per, out=before[1:])
+
+    def g(t: np.ndarray) -> np.ndarray:
+        r = np.searchsorted(ss, t, side="right") - 1
+        rr = np.maximum(r, 0)
+        part = covered(bs, be, np.minimum(t, se[rr]), prefix) - at_s[rr]
+        return np.where(r >= 0, before[rr] + np.maximum(part, 0), 0)
+    return g(hi) - g(lo)
+
+
 class Intervals:
     """A union of intervals as sorted disjoint [s, e) with a prefix sum of their lengths.
 
