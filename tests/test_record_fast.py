@@ -66,3 +66,77 @@ def test_low_runs_cover_the_low_steps():
         busy = _random_set(rng, int(rng.integers(0, 40)), int(t[-1]) + 40)
         np.testing.assert_array_equal(iv.measure_both_in(busy, runs, lo, hi),
                                       iv.measure_in(*iv.intersect(busy, steps), lo, hi))
+
+
+# --- on synthetic traces: the shortcuts against the direct computations --------------------------
+
+from fixtures import record_cases as rc   # noqa: E402
+from fixtures import synth   # noqa: E402
+from launchtui.analysis import exposed as ex   # noqa: E402
+from launchtui.analysis import phases as ph   # noqa: E402
+from launchtui.analysis import record as rec   # noqa: E402
+from launchtui.analysis.launches import kernel_groups   # noqa: E402
+from launchtui.analysis.sources import dominant_sites   # noqa: E402
+from launchtui.trace.load import open_trace   # noqa: E402
+
+
+@pytest.fixture(scope="module", params=["profiler_step", "autograd", "emit_nvtx"])
+def case(request, tmp_path_factory):
+    sc = rc.SCENARIOS[request.param]
+    p = synth.write_nsys_sqlite(rc.workload(sc), tmp_path_factory.mktemp(sc.name) / "t.sqlite")
+    return open_trace(p, use_cache=False)
+
+
+def test_device_ops_and_calls_equal_the_masks(case):
+    ops, api = case.ops, case.api
+    for d in case.device_ids():
+        on = ops.device == d
+        np.testing.assert_array_equal(ex.device_ops(case, d), np.flatnonzero(on))
+        mark = np.zeros(len(api), bool)
+        mark[ops.api[on & (ops.api >= 0)]] = True
+        mark &= np.isin(api.kind, [ex.API_LAUNCH, ex.API_GRAPH_LAUNCH])
+        want = np.flatnonzero(mark)
+        want = want[np.argsort(api.start[want], kind="stable")]
+        np.testing.assert_array_equal(ex.device_launch_calls(case, d), want)
+
+
+def _exposed_in_windows(g, starts, ends):
+    return iv.measure_in(*g.exposed(), starts, ends)
+
+
+def test_exposed_measured_without_pieces_equals_the_set(case):
+    for d, calls in ex.launch_devices(case).items():
+        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        g = ex.device_gaps(case, d, lo, hi, calls)
+        edges = np.linspace(lo, hi, 9).astype(np.int64)
+        starts, ends = edges[:-1], edges[1:] - 1
+        want = _exposed_in_windows(g, starts, ends)
+        assert want.sum() > 0
+        np.testing.assert_array_equal(g.exposed_in(starts, ends), want)
+        # a launch call recorded after its op started (x beyond the gap's end): the set itself
+        late = np.flatnonzero(g.x < g.end)[:3]
+        g.x = g.x.copy()
+        g.x[late] = g.end[late] + 50
+        np.testing.assert_array_equal(g.exposed_in(starts, ends), _exposed_in_windows(g, starts, ends))
+
+
+def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
+    """The record computes phase, rule, call site and full name for the rows it shows only; each
+    equals what the computation over every launch gives for that group (definitions.md §V5)."""
+    gr = kernel_groups(case)
+    k, g = gr.op_idx, gr.op_group
+    a = case.ops.api[k]
+    it = rec.itr.find(case, None, int(gr.device[0]), (int(case.ops.start.min()), int(case.ops.end.max())))
+    opt = rec.RecordOptions(phase_level=2)
+    ng = len(gr)
+    main = ph.main_thread(case, k, it.base_depth, it.start)
+    keys, texts, rule = ph.attributed_phase_keys(case, k, it.base_depth, opt.phase_level, main)
+    want_phase, want_rules = ph.group_phases_and_rules(keys, texts, rule, g, ng)
+    want_source = dominant_sites(case, a, g, ng)
+    rng = np.random.default_rng(1)
+    for shown in ([0], list(range(ng)), sorted(rng.choice(ng, min(ng, 4), replace=False).tolist())):
+        phase, rules, source, full = rec._shown_groups(case, it, opt, k, g, a, ng, shown)
+        for i in shown:
+            assert phase[i] == want_phase[i] and rules[i] == want_rules[i] and source[i] == want_source[i]
+            assert full[i] == case.strings[int(case.ops.full_name[k[g == i].min()])]
+    assert any(p is not None for p, _ in want_phase)

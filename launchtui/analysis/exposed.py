@@ -36,13 +36,25 @@ def launch_devices(trace: Trace, devices=None) -> dict[int, np.ndarray]:
     return dict(sorted(out.items(), key=lambda x: (-len(x[1]), x[0])))
 
 
-def device_launch_calls(trace: Trace, device: int) -> np.ndarray:
-    """API indices of the launch-kind calls that launched an op on `device`, in start order."""
+def device_ops(trace: Trace, device: int) -> np.ndarray:
+    """The device's GPU ops as ascending indices: the record gathers its columns by index, not by a
+    full-length mask (a masked gather of half of 1M values costs ~5 ms, an index gather ~0.6 ms)."""
+    return np.flatnonzero(trace.ops.device == device)
+
+
+def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = None) -> np.ndarray:
+    """API indices of the launch-kind calls that launched an op on `device`, in start order.
+    `ops_on`: device_ops(trace, device) when the caller has them."""
     ops, api = trace.ops, trace.api
+    ops_on = device_ops(trace, device) if ops_on is None else ops_on
     mark = np.zeros(len(api), bool)
-    mark[ops.api[(ops.device == device) & (ops.api >= 0)]] = True   # a mask, not a sort
-    mark &= (api.kind == API_LAUNCH) | (api.kind == API_GRAPH_LAUNCH)
-    a = np.nonzero(mark)[0]
+    called = ops.api[ops_on]
+    mark[called[called >= 0]] = True     # a mask, not a sort
+    del called
+    a = np.flatnonzero(mark)
+    del mark
+    kind = api.kind[a]
+    a = a[(kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)]
     st = api.start[a]
     if len(a) > 1 and (st[1:] < st[:-1]).any():    # API rows are normally in start order already
         a = a[np.argsort(st, kind="stable")]
@@ -58,10 +70,31 @@ class DeviceGaps:
     end: np.ndarray
     next_stream: np.ndarray     # stream of the op that ends the gap; -1 none
     waited: np.ndarray          # bool: that op's launch call ended after the gap began (in flight)
-    exposed: tuple[np.ndarray, np.ndarray] | None   # the exposed set (inside gaps), disjoint sorted
+    # the exposed set's parts: the device's launch calls in flight (a union), and per gap x, where
+    # its tail [x, g1) begins (x = max(g0, the next op's launch start); g1 when none)
+    flight: tuple[np.ndarray, np.ndarray] | None = None
+    x: np.ndarray | None = None
 
     def light(self) -> DeviceGaps:
-        return DeviceGaps(None, None, self.end, self.next_stream, self.waited, None)
+        return DeviceGaps(None, None, self.end, self.next_stream, self.waited)
+
+    def exposed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The exposed set (inside gaps), disjoint sorted: per gap [x, g1) plus the in-flight launch
+        calls inside [g0, x) (definitions.md §V2)."""
+        head = iv.intersect(self.flight, (self.start, self.x))
+        return iv.union(*_merge_per_gap(head, (self.x, self.end), self.start))
+
+    def exposed_in(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Measure of `exposed()` inside each window, without its pieces: when every x <= g1 the
+        heads (inside [g0, x)) and the tails [x, g1) are disjoint, so the union measures as their
+        sum, and the heads as flight ∩ [g0, x) (intervals.measure_both_in, the gaps with x > g0
+        only). Else (a launch call recorded after its op started) the set itself."""
+        gs, x, ge = self.start, self.x, self.end
+        if not (x <= ge).all():
+            return iv.measure_in(*self.exposed(), starts, ends)
+        late = x > gs
+        return (iv.measure_both_in(self.flight, (gs[late], x[late]), starts, ends)
+                + iv.measure_in(x, ge, starts, ends))
 
 
 def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
@@ -88,26 +121,27 @@ def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
 
 
 def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
-                exposed: bool = True) -> DeviceGaps:
-    """`calls`: device_launch_calls(trace, device) when the caller has them. `exposed=False`: the
-    light gaps only (`DeviceGaps.light`: what the queue class reads), without the exposed set.
-    Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
+                exposed: bool = True, ops_on: np.ndarray | None = None) -> DeviceGaps:
+    """`calls`: device_launch_calls(trace, device), `ops_on`: device_ops(trace, device), when the
+    caller has them. `exposed=False`: the light gaps only (`DeviceGaps.light`: what the queue class
+    reads), without the exposed set. Temporaries go as soon as used: at 5M this is the record's
+    peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
-    on = ops.device == device
+    on = device_ops(trace, device) if ops_on is None else ops_on
     busy = iv.union(ops.start[on], ops.end[on])
     gs, ge = iv.complement(busy[0], busy[1], lo, hi)
     if not exposed:
         busy = None
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
-    calls = device_launch_calls(trace, device) if calls is None else calls
+    calls = device_launch_calls(trace, device, on) if calls is None else calls
     is_call = np.zeros(len(api), bool)
     is_call[calls] = True
-    on &= ops.api >= 0
-    lk = np.flatnonzero(on)
+    a = ops.api[on]
+    lk = on[a >= 0]
     del on
-    lk = lk[is_call[ops.api[lk]]]
-    del is_call
+    lk = lk[is_call[a[a >= 0]]]
+    del is_call, a
     lk = _by_start_then_launch(trace, lk)
     key_start = ops.start[lk]
     j = np.searchsorted(key_start, ge, side="left")
@@ -122,7 +156,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     del nxt
     waited = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1) > gs
     if not exposed:
-        return DeviceGaps(None, None, ge, nst, waited, None)
+        return DeviceGaps(None, None, ge, nst, waited)
     # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
     # inside [g0, x)
     nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
@@ -130,10 +164,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     x = np.where(nl >= 0, np.maximum(gs, nl), ge)
     del nl
     flight = iv.union(api.start[calls], api.end[calls])
-    head = iv.intersect(flight, (gs, x))
-    del flight
-    exposed = iv.union(*_merge_per_gap(head, (x, ge), gs))
-    return DeviceGaps(busy, gs, ge, nst, waited, exposed)
+    return DeviceGaps(busy, gs, ge, nst, waited, flight, x)
 
 
 def _merge_per_gap(head, tail, gs):
@@ -179,7 +210,7 @@ def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarra
     return IterationFigures(
         launches=(b - a).astype(np.int64), launch_api_ns=(cum[b] - cum[a]).astype(np.int64),
         busy_ns=busy.astype(np.int64), idle_ns=(length - busy).astype(np.int64),
-        exposed_ns=iv.measure_in(g.exposed[0], g.exposed[1], starts, ends).astype(np.int64),
+        exposed_ns=g.exposed_in(starts, ends).astype(np.int64),
         iteration_ns=length.astype(np.int64))
 
 

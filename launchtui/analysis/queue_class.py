@@ -25,7 +25,7 @@ import numpy as np
 
 from launchtui.analysis import intervals as iv
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full, spikes
-from launchtui.analysis.exposed import DeviceGaps
+from launchtui.analysis.exposed import DeviceGaps, device_ops
 from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
@@ -186,11 +186,16 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
     sp = spikes(trace, opt=opt) if sp is None else sp
     cbf = command_buffer_full(trace)
     out = []
-    for s in stream_series(trace):  # one iteration per stream
+    dev, dev_ops, dev_streams = None, None, None
+    for s in stream_series(trace):  # one iteration per stream, in (device, stream) order
         if devices is not None and s.device not in devices:
             continue
-        on = (ops.device == s.device) & (ops.stream == s.stream)
-        mine = np.nonzero(on & (ops.api >= 0))[0]
+        if s.device != dev:       # the device's ops once, then each stream's by index (no full-length masks)
+            dev = s.device
+            dev_ops = device_ops(trace, dev)
+            dev_streams = ops.stream[dev_ops]
+        on = dev_ops[dev_streams == s.stream]       # the stream's ops, ascending
+        mine = on[ops.api[on] >= 0]
         if not len(mine):
             continue
         # one entry per launch call (a graph launch feeds several ops), inside the iterations
@@ -229,7 +234,7 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
             b = np.fromiter(sorted(blocked), np.int64, len(blocked))
             limit = int(np.median(depth_b[np.searchsorted(a_u, b)] + 1))
             # ops launched before the window and still pending make the depth a lower bound
-            if (on & (ops.api < 0) & (ops.start >= int(api.start[b].min()))).any():
+            if ((ops.api[on] < 0) & (ops.start[on] >= int(api.start[b].min()))).any():
                 limit = None
         busy_k, low_k = _dry_time(s, trace, starts, ends, on)
         g = gaps(s.device)

@@ -46,9 +46,9 @@ def _stats(values: np.ndarray, scale: float = 1.0, nd: int = 6) -> dict:
     return {"median": f(np.median(values)), "min": f(values.min()), "max": f(values.max())}
 
 
-def _device_window(trace: Trace, device: int, sel: Selection, calls: np.ndarray) -> tuple[int, int]:
+def _device_window(trace: Trace, on: np.ndarray, sel: Selection, calls: np.ndarray) -> tuple[int, int]:
+    """`on`: the device's ops (ex.device_ops)."""
     ops, api = trace.ops, trace.api
-    on = ops.device == device
     lo = min(int(ops.start[on].min()), int(api.start[calls].min()) if len(calls) else int(ops.start[on].min()))
     hi = int(ops.end[on].max())
     if sel.t0 is not None:
@@ -96,18 +96,18 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     mean_k = sum_kern / np.maximum(count, 1)
     ok = (count >= opt.min_launches) & (mean_k < opt.max_avg_us * 1e3) & (count > 0)
     nccl = np.array([nm.is_nccl(n) for n in names], bool) if ng else np.zeros(0, bool)
-    # phase: the most common phase key among each group's launches
-    # launches from a thread without ranges (autograd) take the main thread's (definitions §V5)
-    keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level,
-                                               main_thread(trace, k, it.base_depth, it.start))
-    phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
+    # order: launch cost per iteration desc, then launches desc, name, device (definitions §4)
+    order = sorted(range(ng), key=lambda i: (-sum_api[i], -count[i], names[i], int(gr.device[i])))
+    qualified = [i for i in order if ok[i] and not nccl[i]]
+    cand = [] if qualified else [i for i in order if count[i] and not nccl[i] and not ok[i]]
+    # distance: how far from qualifying, as a ratio (1 = on the line)
+    dist = {i: max(opt.min_launches / count[i], mean_k[i] / (opt.max_avg_us * 1e3)) for i in cand}
+    near = sorted(cand, key=lambda i: (dist[i], names[i]))[:3]
+    shown = qualified[:opt.top] + [i for i in order if ok[i] and nccl[i]] + near
+    # phase, call site and full name only for the groups shown: each is the group's own launches'
+    # (the phase keys rank paths by content, so a subset keeps their order and the ties' choice)
+    phase, rules, source, full_names = _shown_groups(trace, it, opt, k, g, a, ng, shown)
     n_it = max(len(it), 1)
-    source = dominant_sites(trace, a, g, ng)  # call site per row (definitions.md §S)
-    # one full (demangled) name per group, from its first launch: the fix rules read it
-    firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(firsts, g, k)   # k ascends: a group's first launch is its smallest index
-    firsts[firsts == np.iinfo(np.int64).max] = -1
-    full_names = {i: trace.strings[int(ops.full_name[firsts[i]])] if firsts[i] >= 0 else "" for i in range(ng)}
 
     def row(i: int) -> dict:
         ph, share = phase[i]
@@ -120,18 +120,12 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
                 "avg_kernel_us": round(float(mean_k[i]) / 1e3, 3),
                 "phase": ph, "phase_share": round(share, 4), "phase_rule": rules[i], "fix_rule": rule, "fix": fix, "source": source[i]}
 
-    # order: launch cost per iteration desc, then launches desc, name, device (definitions §4)
-    order = sorted(range(ng), key=lambda i: (-sum_api[i], -count[i], names[i], int(gr.device[i])))
-    qualified = [i for i in order if ok[i] and not nccl[i]]
     top = [row(i) for i in qualified[:opt.top]]
     nccl_rows = [row(i) for i in order if ok[i] and nccl[i]]
     table_api_ns = float(sum_api[[i for i in order if ok[i]]].sum()) if ok.any() else 0.0
     misses, why = [], ""
     if not qualified:
-        cand = [i for i in order if count[i] and not nccl[i] and not ok[i]]
-        # distance: how far from qualifying, as a ratio (1 = on the line)
-        dist = {i: max(opt.min_launches / count[i], mean_k[i] / (opt.max_avg_us * 1e3)) for i in cand}
-        for i in sorted(cand, key=lambda i: (dist[i], names[i]))[:3]:
+        for i in near:
             r = row(i)
             r["misses"] = "; ".join(
                 ([f"{count[i]} launches < {opt.min_launches}"] if count[i] < opt.min_launches else [])
@@ -146,6 +140,28 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
             why = (f"no kernel averages < {opt.max_avg_us:g} µs with >= {opt.min_launches} launches: "
                    f"{slow} of {len(cand)} kernels run >= {opt.max_avg_us:g} µs, {few} have fewer launches")
     return top, nccl_rows, misses, why, table_api_ns
+
+
+def _shown_groups(trace: Trace, it: itr.Iterations, opt: RecordOptions, k: np.ndarray, g: np.ndarray,
+                  a: np.ndarray, ng: int, shown: list[int]):
+    """Per group of `shown` (dicts keyed by group; lists of length ng for the phases): its most
+    common phase and the rule that gave it (definitions.md §V5), its call site (§S) and its full
+    name from its first launch (the fix rules read it). Launches from a thread without ranges
+    (autograd) take the main thread's phase: the main thread is chosen from all launches."""
+    main = main_thread(trace, k, it.base_depth, it.start)
+    on = np.zeros(ng, bool)
+    on[shown] = True
+    sub = on[g]
+    k, g, a = k[sub], g[sub], a[sub]
+    keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level, main)
+    phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
+    source = dominant_sites(trace, a, g, ng)
+    # k ascends: a group's first launch is its smallest index
+    firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(firsts, g, k)
+    full_names = {i: trace.strings[int(trace.ops.full_name[firsts[i]])] if on[i] and firsts[i] < np.iinfo(np.int64).max
+                  else "" for i in shown}
+    return phase, rules, source, full_names
 
 
 def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGaps, lo: int, hi: int,
@@ -231,7 +247,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         return doc, []
     devices = list(devs)
     primary = devices[0]
-    window = _device_window(trace, primary, sel, devs[primary])
+    window = _device_window(trace, ex.device_ops(trace, primary), sel, devs[primary])
     it = itr.find(trace, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
         it = _iterations_inside(trace, it, window)
