@@ -135,8 +135,110 @@ def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
     want_source = dominant_sites(case, a, g, ng)
     rng = np.random.default_rng(1)
     for shown in ([0], list(range(ng)), sorted(rng.choice(ng, min(ng, 4), replace=False).tolist())):
-        phase, rules, source, full = rec._shown_groups(case, it, opt, k, g, a, ng, shown)
+        phase, rules, source, full = rec._shown_groups(case, it, opt, k, g, a, np.ones(len(k), bool), ng, shown)
         for i in shown:
             assert phase[i] == want_phase[i] and rules[i] == want_rules[i] and source[i] == want_source[i]
             assert full[i] == case.strings[int(case.ops.full_name[k[g == i].min()])]
     assert any(p is not None for p, _ in want_phase)
+
+
+def test_union_heads_are_the_runs_first_positions():
+    rng = np.random.default_rng(23)
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        s = np.sort(rng.integers(0, 400, n))
+        e = s + rng.integers(1, 40, n)
+        us, ue, heads = iv.union_heads(s, e)
+        want = iv.union(s, e)
+        np.testing.assert_array_equal(us, want[0])
+        np.testing.assert_array_equal(ue, want[1])
+        np.testing.assert_array_equal(s[heads], us)
+        assert all((s[:h] < s[h]).all() for h in heads.tolist())     # the first op starting there
+        if n > 1:
+            assert iv.union_heads(s, np.where(np.arange(n) == 1, s, e))[2] is None   # an empty one dropped
+            assert iv.union_heads(s[::-1], e[::-1])[2] is None                      # sorted first
+
+
+def _gaps_by_search(monkeypatch, trace, d, lo, hi, calls):
+    monkeypatch.setattr(ex, "_ending_ops_by_heads", lambda trace, lk, before, heads, ge: ex._ending_ops(trace, lk, ge))
+    g = ex.device_gaps(trace, d, lo, hi, calls)
+    monkeypatch.undo()
+    return g
+
+
+@pytest.mark.parametrize("clip", [False, True])
+def test_gap_ends_by_run_heads_equal_the_search(case, monkeypatch, clip):
+    for d, calls in ex.launch_devices(case).items():
+        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        if clip:    # the window ends inside the ops: the last gaps clipped at hi
+            lo, hi = lo + (hi - lo) // 7, hi - (hi - lo) // 5
+        g = ex.device_gaps(case, d, lo, hi, calls)
+        want = _gaps_by_search(monkeypatch, case, d, lo, hi, calls)
+        for f in ("start", "end", "next_stream", "waited", "x"):
+            np.testing.assert_array_equal(getattr(g, f), getattr(want, f), err_msg=f)
+        assert (g.next_stream >= 0).any()
+
+
+def test_gap_ends_by_run_heads_with_ties():
+    """Ops starting together (a tie inside a busy run's head): the run's first position, after the
+    launch-order reordering of ties, is the search's answer."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(29)
+    for _ in range(100):
+        n = 300
+        start = np.sort(rng.integers(0, 3000, n))
+        end = start + rng.integers(1, 20, n)
+        api_start = start - rng.integers(0, 50, n)
+        trace = SimpleNamespace(ops=SimpleNamespace(start=start, end=end, api=np.arange(n)),
+                                api=SimpleNamespace(start=api_start))
+        bs, be, heads = iv.union_heads(start, end)
+        gs, ge, kept = iv.complement_kept(bs, be, 0, 2900)
+        ge, heads = ge[kept], np.append(heads, -1)[kept]
+        keep = rng.random(n) < 0.7      # ops not launched by a launch-kind call are skipped
+        before = np.concatenate([[0], np.cumsum(keep)])
+        lk = ex._by_start_then_launch(trace, np.flatnonzero(keep))
+        np.testing.assert_array_equal(ex._ending_ops_by_heads(trace, lk, before, heads, ge),
+                                      ex._ending_ops(trace, lk, ge))
+
+
+def test_gap_histogram_equals_the_intersected_pieces(case):
+    """Gaps inside one iteration count whole; the rest are cut by the iterations (definitions.md §V7)."""
+    for d, calls in ex.launch_devices(case).items():
+        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        g = ex.device_gaps(case, d, lo, hi, calls)
+        rng = np.random.default_rng(d)
+        for k in (1, 3, 12):
+            edges = np.sort(rng.choice(np.arange(lo, hi), 2 * k, replace=False)).astype(np.int64)
+            starts, ends = edges[0::2], edges[1::2]
+            if k == 12:
+                ends = ends + (hi - lo) // 20       # overlapping windows: their union counts
+            ps, pe = iv.intersect((g.start, g.end), iv.union(starts, ends))
+            length = pe - ps
+            b = np.searchsorted(np.asarray(ex.GAP_BUCKETS_NS), length, side="right")
+            want = {lab: {"count": int((b == i).sum()), "total_ms": round(float(length[b == i].sum()) / 1e6, 3)}
+                    for i, lab in enumerate(ex.GAP_BUCKET_LABELS)}
+            assert ex.gap_histogram(g, starts, ends) == want
+        assert ex.gap_histogram(g, starts[:1], starts[:1]) == {lab: {"count": 0, "total_ms": 0.0}
+                                                               for lab in ex.GAP_BUCKET_LABELS}
+
+
+@pytest.mark.parametrize("share_inside", [0.0, 0.1, 0.6, 0.97, 1.0])
+def test_sums_inside_equal_the_sums_over_the_launches_inside(case, share_inside):
+    """The groups' totals less the launches outside the iterations, or the sums over those inside:
+    the same figures (definitions.md §V4), whichever side is summed."""
+    gr = kernel_groups(case)
+    k, g = gr.op_idx, gr.op_group
+    a = case.ops.api[k]
+    inside = np.random.default_rng(3).random(len(k)) < share_inside
+    got = rec._sums_inside(case, gr, k, g, a, inside)
+    ops, api = case.ops, case.api
+    ki, gi, ai = k[inside], g[inside], a[inside]
+    ng = len(gr)
+    queue = ops.start[ki] - api.end[ai]
+    want = (np.bincount(gi, minlength=ng), np.bincount(gi, weights=api.end[ai] - api.start[ai], minlength=ng),
+            np.bincount(gi, weights=ops.end[ki] - ops.start[ki], minlength=ng),
+            np.bincount(gi, weights=queue >= 0, minlength=ng),
+            np.bincount(gi, weights=np.where(queue >= 0, queue, 0), minlength=ng))
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+    assert got[0].dtype == np.int64

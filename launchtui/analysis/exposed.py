@@ -128,29 +128,35 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     on = device_ops(trace, device) if ops_on is None else ops_on
-    busy = iv.union(ops.start[on], ops.end[on])
-    gs, ge = iv.complement(busy[0], busy[1], lo, hi)
-    if not exposed:
-        busy = None
+    *busy, heads = iv.union_heads(ops.start[on], ops.end[on])
+    gs, ge, kept = iv.complement_kept(busy[0], busy[1], lo, hi)
+    gs, ge = gs[kept], ge[kept]
+    if heads is not None:   # per gap: the position in `on` of the busy run it ends, -1 for the last
+        heads = np.concatenate([heads, np.full(1, -1, heads.dtype)])[kept]
+    del kept
+    busy = tuple(busy) if exposed else None
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
     calls = device_launch_calls(trace, device, on) if calls is None else calls
     is_call = np.zeros(len(api), bool)
     is_call[calls] = True
     a = ops.api[on]
-    lk = on[a >= 0]
-    del on
-    lk = lk[is_call[a[a >= 0]]]
+    keep = is_call[np.maximum(a, 0)]
+    keep &= a >= 0
     del is_call, a
+    if heads is not None:   # per position in `on`: how many of the launched ops come before it
+        before = np.empty(len(keep) + 1, np.int32 if len(keep) < 2**31 - 1 else np.int64)
+        before[0] = 0
+        np.cumsum(keep, out=before[1:])
+    lk = on if keep.all() else on[keep]     # the device's ops launched by a launch-kind call
+    del on, keep
     lk = _by_start_then_launch(trace, lk)
-    key_start = ops.start[lk]
-    j = np.searchsorted(key_start, ge, side="left")
-    if len(lk):
-        np.minimum(j, len(lk) - 1, out=j)
-        nxt = np.where(key_start[j] == ge, lk[j], -1)
+    if heads is not None and len(lk):
+        nxt = _ending_ops_by_heads(trace, lk, before, heads, ge)
+        del before
     else:
-        nxt = np.full(len(ge), -1, np.int64)
-    del j, key_start, lk
+        nxt = _ending_ops(trace, lk, ge)
+    del lk, heads
     a_next = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1)
     nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
     del nxt
@@ -165,6 +171,36 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     del nl
     flight = iv.union(api.start[calls], api.end[calls])
     return DeviceGaps(busy, gs, ge, nst, waited, flight, x)
+
+
+def _ending_ops(trace: Trace, lk: np.ndarray, ge: np.ndarray) -> np.ndarray:
+    """Per gap end: the first of `lk` (ops in (start, launch start) order) starting exactly there,
+    -1 when none."""
+    key_start = trace.ops.start[lk]
+    j = np.searchsorted(key_start, ge, side="left")
+    if not len(lk):
+        return np.full(len(ge), -1, np.int64)
+    np.minimum(j, len(lk) - 1, out=j)
+    return np.where(key_start[j] == ge, lk[j], -1)
+
+
+def _ending_ops_by_heads(trace: Trace, lk: np.ndarray, before: np.ndarray, heads: np.ndarray,
+                         ge: np.ndarray) -> np.ndarray:
+    """`_ending_ops` without the search, when the busy union neither sorted nor dropped any of the
+    device's ops (in start order): a gap ending where a busy run begins ends at the run's first
+    position h, and every op before h starts earlier (its end, > its start, is before the run), so
+    the search's answer is the count of `lk` ops before h (`before[h]`; `lk` is the device's ops
+    less those not launched by a launch-kind call, ties in launch order). Gaps clipped at hi, and
+    the last one, are searched."""
+    j = before[np.maximum(heads, 0)]
+    np.minimum(j, len(lk) - 1, out=j)
+    nxt = lk[j]
+    hit = trace.ops.start[nxt] == ge
+    odd = heads < 0
+    nxt[~hit] = -1
+    if odd.any():
+        nxt[odd] = _ending_ops(trace, lk, ge[odd])
+    return nxt
 
 
 def _merge_per_gap(head, tail, gs):
@@ -217,8 +253,19 @@ def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarra
 def gap_histogram(g: DeviceGaps, starts: np.ndarray, ends: np.ndarray) -> dict:
     """Idle gaps inside the iterations by length bucket: count and total ms. A gap is cut where an
     iteration ends; each piece counts by its own length."""
-    ps, pe = iv.intersect((g.start, g.end), iv.union(starts, ends))
-    length = pe - ps
+    ws, we = iv.union(starts, ends)
+    # a gap inside one window is its own piece; only those crossing or outside the windows (at
+    # most two per window cross one) are intersected
+    w = iv.in_windows(g.start, ws, we) if len(ws) else np.full(len(g.start), -1, np.int64)
+    full = w >= 0
+    if len(ws):
+        full &= g.end <= we[np.maximum(w, 0)]
+    del w
+    length = g.end[full] - g.start[full]
+    if not full.all():
+        rest = ~full
+        ps, pe = iv.intersect((g.start[rest], g.end[rest]), (ws, we))
+        length = np.concatenate([length, pe - ps])
     b = np.searchsorted(np.asarray(GAP_BUCKETS_NS), length, side="right")
     out = {}
     for i, label in enumerate(GAP_BUCKET_LABELS):

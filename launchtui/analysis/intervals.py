@@ -11,15 +11,24 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint [s, e) covering the same time; touching intervals merge. Input already in
     start order (GPU ops, API calls) is neither sorted nor copied, and input already disjoint comes
     back as the same arrays (bench/MISSED.md: the record's temporaries at 5M): callers only read it."""
+    return union_heads(start, end)[:2]
+
+
+def union_heads(start: np.ndarray, end: np.ndarray):
+    """(s, e, heads): union(), and for input that needed neither dropping empty intervals nor a
+    sort, each output interval's first input position (None otherwise): the device gaps read the
+    op that ends each gap from it instead of searching for it."""
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     keep = end > start
-    if not keep.all():
+    exact = bool(keep.all())
+    if not exact:
         start, end = start[keep], end[keep]
     del keep
     if not len(start):
-        return start, end
+        return start, end, (np.zeros(0, np.int64) if exact else None)
     if (start[1:] < start[:-1]).any():
+        exact = False
         o = np.argsort(start, kind="stable")
         start, end = start[o], end[o]
         del o
@@ -28,25 +37,37 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new[0] = True
     np.greater(start[1:], run_end[:-1], out=new[1:])
     if new.all():   # already disjoint (then run_end == end): the input as it is, no copies
-        return start, end
+        return start, end, (np.arange(len(start), dtype=_index_type(len(start))) if exact else None)
     heads = np.flatnonzero(new)
     del new
     starts = start[heads]
+    first = heads.copy() if exact else None
     # each run ends where the next begins: heads shifted by one, in place (no further full copies)
     heads[:-1] = heads[1:]
     heads[:-1] -= 1
     heads[-1] = len(run_end) - 1
-    return starts, run_end[heads]
+    return starts, run_end[heads], first
+
+
+def _index_type(n: int):
+    """int32 positions while they fit: half the memory of the 5M-op arrays (the record's peak)."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def complement(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """[lo, hi) minus the disjoint sorted set (s, e)."""
+    gs, ge, keep = complement_kept(s, e, lo, hi)
+    return gs[keep], ge[keep]
+
+
+def complement_kept(s: np.ndarray, e: np.ndarray, lo: int, hi: int):
+    """complement() before dropping its empty pieces: (gs, ge, keep), piece i ending where
+    interval i starts (the last at hi)."""
     gs = np.concatenate([[lo], e])
     ge = np.concatenate([s, [hi]])
     gs = np.maximum(gs, lo)
     ge = np.minimum(ge, hi)
-    keep = ge > gs
-    return gs[keep], ge[keep]
+    return gs, ge, ge > gs
 
 
 def _disjoint_sorted(s: np.ndarray, e: np.ndarray) -> bool:
@@ -120,6 +141,31 @@ def _pairs_block(as_, ae, bs, be):
     if keep.all():
         return s, e
     return s[keep], e[keep]
+
+
+def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per time: index of the iteration [start, end) holding it, -1 when none (starts sorted).
+    Times already in order (launch calls, gaps, depth changes) in disjoint windows are labelled
+    run by run (np.repeat of the window index over each run) instead of a search per time."""
+    t = np.asarray(t)
+    starts, ends = np.asarray(starts), np.asarray(ends)
+    if not _in_order(t, starts, ends):
+        k = np.searchsorted(starts, t, side="right") - 1
+        return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+    # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
+    bounds = np.empty(2 * len(starts) + 2, np.int64)
+    bounds[0], bounds[-1] = 0, len(t)
+    bounds[1:-1:2] = np.searchsorted(t, starts, side="left")
+    bounds[2:-1:2] = np.searchsorted(t, ends, side="left")
+    label = np.full(len(bounds) - 1, -1, np.int64)
+    label[1::2] = np.arange(len(starts))
+    return np.repeat(label, np.diff(bounds))
+
+
+def _in_order(t, starts, ends) -> bool:
+    """Times non-decreasing and the windows disjoint and in order: a window's times are one run."""
+    return not ((len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts)
+                or (ends < starts).any() or (ends[:-1] > starts[1:]).any())
 
 
 def _prefix(s: np.ndarray, e: np.ndarray) -> np.ndarray:

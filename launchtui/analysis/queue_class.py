@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from launchtui.analysis import intervals as iv
+from launchtui.analysis.intervals import _in_order, in_windows  # noqa: F401 - in_windows: public here too
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full, spikes
 from launchtui.analysis.exposed import DeviceGaps, device_ops
 from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
@@ -73,31 +74,6 @@ class StreamVerdict:
 
 
 CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
-
-
-def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per time: index of the iteration [start, end) holding it, -1 when none (starts sorted).
-    Times already in order (launch calls, gaps, depth changes) in disjoint windows are labelled
-    run by run (np.repeat of the window index over each run) instead of a search per time."""
-    t = np.asarray(t)
-    starts, ends = np.asarray(starts), np.asarray(ends)
-    if not _in_order(t, starts, ends):
-        k = np.searchsorted(starts, t, side="right") - 1
-        return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
-    # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
-    bounds = np.empty(2 * len(starts) + 2, np.int64)
-    bounds[0], bounds[-1] = 0, len(t)
-    bounds[1:-1:2] = np.searchsorted(t, starts, side="left")
-    bounds[2:-1:2] = np.searchsorted(t, ends, side="left")
-    label = np.full(len(bounds) - 1, -1, np.int64)
-    label[1::2] = np.arange(len(starts))
-    return np.repeat(label, np.diff(bounds))
-
-
-def _in_order(t, starts, ends) -> bool:
-    """Times non-decreasing and the windows disjoint and in order: a window's times are one run."""
-    return not ((len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts)
-                or (ends < starts).any() or (ends[:-1] > starts[1:]).any())
 
 
 def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> int:
@@ -186,23 +162,31 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
     sp = spikes(trace, opt=opt) if sp is None else sp
     cbf = command_buffer_full(trace)
     out = []
-    dev, dev_ops, dev_streams = None, None, None
+    dev, dev_ops = None, None
+    held_gaps = gk = judged = None
     for s in stream_series(trace):  # one iteration per stream, in (device, stream) order
         if devices is not None and s.device not in devices:
             continue
         if s.device != dev:       # the device's ops once, then each stream's by index (no full-length masks)
             dev = s.device
+            held_gaps = gk = judged = None      # the last device's, before this one's are computed
             dev_ops = device_ops(trace, dev)
-            dev_streams = ops.stream[dev_ops]
-        on = dev_ops[dev_streams == s.stream]       # the stream's ops, ascending
+            dev_ops = dev_ops.astype(np.int32) if len(ops) < 2**31 - 1 else dev_ops   # held: half the bytes
+        on = dev_ops[ops.stream[dev_ops] == s.stream]       # the stream's ops, ascending
         mine = on[ops.api[on] >= 0]
         if not len(mine):
             continue
         # one entry per launch call (a graph launch feeds several ops), inside the iterations
         a_u, first = _first_of_runs(ops.api[mine])
         k_call = in_windows(api.start[a_u], starts, ends)
-        cbf_out = a_u[(k_call < 0) & cbf[a_u]]   # "command buffer full" outside the iterations
-        a_u, depth_b, k_call = a_u[k_call >= 0], dbl[mine[first]][k_call >= 0], k_call[k_call >= 0]
+        cbf_u = cbf[a_u]
+        inside = k_call >= 0
+        cbf_out = a_u[~inside & cbf_u]   # "command buffer full" outside the iterations
+        depth_b = dbl[mine[first]]
+        del first
+        if not inside.all():
+            a_u, depth_b, k_call, cbf_u = a_u[inside], depth_b[inside], k_call[inside], cbf_u[inside]
+        del inside
         max_depth = _max_in_windows(s, starts, ends)
         tol = max(1, max_depth // 100)
         per = lambda k, w=None: np.bincount(k, weights=w, minlength=n_it)  # noqa: E731 - per iteration
@@ -214,11 +198,11 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
         sp_k = in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
         plateau = (sp_k >= 0) & (sp_depth + 1 >= max_depth - tol)
         plateau_k = per(sp_k[plateau])
-        cbf_calls = a_u[cbf[a_u]]
-        cbf_k = per(k_call[cbf[a_u]])
+        cbf_calls = a_u[cbf_u]
+        cbf_k = per(k_call[cbf_u])
         sat_k = (cbf_k > 0) | ((plateau_k >= MIN_BLOCKED) & (plateau_k >= MIN_BLOCKED_SHARE * zone_k))
         # blocked: the plateau spikes and command-buffer-full calls of the saturated iterations
-        blocked = set(cbf_calls[sat_k[k_call[cbf[a_u]]]].tolist())
+        blocked = set(cbf_calls[sat_k[k_call[cbf_u]]].tolist())
         blocked |= set(sp_api[plateau & sat_k[np.maximum(sp_k, 0)]].tolist())
         stalls = [e for e, k in zip(stream_spikes, sp_k.tolist()) if k >= 0 and e.worst_api not in blocked]
         # outside the iterations nothing is judged or counted; for the timeline's marks a spike there
@@ -240,11 +224,15 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
         g = gaps(s.device)
         ended_k = waited_k = np.zeros(n_it)
         if g is not None:
+            if g is not held_gaps:   # per gap once per device: the iteration the op ending it starts in
+                held_gaps, gk = g, in_windows(g.end, starts, ends)
+                judged = gk >= 0
             ended = g.next_stream == s.stream
-            gk = in_windows(g.end[ended], starts, ends)   # the op ending the gap starts in iteration k
-            ok = gk >= 0
-            ended_k = per(gk[ok])
-            waited_k = per(gk[ok], g.waited[ended][ok].astype(np.float64))
+            ended &= judged
+            ended_k = per(gk[ended])
+            ended &= g.waited
+            waited_k = per(gk[ended])        # counts: compared and pooled as the float sums were
+            del ended
         dry_k = ((launches_k >= MIN_LAUNCHES) & (low_k > DRY_SHARE * busy_k) & (busy_k > 0)
                  & (waited_k > DRY_SHARE * ended_k) & (ended_k > 0))
         cls_k = np.where(sat_k, 0, np.where(dry_k, 1, 2))

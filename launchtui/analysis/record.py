@@ -19,6 +19,7 @@ from launchtui.analysis.queue_class import classify, in_windows
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Shared
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace import names as nm
 from launchtui.trace.model import Trace
 
@@ -80,18 +81,8 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     k, g = gr.op_idx, gr.op_group
     a = ops.api[k]
     inside = _in_iterations(api.start[a], it) >= 0
-    k, g, a = k[inside], g[inside], a[inside]
+    count, sum_api, sum_kern, qn, sum_q = _sums_inside(trace, gr, k, g, a, inside)
     ng = len(gr)
-    count = np.bincount(g, minlength=ng)
-    # bincount casts its weights to float64 itself: one temporary per sum, freed as soon as summed
-    sum_api = np.bincount(g, weights=api.end[a] - api.start[a], minlength=ng)
-    sum_kern = np.bincount(g, weights=ops.end[k] - ops.start[k], minlength=ng)
-    queue = ops.start[k] - api.end[a]
-    has_q = queue >= 0
-    qn = np.bincount(g, weights=has_q, minlength=ng)
-    queue[~has_q] = 0
-    sum_q = np.bincount(g, weights=queue, minlength=ng)
-    del queue, has_q
     names = [trace.strings[int(n)] for n in gr.name]
     mean_k = sum_kern / np.maximum(count, 1)
     ok = (count >= opt.min_launches) & (mean_k < opt.max_avg_us * 1e3) & (count > 0)
@@ -106,7 +97,7 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     shown = qualified[:opt.top] + [i for i in order if ok[i] and nccl[i]] + near
     # phase, call site and full name only for the groups shown: each is the group's own launches'
     # (the phase keys rank paths by content, so a subset keeps their order and the ties' choice)
-    phase, rules, source, full_names = _shown_groups(trace, it, opt, k, g, a, ng, shown)
+    phase, rules, source, full_names = _shown_groups(trace, it, opt, k, g, a, inside, ng, shown)
     n_it = max(len(it), 1)
 
     def row(i: int) -> dict:
@@ -142,16 +133,45 @@ def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list
     return top, nccl_rows, misses, why, table_api_ns
 
 
+def _sums_inside(trace: Trace, gr, k: np.ndarray, g: np.ndarray, a: np.ndarray, inside: np.ndarray):
+    """Per group, over its launches inside the iterations (`inside`, per launch): count, launch API
+    ns, kernel ns, launches with a queue wait and their wait ns (definitions.md §3, §V4). With few
+    launches outside, the groups' own totals less those of the launches outside: the same exact
+    integers (float64 sums of integers stay exact below 2^53 ns), from a pass over the few."""
+    ops, api = trace.ops, trace.api
+    ng = len(gr)
+    n_out = len(inside) - int(np.count_nonzero(inside))
+    few_out = 2 * n_out <= len(inside)
+    pick = ~inside if few_out else inside
+    k, g, a = k[pick], g[pick], a[pick]
+    count = np.bincount(g, minlength=ng)
+    # bincount casts its weights to float64 itself: one temporary per sum, freed as soon as summed
+    sum_api = np.bincount(g, weights=api.end[a] - api.start[a], minlength=ng)
+    sum_kern = np.bincount(g, weights=ops.end[k] - ops.start[k], minlength=ng)
+    queue = ops.start[k] - api.end[a]
+    has_q = queue >= 0
+    qn = np.bincount(g, weights=has_q, minlength=ng)
+    queue[~has_q] = 0
+    sum_q = np.bincount(g, weights=queue, minlength=ng)
+    del queue, has_q
+    if few_out:
+        return (gr.count - count, gr.sum_api - sum_api, gr.sum_kernel - sum_kern,
+                gr.queue_count - qn, gr.sum_queue - sum_q)
+    return count, sum_api, sum_kern, qn, sum_q
+
+
 def _shown_groups(trace: Trace, it: itr.Iterations, opt: RecordOptions, k: np.ndarray, g: np.ndarray,
-                  a: np.ndarray, ng: int, shown: list[int]):
-    """Per group of `shown` (dicts keyed by group; lists of length ng for the phases): its most
-    common phase and the rule that gave it (definitions.md §V5), its call site (§S) and its full
-    name from its first launch (the fix rules read it). Launches from a thread without ranges
-    (autograd) take the main thread's phase: the main thread is chosen from all launches."""
-    main = main_thread(trace, k, it.base_depth, it.start)
+                  a: np.ndarray, inside: np.ndarray, ng: int, shown: list[int]):
+    """Per group of `shown` (dicts keyed by group; lists of length ng for the phases), over its
+    launches inside the iterations (`inside`): its most common phase and the rule that gave it
+    (definitions.md §V5), its call site (§S) and its full name from its first launch (the fix
+    rules read it). Launches from a thread without ranges (autograd) take the main thread's phase:
+    the main thread is chosen from all launches inside."""
+    main = main_thread(trace, k if inside.all() else k[inside], it.base_depth, it.start)
     on = np.zeros(ng, bool)
     on[shown] = True
     sub = on[g]
+    sub &= inside
     k, g, a = k[sub], g[sub], a[sub]
     keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level, main)
     phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
@@ -206,12 +226,14 @@ def _api_totals(trace: Trace, it: itr.Iterations, calls: np.ndarray) -> list[dic
     api = trace.api
     calls = calls[_in_iterations(api.start[calls], it) >= 0]
     out: dict[str, list] = {}
-    for u in unique_sorted(api.name[calls]).tolist():  # once per API name
-        sel = calls[api.name[calls] == u]
+    names, name_of = dense_groups(api.name[calls])    # a lookup table, not a sort of the calls
+    dur = api.end[calls] - api.start[calls]
+    for i, u in enumerate(names.tolist()):  # once per API name
+        sel = name_of == i
         n = nm.api_display_name(trace.strings[u])
         c = out.setdefault(n, [0, 0])
-        c[0] += len(sel)
-        c[1] += int((api.end[sel] - api.start[sel]).sum())
+        c[0] += int(sel.sum())
+        c[1] += int(dur[sel].sum())
     return [{"api_name": n, "count": c, "total_ms": round(t / 1e6, 3)}
             for n, (c, t) in sorted(out.items(), key=lambda x: (-x[1][1], x[0]))]
 
