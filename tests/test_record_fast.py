@@ -39,6 +39,9 @@ def test_measure_both_in_equals_the_measure_of_the_pieces(overlap):
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(iv.measure_both_in(b, a, lo, hi), want)
+        total, both = iv.measure_in_and_both(a, b, lo, hi)       # a's prefix shared
+        np.testing.assert_array_equal(total, iv.measure_in(*a, lo, hi))
+        np.testing.assert_array_equal(both, want)
 
 
 def _low_steps(s, starts, ends):
@@ -47,6 +50,22 @@ def _low_steps(s, starts, ends):
     stop = np.append(s.t[1:], max(int(s.t[-1]), int(ends.max())))
     lo0 = min(int(starts.min()), int(s.t[0]))
     return np.concatenate([[lo0], s.t[low]]), np.concatenate([[int(s.t[0])], stop[low]])
+
+
+def test_dry_time_equals_the_union_and_the_intersected_pieces(case):
+    """A stream's busy time without its union (disjoint already) and its low-depth part: the figures
+    of the union and of the pieces of its intersection with the per-step low set (§V3)."""
+    from launchtui.analysis.queue import stream_series
+    ops = case.ops
+    lo, hi = int(ops.start.min()), int(ops.end.max())
+    edges = np.linspace(lo, hi, 6).astype(np.int64)
+    starts, ends = edges[:-1], edges[1:] - 7
+    for s in stream_series(case):
+        on = np.flatnonzero((ops.device == s.device) & (ops.stream == s.stream))
+        busy = iv.union(ops.start[on], ops.end[on])
+        total, low = qc._dry_time(s, case, starts, ends, on)
+        np.testing.assert_array_equal(total, iv.measure_in(*busy, starts, ends))
+        np.testing.assert_array_equal(low, iv.measure_in(*iv.intersect(busy, _low_steps(s, starts, ends)), starts, ends))
 
 
 def test_low_runs_cover_the_low_steps():

@@ -211,7 +211,27 @@ def measure_both_in(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.nd
         (ss, se), (bs, be) = (bs, be), (ss, se)
     if not len(ss) or not len(bs):
         return np.zeros(len(lo), np.int64)
-    prefix = _prefix(bs, be)
+    return _both_in(ss, se, bs, be, _prefix(bs, be), lo, hi)
+
+
+def measure_in_and_both(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                        lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(measure_in(*a, lo, hi), measure_both_in(a, b, lo, hi)), with a's prefix sum computed once
+    when b has fewer intervals (a stream's busy time and its low-depth part, §V3)."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    (as_, ae), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
+    if not len(as_):
+        z = np.zeros(len(lo), np.int64)
+        return z, z.copy()
+    if len(bs) > len(as_) or not len(bs):
+        return measure_in(as_, ae, lo, hi), measure_both_in(a, b, lo, hi)
+    prefix = _prefix(as_, ae)
+    total = covered(as_, ae, hi, prefix) - covered(as_, ae, lo, prefix)
+    return total, _both_in(bs, be, as_, ae, prefix, lo, hi)
+
+
+def _both_in(ss, se, bs, be, prefix, lo, hi):
+    """measure_both_in's sum over the smaller set S = (ss, se), B's prefix sum given."""
     at_s = covered(bs, be, ss, prefix)
     per = covered(bs, be, se, prefix)
     per -= at_s                                   # |B ∩ S_r|

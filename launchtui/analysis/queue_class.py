@@ -114,11 +114,13 @@ def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarra
     """Per iteration: (busy ns of the stream, of which pending <= 1) (definitions.md §V3). `m`: the
     stream's ops (a mask or op indices in start order)."""
     ops = trace.ops
-    busy = iv.union(ops.start[m], ops.end[m])
-    total = iv.measure_in(busy[0], busy[1], starts, ends)
+    busy = ops.start[m], ops.end[m]
+    if not iv._disjoint_sorted(*busy):   # a stream runs one op at a time: normally no union to take
+        busy = iv.union(*busy)
     if not len(s.t):
+        total = iv.measure_in(busy[0], busy[1], starts, ends)
         return total, total
-    return total, iv.measure_both_in(busy, _low_runs(s, starts, ends), starts, ends)
+    return iv.measure_in_and_both(busy, _low_runs(s, starts, ends), starts, ends)
 
 
 def _low_runs(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
