@@ -47,11 +47,10 @@ def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = N
     `ops_on`: device_ops(trace, device) when the caller has them."""
     ops, api = trace.ops, trace.api
     ops_on = device_ops(trace, device) if ops_on is None else ops_on
-    mark = np.zeros(len(api), bool)
-    called = ops.api[ops_on]
-    mark[called[called >= 0]] = True     # a mask, not a sort
-    del called
-    a = np.flatnonzero(mark)
+    # a mask, not a sort; one slot past the calls takes the unmatched ops' -1 (no filtering pass)
+    mark = np.zeros(len(api) + 1, bool)
+    mark[ops.api[ops_on]] = True
+    a = np.flatnonzero(mark[:-1])
     del mark
     kind = api.kind[a]
     a = a[(kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)]
@@ -138,12 +137,10 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
     calls = device_launch_calls(trace, device, on) if calls is None else calls
-    is_call = np.zeros(len(api), bool)
+    is_call = np.zeros(len(api) + 1, bool)     # the last slot, False, answers the unmatched ops' -1
     is_call[calls] = True
-    a = ops.api[on]
-    keep = is_call[np.maximum(a, 0)]
-    keep &= a >= 0
-    del is_call, a
+    keep = is_call[ops.api[on]]
+    del is_call
     if heads is not None:   # per position in `on`: how many of the launched ops come before it
         before = np.empty(len(keep) + 1, np.int32 if len(keep) < 2**31 - 1 else np.int64)
         before[0] = 0
