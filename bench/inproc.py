@@ -161,9 +161,12 @@ def stages(path: str) -> dict:
     _mark_index_steps(mark)
     trace_index(trace)
     mark("typed index: the rest (names, categories)")
-    build_report(trace)
+    # as `report --json` does: one memo of the kernel groups and spikes for both documents
+    from launchtui.analysis.shared import Shared
+    shared = Shared(trace)
+    build_report(trace, shared=shared)
     mark("report")
-    build_record(trace)
+    build_record(trace, shared=shared)
     mark("case record")
     return {"stages": rows}
 

@@ -261,3 +261,30 @@ def test_sums_inside_equal_the_sums_over_the_launches_inside(case, share_inside)
     for x, y in zip(got, want):
         np.testing.assert_array_equal(x, y)
     assert got[0].dtype == np.int64
+
+
+def test_positions_of_flagged_calls_equal_the_mask():
+    rng = np.random.default_rng(31)
+    for _ in range(200):
+        a_u = np.unique(rng.integers(0, 300, int(rng.integers(0, 80))))
+        ids = np.unique(rng.integers(0, 320, int(rng.integers(0, 12))))
+        flagged = np.zeros(400, bool)
+        flagged[ids] = True
+        np.testing.assert_array_equal(qc._positions_of(a_u, ids), np.flatnonzero(flagged[a_u]))
+
+
+def test_gaps_ended_per_stream_equal_a_pass_per_stream(case):
+    for d, calls in ex.launch_devices(case).items():
+        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        g = ex.device_gaps(case, d, lo, hi, calls, exposed=False)
+        edges = np.linspace(lo, hi, 8).astype(np.int64)
+        starts, ends = edges[:-1], edges[1:] - 3
+        rows, ended, waited = qc._gaps_ended(g, starts, ends)
+        for st in set(g.next_stream.tolist()):
+            m = g.next_stream == st
+            gk = qc.in_windows(g.end[m], starts, ends)
+            ok = gk >= 0
+            np.testing.assert_array_equal(ended[rows[st]], np.bincount(gk[ok], minlength=len(starts)))
+            np.testing.assert_array_equal(waited[rows[st]],
+                                          np.bincount(gk[ok], weights=g.waited[m][ok], minlength=len(starts)))
+        assert ended.sum() > 0 and waited.sum() > 0

@@ -116,15 +116,15 @@ def _paths_by_range(trace: Trace, inner: np.ndarray, base: np.ndarray, level: in
 def _keys(trace: Trace, table: np.ndarray, row: np.ndarray, keys: np.ndarray):
     """Keys per op from its path `table[row]`: the rows' lexicographic rank among those present
     (what unique rows of the per-op matrix give), texts per key."""
-    has = table[row, 0] >= 0
-    if not has.any():
+    path = table[:, 0] >= 0               # per row; an op's key is its row's (-1 without a path)
+    present = np.flatnonzero((np.bincount(row, minlength=len(table)) > 0) & path)
+    if not len(present):
         return keys, []
-    present = np.flatnonzero(np.bincount(row[has], minlength=len(table)))
     uniq, inv = unique_rows(table[present], return_inverse=True)
     key_of = np.full(len(table), -1, np.int64)
     key_of[present] = inv.reshape(-1)
     texts = [" > ".join(trace.strings[int(t)] for t in r if t >= 0) for r in uniq.tolist()]
-    keys[has] = key_of[row[has]]
+    keys[:] = key_of[row]
     return keys, texts
 
 
@@ -179,12 +179,17 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
     inner = nvtx.op_ranges(trace)[ops] if len(trace.ranges) else np.full(len(ops), -1, np.int64)
     table, row = _paths_by_range(trace, inner, base, level)
     del inner
-    rule[table[row, 0] >= 0] = RULE_RANGE
+    has_path = (table[:, 0] >= 0)[row]   # per row, then one gather per op
+    rule[has_path] = RULE_RANGE
     if len(trace.ranges):
         api = trace.api
-        other = (table[row, 0] < 0) & (a >= 0) & (main >= 0)
-        if main >= 0:
-            other &= api.thread[np.maximum(a, 0)] != main
+        other = ~has_path
+        other &= a >= 0
+        other &= main >= 0
+        if main >= 0 and other.any():       # the thread test on the ops without a path only
+            cand = np.flatnonzero(other)
+            other[cand[api.thread[a[cand]] == main]] = False
+            del cand
         if other.any():
             at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), api.start[a[other]])
             sub, sub_row = _paths_by_range(trace, at, base[other], level)

@@ -29,6 +29,7 @@ from launchtui.analysis.backpressure import Episode, Options, command_buffer_ful
 from launchtui.analysis.exposed import DeviceGaps, device_ops
 from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
 
 MIN_BLOCKED = 3
@@ -145,6 +146,41 @@ def _low_runs(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> tuple[np
     return rs, re
 
 
+def _codes(values: np.ndarray) -> tuple[dict, np.ndarray]:
+    """({value: code}, code per element) for a column with few distinct values (a device's
+    streams): compact codes (uint16 while they fit), so each stream's selection compares those."""
+    uniq, code = dense_groups(values)
+    code = code.astype(np.uint16 if len(uniq) < 65536 else np.int64)
+    return {v: i for i, v in enumerate(uniq.tolist())}, code
+
+
+def _positions_of(a_u: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions in the sorted distinct `a_u` of the sorted `ids` it holds (a search per id: the
+    few flagged calls, not a lookup per call)."""
+    if not len(ids) or not len(a_u):
+        return np.zeros(0, np.int64)
+    p = np.searchsorted(a_u, ids)
+    ok = p < len(a_u)
+    p, ids = p[ok], ids[ok]
+    return p[a_u[p] == ids]
+
+
+def _gaps_ended(g: DeviceGaps, starts: np.ndarray, ends: np.ndarray):
+    """Per ending stream (-1: none): the device's idle gaps it ended, and of those the ones whose
+    launch call was in flight, per iteration (the op ending the gap starts in it) (§V3): one count
+    per (stream, iteration) for all streams, not a pass over every gap per stream."""
+    n_it = len(starts)
+    streams, code = dense_groups(g.next_stream)
+    key = code * (n_it + 1)
+    del code
+    key += in_windows(g.end, starts, ends)
+    key += 1                   # iteration -1 (outside) -> column 0, dropped
+    size = len(streams) * (n_it + 1)
+    ended = np.bincount(key, minlength=size).reshape(len(streams), n_it + 1)[:, 1:]
+    waited = np.bincount(key[g.waited], minlength=size).reshape(len(streams), n_it + 1)[:, 1:]
+    return {v: i for i, v in enumerate(streams.tolist())}, ended, waited
+
+
 def _share(num, den) -> float | None:
     return float(num) / float(den) if den > 0 else None
 
@@ -162,49 +198,54 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
     n_it = len(starts)
     dbl = depth_before_launch(trace)
     sp = spikes(trace, opt=opt) if sp is None else sp
-    cbf = command_buffer_full(trace)
+    cbf_ids = np.flatnonzero(command_buffer_full(trace))    # the few calls Nsight flagged, sorted
     out = []
-    dev, dev_ops = None, None
-    held_gaps = gk = judged = None
+    dev = dev_ops = stream_code = None
+    held_gaps = gap_counts = None
     for s in stream_series(trace):  # one iteration per stream, in (device, stream) order
         if devices is not None and s.device not in devices:
             continue
         if s.device != dev:       # the device's ops once, then each stream's by index (no full-length masks)
             dev = s.device
-            held_gaps = gk = judged = None      # the last device's, before this one's are computed
+            held_gaps = gap_counts = None      # the last device's, before this one's are computed
             dev_ops = device_ops(trace, dev)
             dev_ops = dev_ops.astype(np.int32) if len(ops) < 2**31 - 1 else dev_ops   # held: half the bytes
-        on = dev_ops[ops.stream[dev_ops] == s.stream]       # the stream's ops, ascending
-        mine = on[ops.api[on] >= 0]
+            stream_code = _codes(ops.stream[dev_ops])
+        code = stream_code[0].get(s.stream)
+        on = dev_ops[stream_code[1] == code] if code is not None else dev_ops[:0]   # the stream's ops, ascending
+        called = ops.api[on]
+        matched = called >= 0
+        mine = on if matched.all() else on[matched]
         if not len(mine):
             continue
         # one entry per launch call (a graph launch feeds several ops), inside the iterations
-        a_u, first = _first_of_runs(ops.api[mine])
+        a_u, first = _first_of_runs(called if len(mine) == len(on) else called[matched])
+        del called, matched
         k_call = in_windows(api.start[a_u], starts, ends)
-        cbf_u = cbf[a_u]
-        inside = k_call >= 0
-        cbf_out = a_u[~inside & cbf_u]   # "command buffer full" outside the iterations
         depth_b = dbl[mine[first]]
         del first
-        if not inside.all():
-            a_u, depth_b, k_call, cbf_u = a_u[inside], depth_b[inside], k_call[inside], cbf_u[inside]
-        del inside
+        # the calls flagged 'command buffer full' (few), inside the iterations or not
+        at_cbf = _positions_of(a_u, cbf_ids)
+        cbf_out = a_u[at_cbf[k_call[at_cbf] < 0]]
+        at_cbf = at_cbf[k_call[at_cbf] >= 0]
         max_depth = _max_in_windows(s, starts, ends)
         tol = max(1, max_depth // 100)
         per = lambda k, w=None: np.bincount(k, weights=w, minlength=n_it)  # noqa: E731 - per iteration
-        launches_k = per(k_call)
-        zone_k = per(k_call[depth_b + 1 >= max_depth - tol])
+        k_1 = k_call + 1           # 0: outside the iterations, a bin dropped (no filtered copies)
+        launches_k = np.bincount(k_1, minlength=n_it + 1)[1:]
+        zone_k = np.bincount(k_1[depth_b + 1 >= max_depth - tol], minlength=n_it + 1)[1:]
+        del k_1
         stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]
         sp_api = np.fromiter((e.worst_api for e in stream_spikes), np.int64, len(stream_spikes))
         sp_depth = np.fromiter((e.max_depth for e in stream_spikes), np.int64, len(stream_spikes))
         sp_k = in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
         plateau = (sp_k >= 0) & (sp_depth + 1 >= max_depth - tol)
         plateau_k = per(sp_k[plateau])
-        cbf_calls = a_u[cbf_u]
-        cbf_k = per(k_call[cbf_u])
+        cbf_calls = a_u[at_cbf]
+        cbf_k = per(k_call[at_cbf])
         sat_k = (cbf_k > 0) | ((plateau_k >= MIN_BLOCKED) & (plateau_k >= MIN_BLOCKED_SHARE * zone_k))
         # blocked: the plateau spikes and command-buffer-full calls of the saturated iterations
-        blocked = set(cbf_calls[sat_k[k_call[cbf_u]]].tolist())
+        blocked = set(cbf_calls[sat_k[k_call[at_cbf]]].tolist())
         blocked |= set(sp_api[plateau & sat_k[np.maximum(sp_k, 0)]].tolist())
         stalls = [e for e, k in zip(stream_spikes, sp_k.tolist()) if k >= 0 and e.worst_api not in blocked]
         # outside the iterations nothing is judged or counted; for the timeline's marks a spike there
@@ -218,7 +259,9 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
         limit = None
         if blocked:
             b = np.fromiter(sorted(blocked), np.int64, len(blocked))
-            limit = int(np.median(depth_b[np.searchsorted(a_u, b)] + 1))
+            inside = k_call >= 0     # the calls inside the iterations, as the depths were searched
+            limit = int(np.median(depth_b[inside][np.searchsorted(a_u[inside], b)] + 1))
+            del inside
             # ops launched before the window and still pending make the depth a lower bound
             if ((ops.api[on] < 0) & (ops.start[on] >= int(api.start[b].min()))).any():
                 limit = None
@@ -226,15 +269,13 @@ def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.
         g = gaps(s.device)
         ended_k = waited_k = np.zeros(n_it)
         if g is not None:
-            if g is not held_gaps:   # per gap once per device: the iteration the op ending it starts in
-                held_gaps, gk = g, in_windows(g.end, starts, ends)
-                judged = gk >= 0
-            ended = g.next_stream == s.stream
-            ended &= judged
-            ended_k = per(gk[ended])
-            ended &= g.waited
-            waited_k = per(gk[ended])        # counts: compared and pooled as the float sums were
-            del ended
+            if g is not held_gaps:   # once per device: gaps per (ending stream, iteration)
+                held_gaps, gap_counts = g, _gaps_ended(g, starts, ends)
+            row = gap_counts[0].get(s.stream)
+            if row is None:
+                ended_k = waited_k = np.zeros(n_it, np.int64)
+            else:   # counts: compared and pooled as the float sums were
+                ended_k, waited_k = gap_counts[1][row], gap_counts[2][row]
         dry_k = ((launches_k >= MIN_LAUNCHES) & (low_k > DRY_SHARE * busy_k) & (busy_k > 0)
                  & (waited_k > DRY_SHARE * ended_k) & (ended_k > 0))
         cls_k = np.where(sat_k, 0, np.where(dry_k, 1, 2))

@@ -176,11 +176,18 @@ def _shown_groups(trace: Trace, it: itr.Iterations, opt: RecordOptions, k: np.nd
     keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level, main)
     phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
     source = dominant_sites(trace, a, g, ng)
-    # k ascends: a group's first launch is its smallest index
-    firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(firsts, g, k)
-    full_names = {i: trace.strings[int(trace.ops.full_name[firsts[i]])] if on[i] and firsts[i] < np.iinfo(np.int64).max
-                  else "" for i in shown}
+    # k ascends: a group's first launch is its first position (a few rows: one pass each, no ufunc.at)
+    full_names = {}
+    if len(shown) > 8:
+        firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(firsts, g, k)
+    for i in shown:
+        if len(shown) > 8:
+            first = int(firsts[i]) if firsts[i] < np.iinfo(np.int64).max else -1
+        else:
+            at = int(np.argmax(g == i)) if len(g) else 0
+            first = int(k[at]) if len(g) and g[at] == i else -1
+        full_names[i] = trace.strings[int(trace.ops.full_name[first])] if first >= 0 else ""
     return phase, rules, source, full_names
 
 
