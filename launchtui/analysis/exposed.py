@@ -120,13 +120,12 @@ def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
 
 
 def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
-                exposed: bool = True, ops_on: np.ndarray | None = None) -> DeviceGaps:
-    """`calls`: device_launch_calls(trace, device), `ops_on`: device_ops(trace, device), when the
-    caller has them. `exposed=False`: the light gaps only (`DeviceGaps.light`: what the queue class
-    reads), without the exposed set. Temporaries go as soon as used: at 5M this is the record's
-    peak (bench/MISSED.md)."""
+                exposed: bool = True) -> DeviceGaps:
+    """`calls`: device_launch_calls(trace, device) when the caller has them. `exposed=False`: the
+    light gaps only (`DeviceGaps.light`: what the queue class reads), without the exposed set.
+    Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
-    on = device_ops(trace, device) if ops_on is None else ops_on
+    on = device_ops(trace, device)
     *busy, heads = iv.union_heads(ops.start[on], ops.end[on])
     gs, ge, kept = iv.complement_kept(busy[0], busy[1], lo, hi)
     gs, ge = gs[kept], ge[kept]

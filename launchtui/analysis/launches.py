@@ -120,6 +120,8 @@ def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:
     """The groups of `devices` only, renumbered: what `kernel_groups` gives for the same selection
     restricted to those devices (groups are in (device, name) order, launches in index order)."""
     keep = np.isin(gr.device, np.asarray(list(devices), np.int64))
+    if keep.all():     # one device's trace: the same groups, nothing to cut
+        return gr
     new_id = np.cumsum(keep) - 1
     on = keep[gr.op_group]
     return KernelGroups(
