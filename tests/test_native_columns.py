@@ -303,3 +303,21 @@ def test_fetch_into_given_arrays_at_an_offset(tmp_path, monkeypatch, spy, schema
         assert_same_columns(a, b)
         assert da == db_
     assert spy["native"] == 2   # the plain read and the read into `out`, natively
+
+
+@needs_native
+def test_a_locked_database_is_waited_for_as_python_does(tmp_path):
+    """A reader's connection that meets another's lock (a private snapshot is opened mode=rw, and
+    the reader's threads open it at once) waits as Python's sqlite3.connect does (5 s), instead of
+    handing the table to the fallback at the first SQLITE_BUSY."""
+    import threading
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER)", [(i, 2 * i) for i in range(100)])
+    uri = native_columns.connection_uri(sc.connect_readonly(db, immutable=False))
+    holder = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")   # rollback journal: new readers get SQLITE_BUSY until it ends
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    got = native_columns.scan(uri, "SELECT start, end FROM t", ["s", "e"], [False, False], 100, -1)
+    release.join()
+    holder.close()
+    assert got is not None and got[0]["e"].tolist() == [2 * i for i in range(100)]

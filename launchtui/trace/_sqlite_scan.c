@@ -44,6 +44,7 @@ static int (*p_value_type)(sqlite3_value *);
 static int64_t (*p_value_int64)(sqlite3_value *);
 static int (*p_finalize)(sqlite3_stmt *);
 static const char *(*p_errmsg)(sqlite3 *);
+static int (*p_busy_timeout)(sqlite3 *, int);
 static void *lib_handle;
 
 static PyObject *scan_load(PyObject *self, PyObject *arg)
@@ -62,7 +63,7 @@ static PyObject *scan_load(PyObject *self, PyObject *arg)
         {(void **)&p_column_count, "sqlite3_column_count"}, {(void **)&p_column_value, "sqlite3_column_value"},
         {(void **)&p_value_type, "sqlite3_value_type"}, {(void **)&p_value_int64, "sqlite3_value_int64"},
         {(void **)&p_finalize, "sqlite3_finalize"},
-        {(void **)&p_errmsg, "sqlite3_errmsg"},
+        {(void **)&p_errmsg, "sqlite3_errmsg"}, {(void **)&p_busy_timeout, "sqlite3_busy_timeout"},
     };
     void *found[sizeof syms / sizeof syms[0]];
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -140,6 +141,10 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
     /* NOMUTEX: this connection lives on this thread only, so the per-call connection mutex (two
        lock/unlock pairs per value in a serialized build) is saved */
     rc = p_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    /* the wait Python's sqlite3.connect sets (timeout=5.0): a snapshot opened mode=rw is in WAL
+       mode, and connections opening it at once meet each other's locks (SQLITE_BUSY) */
+    if (rc == SQLITE_OK)
+        rc = p_busy_timeout(db, 5000);
     if (rc == SQLITE_OK)
         rc = p_prepare_v2(db, sql, -1, &st, NULL);
     if (rc == SQLITE_OK && p_column_count(st) != k) {
