@@ -205,3 +205,25 @@ def test_top_range_per_group_table_matches_a_count_per_pair(seed, monkeypatch):
     assert got == want and list(got) == sorted(want)
     monkeypatch.setattr(nvtx, "DENSE_CELLS", 0)
     assert nvtx.top_range_per_group(trace, op_idx, group, n_groups) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_max_without_matches_the_per_time_correction(seed):
+    """The graph-replays-as-one peak by runs of constant correction against the correction counted at
+    every change time (the direct searchsorted of each time), with equal times and removed entries
+    before the first change or after the last."""
+    from launchtui.analysis.index import _max_without
+    rng = np.random.default_rng(seed)
+    plus = np.sort(rng.integers(0, 200, int(rng.integers(5, 120))))
+    minus = np.sort(rng.integers(0, 200, int(rng.integers(5, 120))))
+    t, v, _, _ = _merge_depth(plus, minus)
+    pick_p = rng.random(len(plus)) < 0.3
+    pick_m = rng.random(len(minus)) < 0.3
+    rp, rm = plus[pick_p], minus[pick_m]
+    if seed == 0:
+        rp, rm = rp[:0], rm[:0]
+    if seed == 1:
+        rp, rm = np.append(rp, [-5, 500]), np.append(rm, [-7, 900])
+    direct = (v.astype(np.int64) - (np.searchsorted(np.sort(rp), t, side="right")
+                                    - np.searchsorted(np.sort(rm), t, side="right"))).max()
+    assert _max_without(t, v, rng.permutation(rp), rng.permutation(rm)) == int(direct)

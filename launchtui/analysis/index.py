@@ -232,6 +232,22 @@ def _sorted_with_order(x: np.ndarray):
     return x[o], o
 
 
+def _max_without(t: np.ndarray, v: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> int:
+    """max over i of v[i] - (#plus <= t[i] - #minus <= t[i]): the series' peak with some entries taken
+    out (each +1 at its time in `plus`, -1 at its time in `minus`). The correction only changes at
+    those few times, so the series splits into runs of constant correction, each run's max taken by
+    one reduceat: no n-long positions or differences (issue 11)."""
+    e = unique_sorted(np.concatenate([plus, minus]))
+    corr = np.searchsorted(np.sort(plus), e, side="right") - np.searchsorted(np.sort(minus), e, side="right")
+    starts = np.concatenate([[0], np.searchsorted(t, e, side="left")])   # first t >= each change time
+    corr = np.concatenate([[0], corr])
+    keep = np.ones(len(starts), bool)                  # runs with no t in them (several changes
+    keep[:-1] = starts[1:] > starts[:-1]               # before the next t) hold no value
+    keep &= starts < len(t)
+    starts, corr = starts[keep], corr[keep]
+    return int((np.maximum.reduceat(v, starts).astype(np.int64) - corr).max())
+
+
 def _stream_groups(device: np.ndarray, stream: np.ndarray):
     """(sorted distinct (device, stream) keys, group per op as uint16 or int64, key -> device,
     key -> stream). One key per op, device-major, in the narrowest integer type that holds it (no
@@ -290,9 +306,7 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 gi = np.nonzero(is_graph)[0]
                 first = unique_sorted(calls[gi], return_index=True)[1]
                 rest = np.delete(gi, first)
-                on = np.searchsorted(np.sort(api.start[calls[rest]]), t_last, side="right")
-                off = np.searchsorted(np.sort(minus[rest]), t_last, side="right")
-                gmax = int((v_last - (on - off)).max())
+                gmax = _max_without(t_last, v_last, api.start[calls[rest]], minus[rest])
             out.append(StreamSeries(
                 device=dev_of(skeys[g]), stream=stream_of(skeys[g]), t=t_last, v=v_last,
                 point_mean=point_mean, points=len(calls) + len(minus), max_graph_as_one=gmax,
