@@ -118,7 +118,12 @@ def test_backpressure_episodes_and_spikes(files, fmt, variant):
     assert got_spikes == want_spikes
     if fmt == "nsys":  # Nsight's own "command buffer full" rows attach to the blocked launch calls
         from launchtui.analysis.backpressure import _command_buffer_full
-        assert int(_command_buffer_full(trace).sum()) == gt["counts"]["overhead_command_buffer_full"]
+        flags = _command_buffer_full(trace)
+        assert int(flags.sum()) == gt["counts"]["overhead_command_buffer_full"]
+        # the spikes' per-call lookup: the same flags as the whole table's, call by call
+        some = np.concatenate([np.flatnonzero(flags), np.arange(0, len(flags), 7)])
+        assert _command_buffer_full(trace, some).tolist() == flags[some].tolist()
+        assert [e.command_buffer_full for e in bp["spikes"]] == [bool(flags[e.worst_api]) for e in bp["spikes"]]
         assert bp["command_buffer_full_events"] == gt["counts"]["overhead_command_buffer_full"]
         if gt["counts"]["overhead_command_buffer_full"]:
             assert sum(e.command_buffer_full for e in bp["spikes"]) > 0

@@ -176,7 +176,7 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
     ops = trace.ops
     op = _first_ops(ops.api, cand)
     dbl = depth_before_launch(trace)
-    cbf = _command_buffer_full(trace)
+    cbf = _command_buffer_full(trace, cand)
     rng = nvtx.innermost_at(trace, api.thread[cand], api.start[cand])
     w = time_window(sel, trace) if (sel.t0 is not None or sel.t1 is not None or sel.ranges) else None
     out = []
@@ -190,7 +190,7 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
             continue
         out.append(Episode("spike", s, e, dev, int(ops.stream[k]) if k >= 0 else -1,
                            int(dbl[k]) if k >= 0 else -1, e - s, a, int(rng[j]),
-                           command_buffer_full=bool(cbf[a])))
+                           command_buffer_full=bool(cbf[j])))
     return out
 
 
@@ -207,14 +207,16 @@ def _first_ops(op_api: np.ndarray, calls: np.ndarray) -> np.ndarray:
     return out
 
 
-def _command_buffer_full(trace: Trace) -> np.ndarray:
-    """Per API call: did Nsight record a 'command buffer full' overhead for it (same thread + corr)?"""
+def _command_buffer_full(trace: Trace, calls: np.ndarray | None = None) -> np.ndarray:
+    """Per API call: did Nsight record a 'command buffer full' overhead for it (same thread + corr)?
+    `calls`: only these API calls (one flag each), so a few spikes need no key per API row."""
     api, ov = trace.api, trace.overheads
-    out = np.zeros(len(api), bool)
+    out = np.zeros(len(api) if calls is None else len(calls), bool)
     m = ov.type == OVERHEAD_COMMAND_BUFFER_FULL
-    if not m.any() or not len(api):
+    if not m.any() or not len(out):
         return out
-    key_api = api.thread.astype(np.int64) * (1 << 40) + api.corr
+    thread, corr = (api.thread, api.corr) if calls is None else (api.thread[calls], api.corr[calls])
+    key_api = thread.astype(np.int64) * (1 << 40) + corr
     key_ov = ov.thread[m].astype(np.int64) * (1 << 40) + ov.corr[m]
     out[np.isin(key_api, key_ov)] = True
     return out
