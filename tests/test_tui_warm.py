@@ -113,3 +113,30 @@ def test_the_table_shows_its_rows_before_their_phases(synth):
         assert len(seen) == 1 and plain(seen[0]) == plain(rows) and rows
         assert {r["nvtx_range"] for r in seen[0]} == {PHASE_PENDING}
         assert any(r["nvtx_range"] not in (None, PHASE_PENDING) for r in rows)
+
+
+def test_a_warm_reopen_reads_the_trace_window_and_extent_stored_not_scanned(synth, monkeypatch):
+    """The header's GPU-op window and the timeline's origin and pan extent (trace.window(),
+    trace.extent(): whole-column scans, ~0.2 s of a 5M reopen on the UI thread) are found once by
+    the load worker and stored beside the model: a reopen asks the trace for neither, and draws
+    the same screen as a fresh open."""
+    from launchtui.trace.model import Trace
+    from tui_helpers import screen_text
+
+    def shown(no_cache):
+        async def go():
+            app = make_app(synth, no_cache=no_cache)
+            async with app.run_test(size=SIZE) as pilot:
+                await wait_ready(app, pilot)
+                await settle(app, pilot)
+                tl = app.main.timeline
+                return screen_text(app), tl.extent, tl.origin_ns, tl.fit_window, app.loaded.windows()
+        return run(go())
+    from launchtui.trace.load import open_trace
+    tr = open_trace(str(synth), use_cache=False)
+    fresh = shown(True)
+    assert fresh[4] == (tr.window(), tr.extent()) and fresh[1] == tr.extent()
+    shown(False)                                    # stores them
+    monkeypatch.setattr(Trace, "window", _boom)
+    monkeypatch.setattr(Trace, "extent", _boom)
+    assert shown(False) == fresh

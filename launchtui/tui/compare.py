@@ -126,7 +126,7 @@ class CompareScreen(Screen):
             src = ld.trace.source
             yield Static(f" {name.upper()}: {src.path} ({src.format})", classes="side", id=f"{name}-label")
             tl = Timeline(ld.trace, ld.lanes, ld.marks, fit_window=ld.fit_window, min_ns_per_col=ld.clock_ns,
-                          id=f"{name}-timeline")
+                          windows=ld.windows(), id=f"{name}-timeline")
             self.timelines.append(tl)
             yield tl
         self.verdict = TextPanel(verdict_lines(self.doc), id="verdict")

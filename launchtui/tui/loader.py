@@ -27,6 +27,7 @@ class Loaded:
     _optimizer: tuple | None = None  # (range index, note) for O; see optimizer_range()
     timings: dict = field(default_factory=dict)
     fit_window: tuple | None = None  # the initial view: GPU activity and its launch calls
+    bounds: tuple | None = None     # (trace.window(), trace.extent()) found by load(): see windows()
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
     spec: SelectionSpec | None = None   # what the command line asked for
     results_entry: object = None    # the model cache entry the TUI's first results are stored beside
@@ -42,6 +43,14 @@ class Loaded:
             from launchtui.result_cache import memo
             self._optimizer = memo("tui-optimizer", (), self.results_entry, lambda: optimizer_range(self.trace))
         return self._optimizer
+
+    def windows(self) -> tuple:
+        """(trace.window(), trace.extent()): the header's GPU-op window and the timeline's time
+        origin, and how far it pans. Whole-column scans (~0.2 s at 5M when the UI thread asked the
+        trace each time), so load() finds them in its worker, or reads them stored beside the model."""
+        if self.bounds is None:
+            self.bounds = (self.trace.window(), self.trace.extent())
+        return self.bounds
 
     def nvtx_summary(self) -> list:
         """NVTX range names with counts and total time (computed on first use, then kept)."""
@@ -129,10 +138,13 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    # stored beside the model: it reads four whole columns (a reopen's largest page-in at 5M: ~0.6 s)
-    window = rc.memo("tui-window", (), entry, lambda: gpu_activity_window(trace))
+    # stored beside the model: each reads whole columns (a reopen's largest page-ins at 5M: ~0.6 s
+    # for the fit window; trace.window() and extent() cost the UI thread ~0.2 s more, asked there)
+    window, trace_window, extent = rc.memo("tui-windows", (), entry, lambda: (
+        gpu_activity_window(trace), trace.window(), trace.extent()))
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
-                    fit_window=window, clock_ns=clock_tick_ns(trace), spec=spec,
+                    fit_window=window, bounds=(trace_window, extent),
+                    clock_ns=clock_tick_ns(trace), spec=spec,
                     results_entry=entry, options=options, lanes_stored=stored is not None)
     if read_cold and entry is not None:
         # a cold open holds the whole model in memory: swap the built lanes for their mapped copy

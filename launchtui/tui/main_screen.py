@@ -105,7 +105,7 @@ class MainScreen(Screen):
         ld = self.loaded
         yield Static("", id="header")
         self.timeline = Timeline(ld.trace, ld.lanes, ld.marks, fit_window=ld.fit_window,
-                                 min_ns_per_col=ld.clock_ns, id="timeline")
+                                 min_ns_per_col=ld.clock_ns, windows=ld.windows(), id="timeline")
         yield self.timeline
         yield Static(LEGEND, id="legend")
         self.details = TextPanel(id="details")
@@ -165,7 +165,7 @@ class MainScreen(Screen):
     def update_header(self) -> None:
         tr = self.loaded.trace
         src = tr.source
-        w = tr.window()
+        w = self.loaded.windows()[0]
         win = f"{w[0] / 1e9:.6f}–{w[1] / 1e9:.6f} s ({fmt_duration(w[1] - w[0])})" if w else "no GPU ops"
         devs = ", ".join(f"{d}: {n}" if n and n != f"GPU {d}" else str(d)
                          for d, n in sorted(tr.devices.items())) or "none"

@@ -133,19 +133,21 @@ class Timeline(Widget, can_focus=True):
     highlight: reactive[lanes_fn.Instances | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, trace, lanes, marks, *, threshold: int = CONFIG.queue_threshold, full: int = CONFIG.queue_full,
-                 fit_window: tuple[int, int] | None = None, min_ns_per_col: float = 1.0, **kw):
+                 fit_window: tuple[int, int] | None = None, min_ns_per_col: float = 1.0,
+                 windows: tuple | None = None, **kw):
         super().__init__(**kw)
         self.trace = trace
         self.lanes = lanes
         self.marks = marks
         self.threshold = threshold
         self.full = full
-        ext = trace.extent() or (0, 1_000_000_000)
+        # `windows`: (trace.window(), trace.extent()) computed off the UI thread (whole-column scans)
+        w, ext = windows if windows is not None else (trace.window(), trace.extent())
+        ext = ext or (0, 1_000_000_000)
         self.extent = ext                                   # every timed event: how far one may pan
-        self.fit_window = fit_window or trace.window() or ext   # GPU activity and its launches: `0`
+        self.fit_window = fit_window or w or ext            # GPU activity and its launches: `0`
         self.view = View(lo=ext[0], hi=ext[1], min_ns_per_col=min_ns_per_col)
         self.view.fit(*self.fit_window)
-        w = trace.window()
         self.origin_ns = w[0] if w else ext[0]
         self.highlight_gen = 0
         self.selected = 0
