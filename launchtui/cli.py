@@ -252,7 +252,9 @@ def cmd_report(args) -> int:
     bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, shared, bp=bp)
     keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp),   # for the TUI's first open
-            (rc.KERNEL_GROUPS, (sel, opt.names), rc.group_totals(shared.kernel_groups(sel, opt.names)))]
+            (rc.KERNEL_GROUPS, (sel, opt.names), rc.group_totals(shared.kernel_groups(sel, opt.names))),
+            (rc.SELECTION_STATS, (sel, opt.backpressure),      # its queues' thresholds start with this one
+             rc.selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))]
     if args.json:
         ropt = _record_options(args)
         rec = rc.record_and_stalls(trace, sel, ropt, shared)

@@ -145,6 +145,22 @@ def remember(kind: str, inputs, entry: Path | None, value) -> None:
 RECORD = "record"          # (record, CPU-stall API indices) for (trace path, Selection, RecordOptions)
 BACKPRESSURE = "backpressure"   # analysis.backpressure.backpressure() for (Selection, Options)
 KERNEL_GROUPS = "kernel-groups"  # launches.KernelGroups totals (group_totals) for (Selection, names)
+SELECTION_STATS = "selection-stats"   # the TUI's stats line (selection_stats_of) for (Selection, Options)
+
+
+def selection_stats_of(launches: dict, queues: list[dict], threshold: int) -> dict:
+    """The TUI's stats line from a report's `launches` (report.launch_totals) and `queues`
+    (queue_summary, as JSON; its thresholds include `threshold`): launch totals and the deepest
+    queue (the first stream of that depth), with its time at or above `threshold`. One function
+    for both, so `report` stores what the TUI would compute (0.36 s at 5M kernels)."""
+    peak = max(queues, key=lambda q: q["max_depth"]) if queues else None
+    return {
+        "launches": launches["kernel_launches"],
+        "launch_api_ms": launches["launch_api_ms"],
+        "queue_peak": peak["max_depth"] if peak else 0,
+        "queue_peak_stream": (peak["device_id"], peak["stream_id"]) if peak else None,
+        "time_above_ns": peak["time_at_or_above_ns"].get(str(threshold), 0) if peak else 0,
+    }
 
 
 def group_totals(gr):

@@ -72,8 +72,9 @@ def test_other_settings_and_new_code_recompute(synth, monkeypatch):
 
 
 def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monkeypatch, capsys):
-    """`report --json` stores the record and the backpressure marks it computed beside the model:
-    the TUI's first open after it shows them without computing either, equal to a fresh open."""
+    """`report --json` stores the record, the backpressure marks and the stats line's totals it
+    computed beside the model: the TUI's first open after it shows them without computing any,
+    equal to a fresh open."""
     import launchtui.analysis.backpressure as bp
     from launchtui import result_cache
     from launchtui.cli import main
@@ -82,6 +83,8 @@ def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monke
     capsys.readouterr()
     monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
     monkeypatch.setattr(bp, "backpressure", _boom)
+    import launchtui.tui.loader as loader
+    monkeypatch.setattr(loader, "selection_stats", _boom)    # the stats line: stored by `report` too
     import launchtui.tui.verdict as verdict
     totals, orig = [], verdict.table_rows
     monkeypatch.setattr(verdict, "table_rows", lambda *a, **k: totals.append(a[-1]) or orig(*a, **k))
@@ -140,3 +143,26 @@ def test_a_warm_reopen_reads_the_trace_window_and_extent_stored_not_scanned(synt
     monkeypatch.setattr(Trace, "window", _boom)
     monkeypatch.setattr(Trace, "extent", _boom)
     assert shown(False) == fresh
+
+
+@pytest.mark.parametrize("extra", [[], ["--thresholds", "3", "5"], ["--thresholds", "4"], ["--device", "0"],
+                                   ["--nvtx", "a"]])
+def test_report_stores_the_stats_line_equal_to_computing_it(synth, extra, monkeypatch, capsys):
+    """What `report` stores for the TUI's stats line (from its launch totals and queue summary) is
+    what tui.loader.selection_stats computes for the same selection and options."""
+    from launchtui import result_cache
+    from launchtui.cli import main
+    from launchtui.trace.load import open_trace
+    from launchtui.tui.loader import selection_stats
+    kept, orig = [], result_cache.remember
+    monkeypatch.setattr(result_cache, "remember",
+                        lambda kind, inputs, entry, value: kept.append((kind, inputs, value)) or
+                        orig(kind, inputs, entry, value))
+    assert main(["report", str(synth), "--json", *extra]) == 0
+    capsys.readouterr()
+    stored = [(i, v) for k, i, v in kept if k == result_cache.SELECTION_STATS]
+    assert len(stored) == 1
+    (sel, options), value = stored[0]
+    tr = open_trace(str(synth), use_cache=False)
+    assert value == selection_stats(tr, sel, options)
+    assert value["launches"] > 0 and value["queue_peak"] > 0

@@ -257,13 +257,6 @@ def selection_stats(trace, sel: Selection, options: Options = Options()) -> dict
     """Launch totals and queue summary for the stats line."""
     from launchtui.analysis.queue import queue_summary
     from launchtui.analysis.report import launch_totals
-    tot = launch_totals(trace, sel)
+    from launchtui.result_cache import selection_stats_of
     qs = queue_summary(trace, sel, (options.threshold, options.full))
-    peak = max(qs, key=lambda q: q.max_depth) if qs else None
-    return {
-        "launches": tot["kernel_launches"],
-        "launch_api_ms": tot["launch_api_ms"],
-        "queue_peak": peak.max_depth if peak else 0,
-        "queue_peak_stream": (peak.device_id, peak.stream_id) if peak else None,
-        "time_above_ns": peak.time_at_or_above_ns.get(options.threshold, 0) if peak else 0,
-    }
+    return selection_stats_of(launch_totals(trace, sel), [q.to_json() for q in qs], options.threshold)

@@ -278,7 +278,10 @@ class MainScreen(Screen):
 
         def compute():
             from launchtui import result_cache as rc
-            stats = selection_stats(tr, sel)
+            from launchtui.analysis.backpressure import Options
+            stats = rc.lookup(rc.SELECTION_STATS, (sel, Options()), self.loaded.results_entry)   # `report`'s
+            if stats is rc.MISS:
+                stats = selection_stats(tr, sel)
             # the rows as soon as they are known (from the groups `report` stored, else once
             # grouped); their phase column follows
             shown = lambda rows: self.post_message(TableReady(gen, rows, stats, sel, final=False))  # noqa: E731
