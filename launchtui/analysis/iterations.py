@@ -71,13 +71,7 @@ def _outermost_on_one_thread(trace: Trace, idx: np.ndarray, device: int | None =
     tied = th[cnt == cnt.max()]
     pick = tied[0]
     if len(tied) > 1:
-        ops, api = trace.ops, trace.api
-        m = ops.api >= 0
-        if device is not None:
-            m &= ops.device == device
-        mark = np.zeros(len(api), bool)
-        mark[ops.api[m]] = True
-        launches = np.bincount(api.thread[mark], minlength=int(tied.max()) + 1)
+        launches = _calls_per_thread(trace, device, int(tied.max()) + 1)
         pick = tied[np.argmax(launches[tied])]
     idx = idx[rg.thread[idx] == pick]
     idx = idx[np.lexsort((-rg.end[idx], rg.start[idx]))]
@@ -85,6 +79,17 @@ def _outermost_on_one_thread(trace: Trace, idx: np.ndarray, device: int | None =
     keep = np.ones(len(idx), bool)
     keep[1:] = rg.start[idx][1:] >= run_end[:-1]
     return idx[keep]
+
+
+def _calls_per_thread(trace: Trace, device: int | None, n: int) -> np.ndarray:
+    """Per thread (at least `n` slots): the API calls that launched an op (on `device`; None: any).
+    The device's ops by index and a spare last slot for the unmatched ops' -1: no full-length
+    masked gathers (~10 ms at 1M when threads tie)."""
+    ops, api = trace.ops, trace.api
+    op_api = ops.api if device is None else ops.api[np.flatnonzero(ops.device == device)]
+    mark = np.zeros(len(api) + 1, bool)
+    mark[op_api] = True
+    return np.bincount(api.thread[np.flatnonzero(mark[:-1])], minlength=n)
 
 
 def _from_ranges(trace: Trace, idx: np.ndarray, source: str, name: str, note: str,
