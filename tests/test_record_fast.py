@@ -288,3 +288,97 @@ def test_gaps_ended_per_stream_equal_a_pass_per_stream(case):
             np.testing.assert_array_equal(waited[rows[st]],
                                           np.bincount(gk[ok], weights=g.waited[m][ok], minlength=len(starts)))
         assert ended.sum() > 0 and waited.sum() > 0
+
+
+def test_launch_calls_per_thread_equal_the_masks(case):
+    """iterations' tie-break (threads holding as many matching ranges): the calls that launched an
+    op (on the device), per thread, by index and a spare slot, equal the full-length masks."""
+    from launchtui.analysis.iterations import _calls_per_thread
+    ops, api = case.ops, case.api
+    n = int(api.thread.max()) + 3
+    for d in [None, *case.device_ids(), 99]:
+        m = ops.api >= 0
+        if d is not None:
+            m &= ops.device == d
+        mark = np.zeros(len(api), bool)
+        mark[ops.api[m]] = True
+        want = np.bincount(api.thread[mark], minlength=n)
+        np.testing.assert_array_equal(_calls_per_thread(case, d, n), want)
+
+
+def test_calls_per_thread_take_unmatched_ops():
+    """Ops without a launch call (api -1) count for no thread."""
+    from types import SimpleNamespace
+    from launchtui.analysis.iterations import _calls_per_thread
+    ops = SimpleNamespace(api=np.array([-1, 0, 2, 2, -1]), device=np.array([0, 0, 1, 0, 1], np.int32))
+    class Api(SimpleNamespace):
+        def __len__(self):
+            return len(self.thread)
+    tr = SimpleNamespace(ops=ops, api=Api(thread=np.array([5, 6, 7], np.int32)))
+    np.testing.assert_array_equal(_calls_per_thread(tr, 0, 8), [0, 0, 0, 0, 0, 1, 0, 1])
+    np.testing.assert_array_equal(_calls_per_thread(tr, 1, 8), [0, 0, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(_calls_per_thread(tr, None, 8), [0, 0, 0, 0, 0, 1, 0, 1])
+
+
+def _best_direct(keys, width, group, n_groups):
+    """phases._best as it was: masked copies of the ops with a key."""
+    total = np.bincount(group, minlength=n_groups)
+    has = keys >= 0
+    cnt = np.bincount(group[has] * width + keys[has], minlength=n_groups * width).reshape(n_groups, width)
+    best = cnt.argmax(axis=1)
+    return total, best, cnt[np.arange(n_groups), best], total - cnt.sum(axis=1)
+
+
+def test_best_phase_per_group_equals_the_masked_count():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n_groups, width = int(rng.integers(0, 8)), int(rng.integers(1, 6))
+        n = int(rng.integers(0, 60)) if n_groups else 0
+        group = rng.integers(0, max(n_groups, 1), n).astype(rng.choice([np.int32, np.int64]))
+        keys = rng.integers(-1, width, n)
+        got, want = ph._best(keys, width, group, n_groups), _best_direct(keys, width, group, n_groups)
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)
+            assert x.dtype == y.dtype
+
+
+def test_api_totals_equal_a_pass_per_name(case):
+    """The cross-check's launch-API totals per name, counted at once, equal one pass per name."""
+    from launchtui.analysis import iterations as itr
+    from launchtui.trace import names as nm
+    api = case.api
+    d = next(iter(ex.launch_devices(case)))
+    calls = ex.device_launch_calls(case, d)
+    it = itr.find(case, None, d)
+    got = rec._api_totals(case, it, calls)
+    inside = calls[rec._in_iterations(api.start[calls], it) >= 0]
+    want: dict = {}
+    for u in np.unique(api.name[inside]).tolist():
+        m = api.name[inside] == u
+        c = want.setdefault(nm.api_display_name(case.strings[u]), [0, 0])
+        c[0] += int(m.sum())
+        c[1] += int((api.end[inside][m] - api.start[inside][m]).sum())
+    assert got == [{"api_name": n, "count": c, "total_ms": round(t / 1e6, 3)}
+                   for n, (c, t) in sorted(want.items(), key=lambda x: (-x[1][1], x[0]))]
+    assert sum(r["count"] for r in got) == len(inside) > 0
+
+
+def _rules_direct(b, keys, rule, group, n_groups):
+    """phases._rules as it was: three per-op tests."""
+    total, best, top, none = b
+    has_phase = (top >= none) & (top > 0)
+    won = (keys >= 0) & (keys == best[group]) & has_phase[group]
+    cnt = np.bincount(group[won] * 4 + rule[won], minlength=n_groups * 4).reshape(n_groups, 4)
+    return [ph.RULE_NAMES.get(int(r)) if cnt[i].sum() else None for i, r in enumerate(cnt.argmax(axis=1))]
+
+
+def test_rules_per_group_equal_the_three_tests():
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        n_groups, width = int(rng.integers(0, 8)), int(rng.integers(1, 6))
+        n = int(rng.integers(0, 60)) if n_groups else 0
+        group = rng.integers(0, max(n_groups, 1), n)
+        keys = rng.integers(-1, width, n)
+        rule = rng.integers(0, 4, n).astype(np.int8)
+        b = ph._best(keys, width, group, n_groups)
+        assert ph._rules(b, keys, rule, group, n_groups) == _rules_direct(b, keys, rule, group, n_groups)

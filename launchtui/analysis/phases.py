@@ -212,12 +212,18 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
 
 
 def _best(keys: np.ndarray, width: int, group: np.ndarray, n_groups: int):
-    """Per group: (total ops, ops per key, most common key, its count, ops without a key)."""
-    total = np.bincount(group, minlength=n_groups)
-    has = keys >= 0
-    cnt = np.bincount(group[has] * width + keys[has], minlength=n_groups * width).reshape(n_groups, width)
-    best = cnt.argmax(axis=1)
-    return total, best, cnt[np.arange(n_groups), best], total - cnt.sum(axis=1)
+    """Per group: (total ops, most common key, its count, ops without a key). One count of
+    (group, key + 1) pairs: column 0 holds the ops without a key (-1), so no masked copies."""
+    w1 = width + 1
+    code = np.asarray(group).astype(np.int64)
+    code *= w1
+    code += keys
+    code += 1
+    cnt = np.bincount(code, minlength=n_groups * w1).reshape(n_groups, w1)
+    del code
+    total = cnt.sum(axis=1)
+    best = cnt[:, 1:].argmax(axis=1)
+    return total, best, cnt[np.arange(n_groups), best + 1], cnt[:, 0].copy()
 
 
 def group_phases(keys: np.ndarray, texts: list[str], group: np.ndarray, n_groups: int) -> list[tuple]:
@@ -256,6 +262,6 @@ def _phases(b, texts: list[str]) -> list[tuple]:
 def _rules(b, keys: np.ndarray, rule: np.ndarray, group: np.ndarray, n_groups: int) -> list:
     total, best, top, none = b
     has_phase = (top >= none) & (top > 0)             # per group, then one gather per op
-    won = (keys >= 0) & (keys == best[group]) & has_phase[group]
+    won = keys == np.where(has_phase, best, -2)[group]   # best >= 0: only ops with a key match
     cnt = np.bincount(group[won] * 4 + rule[won], minlength=n_groups * 4).reshape(n_groups, 4)
     return [RULE_NAMES.get(int(r)) if cnt[i].sum() else None for i, r in enumerate(cnt.argmax(axis=1))]
