@@ -16,14 +16,17 @@ def _sweep(a, b):
     return pieces
 
 
+def _random_set(rng, max_n: int, max_span: int):
+    """A disjoint sorted set: the union of up to `max_n` random intervals in [0, `max_span` + 30)."""
+    n, span = int(rng.integers(0, max_n)), int(rng.integers(1, max_span))
+    s = np.sort(rng.integers(0, span, n))
+    return iv.union(s, s + rng.integers(0, 30, n))
+
+
 def test_intersect_matches_sweep_on_random_sets():
     rng = np.random.default_rng(7)
     for _ in range(500):
-        sets = []
-        for _ in range(2):
-            n, span = int(rng.integers(0, 25)), int(rng.integers(1, 300))
-            s = np.sort(rng.integers(0, span, n))
-            sets.append(iv.union(s, s + rng.integers(0, 30, n)))
+        sets = [_random_set(rng, 25, 300) for _ in range(2)]
         if rng.random() < 0.3:   # touching and zero-length pieces
             s = np.arange(0, 100, 5)
             sets[0] = (s, s + rng.integers(0, 6, len(s)))
@@ -36,11 +39,7 @@ def test_intersect_in_blocks_gives_the_same_pieces(monkeypatch):
     monkeypatch.setattr(iv, "PAIR_BLOCK", 3)
     rng = np.random.default_rng(11)
     for _ in range(300):
-        sets = []
-        for _ in range(2):
-            n, span = int(rng.integers(0, 40)), int(rng.integers(1, 400))
-            s = np.sort(rng.integers(0, span, n))
-            sets.append(iv.union(s, s + rng.integers(0, 30, n)))
+        sets = [_random_set(rng, 40, 400) for _ in range(2)]
         got = iv.intersect(*sets)
         assert got[0].dtype == np.int64 and got[1].dtype == np.int64
         assert list(zip(got[0].tolist(), got[1].tolist())) == _sweep(*sets)
