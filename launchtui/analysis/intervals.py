@@ -70,13 +70,14 @@ def complement_kept(s: np.ndarray, e: np.ndarray, lo: int, hi: int):
     return gs, ge, ge > gs
 
 
-def _disjoint_sorted(s: np.ndarray, e: np.ndarray) -> bool:
+def disjoint_sorted(s: np.ndarray, e: np.ndarray) -> bool:
+    """Each interval non-negative and starting at or after the previous one's end."""
     return bool((e >= s).all() and (s[1:] >= e[:-1]).all())
 
 
 def intersect(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]):
     """Intersection of two disjoint sorted sets, as a disjoint sorted set."""
-    if _disjoint_sorted(*a) and _disjoint_sorted(*b):
+    if disjoint_sorted(*a) and disjoint_sorted(*b):
         return _intersect_pairs(a, b)
     t = np.concatenate([a[0], a[1], b[0], b[1]])
     d = np.concatenate([np.ones(len(a[0]), np.int64), -np.ones(len(a[1]), np.int64),
@@ -149,7 +150,7 @@ def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     run by run (np.repeat of the window index over each run) instead of a search per time."""
     t = np.asarray(t)
     starts, ends = np.asarray(starts), np.asarray(ends)
-    if not _in_order(t, starts, ends):
+    if not in_window_order(t, starts, ends):
         k = np.searchsorted(starts, t, side="right") - 1
         return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
     # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
@@ -162,7 +163,7 @@ def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     return np.repeat(label, np.diff(bounds))
 
 
-def _in_order(t, starts, ends) -> bool:
+def in_window_order(t, starts, ends) -> bool:
     """Times non-decreasing and the windows disjoint and in order: a window's times are one run."""
     return not ((len(t) > 1 and (t[1:] < t[:-1]).any()) or not len(starts)
                 or (ends < starts).any() or (ends[:-1] > starts[1:]).any())
@@ -328,6 +329,14 @@ class RangeMax:
                 levels.append(np.maximum(prev[:-h], prev[h:]))
                 k += 1
         self.levels = levels
+
+    @classmethod
+    def from_tables(cls, values: np.ndarray, block: int, empty, levels: list) -> RangeMax:
+        """The RangeMax of `values` from its block and sparse tables as built before (stored beside
+        the model): nothing recomputed, `values` not read."""
+        out = cls.__new__(cls)
+        out.v, out.B, out.empty, out.levels = np.asarray(values), block, empty, levels
+        return out
 
     def query(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         lo = np.asarray(lo, np.int64)

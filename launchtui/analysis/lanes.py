@@ -411,8 +411,7 @@ def queue_lanes(trace: Trace, stored: dict | None = None) -> dict:
         got = (stored or {}).get((ser.device, ser.stream))
         if got is not None and got[0] == len(v):
             _, peak, peak_t, block, empty, levels = got
-            vmax = RangeMax.__new__(RangeMax)   # the stored tables of these same values
-            vmax.v, vmax.B, vmax.empty, vmax.levels = v, block, empty, levels
+            vmax = RangeMax.from_tables(v, block, empty, levels)   # the stored tables of these values
         else:
             if len(v):
                 p = int(np.argmax(v))

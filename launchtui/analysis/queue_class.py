@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from launchtui.analysis import intervals as iv
-from launchtui.analysis.intervals import _in_order, in_windows  # noqa: F401 - in_windows: public here too
+from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full, spikes
 from launchtui.analysis.exposed import DeviceGaps, device_ops
 from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
@@ -82,7 +82,7 @@ def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> in
     if not len(s.t):
         return 0
     at_start = s.value_at(starts)
-    if _in_order(s.t, starts, ends):
+    if in_window_order(s.t, starts, ends):
         # each iteration's changes are one slice of the series: a max per slice (reduceat over the
         # slice bounds a_0, b_0, a_1, ...; the odd results, between iterations, are dropped)
         a = np.searchsorted(s.t, starts, side="left")
@@ -116,7 +116,7 @@ def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarra
     stream's ops (a mask or op indices in start order)."""
     ops = trace.ops
     busy = ops.start[m], ops.end[m]
-    if not iv._disjoint_sorted(*busy):   # a stream runs one op at a time: normally no union to take
+    if not iv.disjoint_sorted(*busy):   # a stream runs one op at a time: normally no union to take
         busy = iv.union(*busy)
     if not len(s.t):
         total = iv.measure_in(busy[0], busy[1], starts, ends)

@@ -15,7 +15,8 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.fixes import SYNC_FIX, rule_for
 from launchtui.analysis.sources import dominant_sites
 from launchtui.analysis.phases import attributed_phase_keys, group_phases_and_rules, main_thread
-from launchtui.analysis.queue_class import classify, in_windows
+from launchtui.analysis.intervals import in_windows
+from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Shared
 from launchtui.trace.arrays import unique_sorted
@@ -176,19 +177,24 @@ def _shown_groups(trace: Trace, it: itr.Iterations, opt: RecordOptions, k: np.nd
     keys, texts, prule = attributed_phase_keys(trace, k, it.base_depth, opt.phase_level, main)
     phase, rules = group_phases_and_rules(keys, texts, prule, g, ng)
     source = dominant_sites(trace, a, g, ng)
-    # k ascends: a group's first launch is its first position (a few rows: one pass each, no ufunc.at)
-    full_names = {}
-    if len(shown) > 8:
-        firsts = np.full(ng, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(firsts, g, k)
-    for i in shown:
-        if len(shown) > 8:
-            first = int(firsts[i]) if firsts[i] < np.iinfo(np.int64).max else -1
-        else:
-            at = int(np.argmax(g == i)) if len(g) else 0
-            first = int(k[at]) if len(g) and g[at] == i else -1
-        full_names[i] = trace.strings[int(trace.ops.full_name[first])] if first >= 0 else ""
+    full_names = {i: trace.strings[int(trace.ops.full_name[f])] if f >= 0 else ""
+                  for i, f in _first_launches(k, g, ng, shown).items()}
     return phase, rules, source, full_names
+
+
+def _first_launches(k: np.ndarray, g: np.ndarray, ng: int, shown: list[int]) -> dict[int, int]:
+    """Per group of `shown`: its first launch (`k` ascends: its first position), -1 without one.
+    A few groups: one pass each; more: one minimum.at over all launches."""
+    if len(shown) <= 8:
+        out = {}
+        for i in shown:
+            at = int(np.argmax(g == i)) if len(g) else 0
+            out[i] = int(k[at]) if len(g) and g[at] == i else -1
+        return out
+    none = np.iinfo(np.int64).max
+    firsts = np.full(ng, none, np.int64)
+    np.minimum.at(firsts, g, k)
+    return {i: int(firsts[i]) if firsts[i] < none else -1 for i in shown}
 
 
 def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGaps, lo: int, hi: int,

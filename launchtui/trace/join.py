@@ -151,18 +151,18 @@ def time_order(start, end, *tie_keys):
     look at the other keys only where starts tie: no n-long integer temporaries (issue 11).
     """
     keys = (end,) + tie_keys
-    if _in_order(start, keys):
+    if in_order(start, keys):
         return None, start
     order = np.argsort(start, kind="stable")
     s = start[order]
-    if _in_order(s, keys, order):
+    if in_order(s, keys, order):
         return order, s
     del s
     order = np.lexsort(tuple(reversed((start,) + keys)))
     return order, start[order]
 
 
-def _in_order(first, others, order=None) -> bool:
+def in_order(first, others, order=None) -> bool:
     """Rows (in `order`, when given) sorted lexicographically by `first`, then `others`? `first`
     is already permuted; the others are read through `order` at tied positions only."""
     if len(first) < 2:

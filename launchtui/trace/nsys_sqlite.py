@@ -21,7 +21,7 @@ from launchtui.errors import TraceError
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_stacks
-from launchtui.trace.join import _in_order, finalize   # _in_order: the very test finalize applies
+from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
@@ -349,7 +349,7 @@ def _merge_in_time_order(ops: GpuOps, spans: list[tuple[int, int, int]]) -> None
     if len(runs) < 2 or runs[0][0] != 0:
         return
     start, end, dev, stream = ops.start, ops.end, ops.device, ops.stream
-    if not all(_in_order(start[a:b], (end[a:b], dev[a:b], stream[a:b])) for a, b in runs):
+    if not all(in_order(start[a:b], (end[a:b], dev[a:b], stream[a:b])) for a, b in runs):
         return
     n_first = runs[0][1]
     rest = np.lexsort((stream[n_first:], dev[n_first:], end[n_first:], start[n_first:])) + n_first  # stable

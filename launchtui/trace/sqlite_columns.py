@@ -130,7 +130,11 @@ def _dense(lo, hi) -> bool:
 def table_capacity(con: sqlite3.Connection, table: str, where: str = "") -> int:
     """At least as many rows as `fetch_int_columns(con, table, ..., where)` returns: the rowid span,
     else (empty, WITHOUT ROWID or sparse rowids) a count. Sizes the arrays it may fill (`out`)."""
-    lo, hi = _rowid_bounds(con, table)
+    return _capacity(con, table, where, *_rowid_bounds(con, table))
+
+
+def _capacity(con: sqlite3.Connection, table: str, where: str, lo, hi) -> int:
+    """table_capacity() with the rowid bounds known."""
     if _dense(lo, hi):
         return hi - lo + 1
     return con.execute(f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")).fetchone()[0]
@@ -191,12 +195,7 @@ def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> di
     """One pass of the C reader over the whole table (no windows: it holds no column texts), into
     `out` or arrays sized by the rowid span, else by a count. None: let the group_concat path read it."""
     where_sql = f" WHERE {where}" if where else ""
-    if out is not None:
-        capacity = 0
-    elif _dense(lo, hi):
-        capacity = hi - lo + 1
-    else:   # empty, WITHOUT ROWID or sparse rowids
-        capacity = con.execute(f'SELECT count(*) FROM "{table}"{where_sql}').fetchone()[0]
+    capacity = 0 if out is not None else _capacity(con, table, where, lo, hi)
     required = _required(exprs, notnull)
     sql = f'SELECT {", ".join(exprs.values())} FROM "{table}" NOT INDEXED{where_sql}'
     got = native_columns.scan(native_columns.connection_uri(con), sql, list(exprs),

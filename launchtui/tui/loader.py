@@ -90,7 +90,6 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     from launchtui.analysis import nvtx
     from launchtui.analysis.backpressure import backpressure, timeline_marks
     from launchtui.analysis.index import trace_index
-    from launchtui.analysis.lanes import build_lanes, set_spike_threshold
     from launchtui.analysis.select import SelectionSpec, build_selection
     from launchtui.trace.cache import commit
     from launchtui.trace.load import open_trace
@@ -118,8 +117,7 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
         lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
         progress("building timeline lanes", len(trace.ops))
-        lanes = build_lanes(trace)
-        set_spike_threshold(lanes, options.spike_us, options.spike_factor)
+        lanes = _built_lanes(trace, options)
     t["lanes"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     if stored is None:
@@ -157,9 +155,14 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
 
 def build_pending_lanes(loaded: Loaded) -> Lanes:
     """The lanes `load(defer_lanes=True)` left pending, built (off the UI thread)."""
+    return _built_lanes(loaded.trace, loaded.options)
+
+
+def _built_lanes(trace, options: Options) -> Lanes:
+    """The timeline lanes of `trace`, their spike cells at `options`' thresholds."""
     from launchtui.analysis.lanes import build_lanes, set_spike_threshold
-    lanes = build_lanes(loaded.trace)
-    set_spike_threshold(lanes, loaded.options.spike_us, loaded.options.spike_factor)
+    lanes = build_lanes(trace)
+    set_spike_threshold(lanes, options.spike_us, options.spike_factor)
     return lanes
 
 

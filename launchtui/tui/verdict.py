@@ -154,14 +154,13 @@ def phase_batches(counts: np.ndarray, groups: np.ndarray, limit: int | None = No
 
 def _base_depths(trace, op_idx: np.ndarray, base_depth: int, spans) -> np.ndarray:
     """Per launch: the depth its phase path starts at, `base_depth` inside an iteration span, else 0."""
+    from launchtui.analysis.intervals import in_windows
     base = np.zeros(len(op_idx), np.int64)
     if base_depth and len(spans):
         t = trace.api.start[trace.ops.api[op_idx]]
         starts = np.array([a for a, _ in spans], np.int64)
         ends = np.array([b for _, b in spans], np.int64)
-        k = np.searchsorted(starts, t, side="right") - 1
-        inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
-        base[inside] = base_depth
+        base[in_windows(t, starts, ends) >= 0] = base_depth
     return base
 
 
