@@ -496,3 +496,23 @@ def test_address_space_limit_gives_one_line(tmp_path):
         pytest.skip("the read fitted under the limit on this machine")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
     assert "not enough memory to read this trace; it needs about" in r.stderr
+
+
+# --- file names that are not UTF-8 ----------------------------------------------------------------
+@pytest.mark.parametrize("source", ["nsys/0x822a5b87__test-cuda__report1.nsys-rep", "demo.sqlite", "demo.json.gz"])
+def test_non_utf8_file_name_is_read_or_refused_in_one_line(source, tmp_path, capsys, monkeypatch):
+    """A POSIX name may hold any bytes: every place that hashes or prints the path takes them
+    (the .nsys-rep export key once encoded the path as UTF-8 and raised UnicodeEncodeError)."""
+    src = ROOT / "fixtures/demo" / source if source.startswith("demo") else sample(source)
+    name = os.fsdecode(b"bad\xff\xfename" + src.name.encode()[src.name.find("."):] if source.startswith("demo")
+                       else b"bad\xff\xfename.nsys-rep")
+    p = tmp_path / name
+    shutil.copy(src, p)
+    monkeypatch.setenv("PATH", str(tmp_path))   # no nsys: the report gives the export command
+    for cmd in (["info", p], ["report", "--json", p], ["record", p]):
+        rc, out, err = run(cmd, capsys, monkeypatch, tmp_path)
+        if source.startswith("demo"):
+            assert rc == 0 and err == "" and out, (cmd, err)
+        else:
+            one_line(rc, err, "nsys export --type sqlite")
+            assert "\\xff\\xfe" in err

@@ -6,6 +6,7 @@ import numpy as np
 from launchtui.analysis.diff import build_diff, side
 from launchtui.analysis.iteration_tables import iteration_tables
 from launchtui.trace.model import Trace
+from launchtui.errors import printable
 
 
 def record_of(trace: Trace, iter_name: str | None = None) -> dict:
@@ -24,7 +25,7 @@ def diff_side(trace: Trace, iter_name: str | None = None) -> dict:
     src = trace.source
     streams = {(r["device_id"], r["stream_id"]) for r in record.get("streams") or []}
     return side(record, iteration_tables(trace, spans, record.get("device_id"), streams),
-                {"path": src.path, "format": src.format, "producer": src.producer, "version": src.version})
+                {"path": printable(src.path), "format": src.format, "producer": src.producer, "version": src.version})
 
 
 def diff_document(before: Trace, after: Trace, iter_name: str | None = None) -> dict:

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.errors import printable
 
 # GPU op kinds
 OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
@@ -247,7 +248,7 @@ class SourceInfo:
     extra: dict = field(default_factory=dict)  # small facts worth showing (schema, rank, ...)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns, "format": self.format,
+        return {"path": printable(self.path), "size": self.size, "mtime_ns": self.mtime_ns, "format": self.format,
                 "producer": self.producer, "version": self.version}
 
 

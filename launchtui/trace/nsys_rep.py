@@ -37,7 +37,7 @@ def report_version(path: Path) -> str:
 
 def export_target(path: Path) -> Path:
     st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
+    key = b"%s|%d|%d" % (os.fsencode(path.resolve()), st.st_size, st.st_mtime_ns)  # any bytes a name holds
     digest = hashlib.sha256(key).hexdigest()[:20]
     return cache_dir() / "nsys-export" / f"{path.stem}-{digest}.sqlite"
 

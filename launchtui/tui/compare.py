@@ -21,6 +21,7 @@ from launchtui.tui.app import LaunchApp
 from launchtui.tui.messages import LoadFailed, TraceLoaded
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.widgets.timeline import Timeline
+from launchtui.errors import printable
 
 CSS = """
 CompareScreen { layout: vertical; }
@@ -124,7 +125,7 @@ class CompareScreen(Screen):
         self.timelines = []
         for name, ld in (("before", self.before), ("after", self.after)):
             src = ld.trace.source
-            yield Static(f" {name.upper()}: {src.path} ({src.format})", classes="side", id=f"{name}-label")
+            yield Static(f" {name.upper()}: {printable(src.path)} ({src.format})", classes="side", id=f"{name}-label")
             tl = Timeline(ld.trace, ld.lanes, ld.marks, fit_window=ld.fit_window, min_ns_per_col=ld.clock_ns,
                           windows=ld.windows(), id=f"{name}-timeline")
             self.timelines.append(tl)

@@ -40,6 +40,7 @@ from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.verdict import VerdictReady, VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
+from launchtui.errors import printable
 
 CSS = """
 MainScreen { layout: vertical; }
@@ -171,7 +172,7 @@ class MainScreen(Screen):
                          for d, n in sorted(tr.devices.items())) or "none"
         shown = "all" if self.device is None else str(self.device)
         ver = f" {src.version}" if src.version else ""
-        l1 = f" {Path(src.path).name} │ {src.producer}{ver} │ GPUs {devs}"
+        l1 = f" {printable(Path(src.path).name)} │ {src.producer}{ver} │ GPUs {devs}"
         l2 = (f" selected: {self._spec_label()} │ device shown: {shown} │ GPU-op window {win} │ "
               f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
