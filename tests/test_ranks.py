@@ -115,7 +115,8 @@ def test_cli_scheduler_address_and_scheduler_file_use_the_cluster(job8, pool_doc
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         sched_file = tmp_path / "scheduler.json"
         client.write_scheduler_file(str(sched_file))
-        p = _cli("report", job8[0], "--json", "--scheduler", cluster.scheduler_address, env_cache=tmp_path / "c1")
+        # options before the directory, as argparse users write them
+        p = _cli("report", "--json", "--scheduler", cluster.scheduler_address, job8[0], env_cache=tmp_path / "c1")
         assert p.returncode == 0, p.stderr
         by_address = json.loads(p.stdout)
         env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c2"), "LAUNCHTUI_DASK_SCHEDULER": str(sched_file)}
@@ -151,6 +152,27 @@ def test_dask_worker_killed_mid_run_still_completes(job8, pool_doc):
     else:  # or the lost ranks are named with the reason, and the others still agree
         assert all("lost on the cluster" in r["error"] for r in lost)
         assert doc["verdict"].startswith(f"{8 - len(lost)} of 8 ranks read")
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "DIR", "--json", "--scheduler", "tcp://h:8786"],
+    ["report", "--json", "--scheduler", "tcp://h:8786", "DIR"],
+    ["report", "--scheduler=tcp://h:8786", "DIR", "--json"],
+    ["record", "--workers", "3", "DIR"],
+    ["report", "--trim", "1", "2", "DIR", "--thresholds", "900", "1000", "--workers", "2"],
+    ["report", "--trim", "-1", "2", "DIR"],
+    ["DIR", "--scheduler", "tcp://h:8786"],
+    ["--scheduler", "tcp://h:8786", "DIR"],
+])
+def test_ranks_are_found_with_options_in_any_order(argv, job8):
+    """The directory is found wherever it stands among the options, and an option's value (an
+    address, a number) is never taken for a trace."""
+    from launchtui.cli import _ranks_command
+    argv = [str(job8[0]) if a == "DIR" else a for a in argv]
+    cmd = argv[0] if argv[0] in ("report", "record") else "tui"
+    assert _ranks_command(cmd, argv) == (cmd, argv[1:] if cmd != "tui" else argv)
+    single = [a if a != str(job8[0]) else str(next(job8[0].glob("*.json*"))) for a in argv]
+    assert _ranks_command(cmd, single) is None, "one file stays a single-trace command"
 
 
 def test_cli_report_dir_text_and_json(job8, tmp_path):

@@ -369,3 +369,26 @@ def test_conclusion_too_little_is_null_and_diff_reads_it():
     # the record's level carries the middle band, so a diff says "partly launch-bound → not launch-bound"
     assert launch_class({"launch_bound": False, "launch_bound_level": "partly launch-bound"}) == "partly launch-bound"
     assert launch_class({"launch_bound": None, "launch_bound_level": None}) == "unknown"
+
+
+def test_names_full_groups_the_top_rows_by_distinguishing_name(traces, tmp_path, capsys):
+    """`record --names full` ranks the optimizer's functors apart (elementwise_kernel<AddcmulFunctor>
+    ...), as `report --names full` does; the option is stated in the record."""
+    from launchtui.cli import main
+    trace, w, _ = traces("profiler_step")
+    short, full = _record(trace), _record(trace, names="full")
+    assert short["options"]["names"] == "short" and full["options"]["names"] == "full"
+    assert "elementwise_kernel" in {r["kernel_name"] for r in short["top"]}
+    full_names = [r["kernel_name"] for r in full["top"]]
+    assert all("<" in n and n.endswith("Functor>") for n in full_names if n.startswith("elementwise_kernel")), full_names
+    assert any(n.startswith("elementwise_kernel<") for n in full_names), full_names
+    # the rows split the short group: the full rows' launches never exceed the short row's
+    by_short = {r["kernel_name"]: r["launches"] for r in short["top"]}
+    for r in full["top"]:
+        base = r["kernel_name"].split("<")[0]
+        if base in by_short:
+            assert r["launches"] <= by_short[base]
+    p = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
+    assert main(["record", "--json", "--names", "full", "--no-cache", str(p)]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert [r["kernel_name"] for r in cli["top"]] == full_names

@@ -37,6 +37,7 @@ class RecordOptions:
     min_launches: int = CONFIG.min_launches
     max_avg_us: float = CONFIG.max_avg_us
     phase_level: int = 1
+    names: str = CONFIG.names     # how the top kernels group: "short" or "full" (distinguishing) names
     top: int = 3
     backpressure: Options = Options()
 
@@ -77,7 +78,7 @@ def _in_iterations(t: np.ndarray, it: itr.Iterations) -> np.ndarray:
 def _top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions,
                  shared: Shared):
     """Small kernels launched inside the iterations, ranked by launch cost per iteration."""
-    gr = shared.kernel_groups_on(sel, devices)
+    gr = shared.kernel_groups_on(sel, devices, opt.names)
     ops, api = trace.ops, trace.api
     k, g = gr.op_idx, gr.op_group
     a = ops.api[k]
@@ -266,7 +267,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     devs = ex.launch_devices(trace, sel.devices)
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
-                             "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level}}
+                             "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
     if not devs and not len(trace.ops):
         calls = cpu_busy.launch_calls(trace, sel.t0 if sel.t0 is not None else -2**62,
                                       sel.t1 if sel.t1 is not None else 2**62)
