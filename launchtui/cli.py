@@ -226,7 +226,8 @@ def _record_options(args):
 
 
 def cmd_record(args) -> int:
-    from launchtui.analysis.record import build_record, render_markdown
+    from launchtui.analysis.record import build_record
+    from launchtui.analysis.record_markdown import render_markdown
     from launchtui.output import dumps
     from launchtui.analysis.select import selection_from_args
     trace = _load(args, need_cuda=True)

@@ -14,7 +14,8 @@ from fixtures import cpu_sched as cs
 from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis import cpu_busy
-from launchtui.analysis.record import GPU_NOT_RECORDED, build_record, render_markdown
+from launchtui.analysis.record import GPU_NOT_RECORDED, build_record
+from launchtui.analysis.record_markdown import render_markdown
 from launchtui.trace import nsys_cpu
 from launchtui.trace.load import open_trace
 

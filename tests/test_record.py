@@ -15,7 +15,8 @@ from launchtui.analysis import exposed as ex
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.fixes import rule_for
 from launchtui.analysis.phases import normalise
-from launchtui.analysis.record import SCHEMA, RecordOptions, build_record, render_markdown
+from launchtui.analysis.record import SCHEMA, RecordOptions, build_record
+from launchtui.analysis.record_markdown import render_markdown
 from launchtui.trace.load import open_trace
 
 
@@ -360,7 +361,7 @@ def test_conclusion_not_launch_bound_and_whole_window_wording(traces):
 
 def test_conclusion_too_little_is_null_and_diff_reads_it():
     from launchtui.analysis.diff import launch_class
-    from launchtui.analysis.record import conclusion
+    from launchtui.analysis.record_conclusion import conclusion
     assert conclusion({"too_little": "3 launches in 20.0 µs"}) == (
         None, "cannot judge: too little activity (3 launches in 20.0 µs)")
     assert launch_class({"launch_bound": None, "overhead_share": 0.5}) == "unknown"

@@ -9,7 +9,8 @@ import pytest
 from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.record import RecordOptions, bound_level, build_record, conclusion
+from launchtui.analysis.record import RecordOptions, build_record
+from launchtui.analysis.record_conclusion import bound_level, conclusion
 from launchtui.trace.load import open_trace
 
 

@@ -94,6 +94,7 @@ from fixtures import synth   # noqa: E402
 from launchtui.analysis import exposed as ex   # noqa: E402
 from launchtui.analysis import phases as ph   # noqa: E402
 from launchtui.analysis import record as rec   # noqa: E402
+from launchtui.analysis import record_top as top   # noqa: E402
 from launchtui.analysis.launches import kernel_groups   # noqa: E402
 from launchtui.analysis.sources import dominant_sites   # noqa: E402
 from launchtui.trace.load import open_trace   # noqa: E402
@@ -154,7 +155,7 @@ def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
     want_source = dominant_sites(case, a, g, ng)
     rng = np.random.default_rng(1)
     for shown in ([0], list(range(ng)), sorted(rng.choice(ng, min(ng, 4), replace=False).tolist())):
-        phase, rules, source, full = rec._shown_groups(case, it, opt, k, g, a, np.ones(len(k), bool), ng, shown)
+        phase, rules, source, full = top._shown_groups(case, it, opt, k, g, a, np.ones(len(k), bool), ng, shown)
         for i in shown:
             assert phase[i] == want_phase[i] and rules[i] == want_rules[i] and source[i] == want_source[i]
             assert full[i] == case.strings[int(case.ops.full_name[k[g == i].min()])]
@@ -249,7 +250,7 @@ def test_sums_inside_equal_the_sums_over_the_launches_inside(case, share_inside)
     k, g = gr.op_idx, gr.op_group
     a = case.ops.api[k]
     inside = np.random.default_rng(3).random(len(k)) < share_inside
-    got = rec._sums_inside(case, gr, k, g, a, inside)
+    got = top._sums_inside(case, gr, k, g, a, inside)
     ops, api = case.ops, case.api
     ki, gi, ai = k[inside], g[inside], a[inside]
     ng = len(gr)
@@ -351,7 +352,7 @@ def test_api_totals_equal_a_pass_per_name(case):
     calls = ex.device_launch_calls(case, d)
     it = itr.find(case, None, d)
     got = rec._api_totals(case, it, calls)
-    inside = calls[rec._in_iterations(api.start[calls], it) >= 0]
+    inside = calls[it.index_of(api.start[calls]) >= 0]
     want: dict = {}
     for u in np.unique(api.name[inside]).tolist():
         m = api.name[inside] == u

@@ -13,7 +13,8 @@ from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis.phases import (BACKWARD_PHASE, RULE_BACKWARD, RULE_MAIN_THREAD, RULE_NONE,
                                        attributed_phase_keys, main_thread)
-from launchtui.analysis.record import RecordOptions, build_record, render_markdown
+from launchtui.analysis.record import RecordOptions, build_record
+from launchtui.analysis.record_markdown import render_markdown
 from launchtui.trace.load import open_trace
 from launchtui.trace.model import STACK_BACKWARD
 

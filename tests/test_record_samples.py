@@ -6,7 +6,8 @@ import json
 import pytest
 
 from conftest import sample, snapshot
-from launchtui.analysis.record import build_record, record_with_streams, render_markdown
+from launchtui.analysis.record import build_record, record_with_streams
+from launchtui.analysis.record_markdown import render_markdown
 from launchtui.cli import main
 from launchtui.trace.load import open_trace
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.phases import normalise
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
@@ -50,6 +51,10 @@ class Iterations:
 
     def durations(self) -> np.ndarray:
         return self.end - self.start
+
+    def index_of(self, t: np.ndarray) -> np.ndarray:
+        """Per time: the index of the iteration [start, end) holding it, -1 when none."""
+        return in_windows(t, self.start, self.end)
 
     def to_json(self) -> dict:
         d = self.durations()

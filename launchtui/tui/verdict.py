@@ -172,7 +172,7 @@ ORDER = {"saturated": 0, "dry": 1, "normal": 2}
 
 def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
     """One line per queue class present, most severe first: the streams in it (short terms)."""
-    from launchtui.analysis.record import class_mix
+    from launchtui.analysis.record_conclusion import class_mix
     lines, styles = [], []
     for cls in sorted({s["queue_class"] for s in doc["streams"]}, key=ORDER.get):
         lines.append(f" {cls}: " + ", ".join(
@@ -220,7 +220,7 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
     """The record in a few lines. FULL: headline, figures, iterations, one verdict per stream, the top
     kernels. COMPACT: the conclusion and one line per queue class. ONE: a single line (`one_line`)."""
     from launchtui.analysis.cpu_busy import cpu_line
-    from launchtui.analysis.record import phase_label
+    from launchtui.analysis.record_markdown import phase_label
     if form == ONE:
         line, style = one_line(doc)
         return [line], [style]
@@ -254,7 +254,7 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
                  f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
                  f"table {settings.label()} (m/M u/U P)")
     styles.append(Style())
-    from launchtui.analysis.record import class_mix
+    from launchtui.analysis.record_conclusion import class_mix
     for s in doc["streams"]:
         lim = f", limit {s['observed_limit']}" if s["observed_limit"] is not None else ""
         lines.append(f" GPU {s['device_id']} stream {s['stream_id']}: {s['queue_class']}{class_mix(s)} "

@@ -1,0 +1,13 @@
+"""Numbers and names in prose: durations that never read as 0, names elided to a width."""
+from __future__ import annotations
+
+
+def dur(ms: float) -> str:
+    """A duration for prose: ms, or µs below 1 ms so tiny windows do not read as 0."""
+    if ms >= 1:
+        return f"{ms:,.3f} ms"
+    return f"{ms * 1e3:,.1f} µs" if ms >= 1e-3 else f"{ms * 1e6:,.0f} ns"
+
+
+def short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width - 1] + "…"
