@@ -1,0 +1,101 @@
+"""Cold start: slow launch calls that load code, not steady-state launch cost (definitions.md §V12).
+
+A kernel's first launch may pay for lazy module or code-object loading, context creation or a JIT
+(6.5 ms on ROCm, up to 0.6-1.3 s for CUDA contexts, cuDNN or JIT loads). Such a call is slow
+once; it is not backpressure (its queue is empty) and not the launch cost a fix can remove. A slow
+launch call (a launch spike, §6) is a cold start when it is the first launch of its kernel on its
+device, or when a module-load call on its thread overlaps it or ended shortly before it began,
+and its stream held at most a few pending ops (a deep queue makes a slow call backpressure, and a
+time-sliced capture's first launches are not the process's first).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.model import API_LAUNCH, Trace
+
+MODULE_LOAD_PREFIXES = ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGetKernel", "cuModuleGetFunction",
+                        "hipModuleLoad", "hipLibraryLoad", "cudaLibraryLoad")
+NEAR_NS = 1_000_000      # a load that ended this shortly before the call is part of its start-up
+SHALLOW_DEPTH = 4        # pending ops at most this: the call cannot be waiting for queue space
+WARM_UP_SHARE = 0.5      # more launches than this are first launches: nothing ran in steady state
+
+
+@dataclass
+class ColdStart:
+    calls: np.ndarray            # API indices of the cold-start launch calls, sorted
+    first_launch: np.ndarray     # per call: the first launch of its kernel on its device
+    module_load: np.ndarray      # per call: a module load overlaps it or ended just before it
+    total_ns: int                # their launch-API time
+    launches: int                # kernel launch calls in the trace
+    first_launches: int          # of which the first launch of their kernel (on their device)
+
+    @property
+    def warm_up(self) -> bool:
+        """A capture in which most launches are first launches: it shows start-up, not the steady
+        state a launch-overhead verdict is about."""
+        return self.launches > 0 and self.first_launches > WARM_UP_SHARE * self.launches
+
+    def to_json(self) -> dict:
+        return {"calls": int(len(self.calls)), "total_ms": round(self.total_ns / 1e6, 3),
+                "with_module_load": int(self.module_load.sum()), "first_launches": int(self.first_launch.sum()),
+                "launches": self.launches, "distinct_first_launches": self.first_launches,
+                "warm_up_capture": self.warm_up}
+
+
+def _module_loads(trace: Trace) -> np.ndarray:
+    names = trace.strings
+    ids = [u for u in unique_sorted(trace.api.name).tolist() if names[u].startswith(MODULE_LOAD_PREFIXES)]
+    return np.flatnonzero(np.isin(trace.api.name, ids)) if ids else np.zeros(0, np.int64)
+
+
+def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
+    """(mask over API rows: the launch call that first launched each (device, kernel full name),
+    the number of kernel launch calls). The first by call start, then API index for equal starts
+    of one name (a rule on the data: equal starts on one thread cannot happen)."""
+    ops, api = trace.ops, trace.api
+    launched = np.flatnonzero(ops.api >= 0)
+    a = ops.api[launched]
+    kind_ok = api.kind[a] == API_LAUNCH
+    launched, a = launched[kind_ok], a[kind_ok]
+    first = np.zeros(len(api), bool)
+    n_calls = int(len(unique_sorted(a))) if len(a) else 0
+    if not len(a):
+        return first, 0
+    key = ops.device[launched].astype(np.int64) * (1 << 32) + ops.full_name[launched].astype(np.int64)
+    o = np.lexsort((a, api.start[a], key))
+    k = key[o]
+    head = np.ones(len(k), bool)
+    head[1:] = k[1:] != k[:-1]
+    first[a[o][head]] = True
+    return first, n_calls
+
+
+def cold_start(trace: Trace, spikes: list) -> ColdStart:
+    """The cold-start calls among `spikes` (backpressure.spikes episodes, §6)."""
+    api = trace.api
+    shallow = {e.worst_api for e in spikes if e.worst_api >= 0 and 0 <= e.max_depth <= SHALLOW_DEPTH
+               and not e.command_buffer_full}
+    spike_calls = np.array(sorted(shallow), np.int64)
+    first, n_calls = _first_launch_calls(trace)
+    n_first = int(first.sum())
+    is_first = first[spike_calls] if len(spike_calls) else np.zeros(0, bool)
+    near = np.zeros(len(spike_calls), bool)
+    loads = _module_loads(trace)
+    if len(loads) and len(spike_calls):
+        for thread in np.unique(api.thread[spike_calls]).tolist():   # per thread with spikes
+            mine = np.flatnonzero(api.thread[spike_calls] == thread)
+            lt = loads[api.thread[loads] == thread]
+            if not len(lt):
+                continue
+            ls, le = api.start[lt], api.end[lt]
+            for i in mine.tolist():   # spikes are rare events
+                c = spike_calls[i]
+                near[i] = bool(((ls < api.end[c]) & (le >= api.start[c] - NEAR_NS)).any())
+    cold = is_first | near
+    calls = spike_calls[cold]
+    return ColdStart(calls, is_first[cold], near[cold], int((api.end[calls] - api.start[calls]).sum()),
+                     n_calls, n_first)

@@ -1,0 +1,250 @@
+"""GPU idle time by cause: what the GPU waited for in each idle gap (docs/definitions.md §V2).
+
+Every idle gap [g0, g1) of a device ends when an op starts; that op's launch call [a0, a1) tells
+what the GPU waited for (domain.md §12). With L the trace's own submission latency:
+
+    g0 ........ a0 ........ a1 + L ........ g1
+    | head      | tail      | dependency    |
+
+- head [g0, min(a0, g1)): the op was not launched yet. Launch calls in flight there are *launch*;
+  the rest is the host between launches: *host* (per-op overhead) when the stretch is shorter
+  than HOST_STALL_NS, else a *host stall* (data loading, Python work between GPU bursts).
+- tail [max(g0, a0), e), e = min(g1, max(g0, a1 + L)): the call and its submission: *launch*;
+  *sync* when the call is a copy or memset (a pageable or synchronous copy blocks the host until
+  the data is staged), *cold start* when it is a cold-start launch call (cold_start.py).
+- [e, g1): the op could have started and did not: *dependency* (an event or cross-stream wait,
+  a collective, unrecorded work, or a queue that held it).
+- a host sync (on the thread that made the call) in flight when the GPU went idle: head and
+  tail are *sync* instead (the host restarting a queue the sync drained).
+- the ending op has no launch row, or nothing ends the gap: *unattributed*.
+The parts of a gap are disjoint and cover it, so the causes add up to the idle time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import intervals as iv
+from launchtui.analysis.cpu_busy import host_blocking_calls
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+
+CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "unattributed")
+HOST_BOUND = ("launch", "host")        # what CUDA graphs / torch.compile remove
+HOST_STALL_NS = 1_000_000              # one host stretch this long is not per-op dispatch (domain.md §1)
+DEFAULT_LATENCY_NS = 5_000             # when the trace shows too few launches onto an idle stream
+MIN_LATENCY_SAMPLES = 20
+SYNC_SLACK_NS = 5_000                  # a sync that returned this shortly before the GPU went idle
+
+
+@dataclass
+class Latency:
+    """The trace's own submission latency: median (op start − call end) over kernel launches onto
+    a stream that was idle when the call returned (definitions.md §V2)."""
+    ns: int
+    samples: int
+    measured: bool
+
+    def to_json(self) -> dict:
+        return {"us": round(self.ns / 1e3, 3), "samples": self.samples,
+                "source": "measured" if self.measured else f"default (fewer than {MIN_LATENCY_SAMPLES} samples)"}
+
+
+def submission_latency(trace: Trace, on: np.ndarray) -> Latency:
+    """`on`: the device's ops, ascending indices (start order)."""
+    ops, api = trace.ops, trace.api
+    a = ops.api[on]
+    o = np.argsort(ops.stream[on], kind="stable")       # (stream, start) order
+    so, ao = on[o], a[o]
+    same = np.zeros(len(so), bool)
+    same[1:] = ops.stream[so[1:]] == ops.stream[so[:-1]]
+    prev_end = np.full(len(so), np.iinfo(np.int64).min, np.int64)
+    prev_end[1:][same[1:]] = ops.end[so[:-1]][same[1:]]
+    ok = ao >= 0
+    ok[ok] = api.kind[ao[ok]] == API_LAUNCH
+    a0 = np.where(ok, api.start[np.maximum(ao, 0)], 0)
+    a1 = np.where(ok, api.end[np.maximum(ao, 0)], 0)
+    ok &= (prev_end <= a1) & (ops.start[so] >= a0)
+    n = int(ok.sum())
+    if n < MIN_LATENCY_SAMPLES:
+        return Latency(DEFAULT_LATENCY_NS, n, False)
+    return Latency(max(0, int(np.median(ops.start[so[ok]] - a1[ok]))), n, True)
+
+
+def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
+    """Per gap end g1: the op that ends the gap, -1 when none. Of the device's ops (`on`, in start
+    order) the first starting at or after g1 (a gap cut at the window's end is ended by the op
+    past it); among ops starting together, one with a launch row first, then the earliest call
+    start, then the lowest stream id: a rule on the data, not on the file's row order."""
+    ops, api = trace.ops, trace.api
+    st = ops.start[on]
+    on = _launch_order_within_ties(trace, on, st)
+    j = np.searchsorted(st, g1, side="left")
+    out = np.full(len(g1), -1, np.int64)
+    has = j < len(on)
+    out[has] = on[j[has]]
+    return out
+
+
+def _launch_order_within_ties(trace: Trace, on: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """`on` with each run of equal starts reordered by (no launch row, call start, stream): the runs
+    keep their positions, so a search on the starts still finds each run's first."""
+    if len(st) < 2:
+        return on
+    eq = st[1:] == st[:-1]
+    if not eq.any():
+        return on
+    tie = np.zeros(len(st), bool)
+    tie[1:] = eq
+    tie[:-1] |= eq
+    pos = np.flatnonzero(tie)
+    ops, api = trace.ops, trace.api
+    t = on[pos]
+    a = ops.api[t]
+    call_start = np.where(a >= 0, api.start[np.maximum(a, 0)], 0)
+    out = on.copy()
+    out[pos] = t[np.lexsort((ops.stream[t], call_start, a < 0, st[pos]))]
+    return out
+
+
+def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per (API call, time): was a host-blocking call on that call's thread in flight at t (started
+    at or before it, ended no earlier than SYNC_SLACK_NS before it)? One search per thread that
+    syncs, not per gap."""
+    api = trace.api
+    out = np.zeros(len(calls), bool)
+    blocking = np.flatnonzero(host_blocking_calls(trace))
+    if not len(blocking) or not len(calls):
+        return out
+    th = api.thread[calls]
+    for thread in np.unique(api.thread[blocking]).tolist():   # per syncing thread
+        mine = np.flatnonzero(th == thread)
+        if not len(mine):
+            continue
+        b = blocking[api.thread[blocking] == thread]
+        b = b[np.argsort(api.start[b], kind="stable")]
+        s0 = api.start[b]
+        s1 = np.maximum.accumulate(api.end[b])          # nested calls: the outer one's end holds
+        k = np.searchsorted(s0, t[mine], side="right") - 1
+        hit = k >= 0
+        hit[hit] = s1[k[hit]] >= t[mine][hit] - SYNC_SLACK_NS
+        out[mine] = hit
+    return out
+
+
+@dataclass
+class GapCauses:
+    """Per gap: its bounds, the api index of the call that launched its ending op (-1 none), and
+    the cut points head | tail | dependency (all clipped into [g0, g1])."""
+    g0: np.ndarray
+    g1: np.ndarray
+    call: np.ndarray
+    cut_tail: np.ndarray      # end of the head = start of the tail
+    cut_dep: np.ndarray       # end of the tail = start of the dependency part
+    sync: np.ndarray          # bool: a host sync drained the queue
+    tail: np.ndarray          # int8 per gap: the tail's cause, an index into CAUSES
+    stall: np.ndarray         # bool: the head is one host stall (>= HOST_STALL_NS)
+    flight: tuple[np.ndarray, np.ndarray]   # the device's launch calls in flight (disjoint, sorted)
+    latency: Latency
+
+    def _normal(self) -> np.ndarray:
+        return (self.call >= 0) & ~self.sync
+
+    def _parts(self):
+        """(start, end, cause) triples of per-gap arrays; the heads are split by flight later."""
+        g0, g1, ct, cd = self.g0, self.g1, self.cut_tail, self.cut_dep
+        att = self.call >= 0
+        normal = self._normal()
+        sy = att & self.sync
+        parts = [(g0[~att], g1[~att], "unattributed"), (cd[att], g1[att], "dependency"),
+                 (g0[sy], cd[sy], "sync")]
+        for code in np.unique(self.tail[normal]).tolist():
+            m = normal & (self.tail == code)
+            parts.append((ct[m], cd[m], CAUSES[code]))
+        return parts
+
+    def pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, cause index into CAUSES) of every non-empty part, in start order: the
+        timeline draws the gaps by cause from these."""
+        parts = self._parts()
+        normal = self._normal()
+        heads = (self.g0[normal], self.cut_tail[normal])
+        parts.append((*iv.intersect(self.flight, heads), "launch"))
+        lo = int(self.g0.min()) if len(self.g0) else 0
+        hi = int(self.g1.max()) if len(self.g1) else 0
+        off = iv.complement(self.flight[0], self.flight[1], lo, hi)
+        for stall, cause in ((False, "host"), (True, "host_stall")):
+            m = self.stall[normal] == stall
+            parts.append((*iv.intersect((heads[0][m], heads[1][m]), off), cause))
+        s = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        e = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        c = np.concatenate([np.full(len(p[0]), CAUSES.index(p[2]), np.int8) for p in parts])
+        keep = e > s
+        o = np.argsort(s[keep], kind="stable")
+        return s[keep][o], e[keep][o], c[keep][o]
+
+    def measure_in(self, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+        """ns per cause inside each window [starts_k, ends_k)."""
+        out = {c: np.zeros(len(starts), np.int64) for c in CAUSES}
+        for s, e, cause in self._parts():
+            out[cause] += iv.measure_in(s, e, starts, ends)
+        normal = self._normal()
+        for stall, cause in ((False, "host"), (True, "host_stall")):
+            m = normal & (self.stall == stall)
+            head = (self.g0[m], self.cut_tail[m])
+            in_flight = iv.measure_both_in(self.flight, head, starts, ends)
+            out[cause] += iv.measure_in(*head, starts, ends) - in_flight
+            out["launch"] += in_flight
+        return out
+
+    def host_bound_per_gap(self) -> np.ndarray:
+        """ns of launch + host (per-op) per gap: what the GPU waited for the host, charged to the
+        gap's ending op (its phase and call site rank the fixes)."""
+        normal = self._normal()
+        head = np.where(normal & ~self.stall, self.cut_tail - self.g0, 0)
+        m = normal & self.stall       # a stall's in-flight launch calls still count as launch
+        if m.any():
+            head[m] = _measure_each(self.flight, self.g0[m], self.cut_tail[m])
+        tail = np.where(normal & (self.tail == CAUSES.index("launch")), self.cut_dep - self.cut_tail, 0)
+        return head + tail
+
+
+def _measure_each(s: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Measure of the disjoint sorted set `s` inside each window (windows disjoint and sorted)."""
+    return iv.measure_in(s[0], s[1], lo, hi)
+
+
+def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray,
+               latency: Latency | None = None, cold_calls: np.ndarray | None = None) -> GapCauses:
+    """The causes of the device's idle gaps [g0, g1) (disjoint, sorted). `on`: the device's ops
+    (ascending indices), `calls`: its launch calls (exposed.device_launch_calls), `cold_calls`:
+    the cold-start launch calls (sorted API indices, cold_start.py)."""
+    ops, api = trace.ops, trace.api
+    lat = submission_latency(trace, on) if latency is None else latency
+    nxt = ending_ops(trace, on, g1)
+    call = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1).astype(np.int64)
+    att = call >= 0
+    a0 = np.where(att, api.start[np.maximum(call, 0)], g0)
+    a1 = np.where(att, api.end[np.maximum(call, 0)], g0)
+    cut_tail = np.clip(a0, g0, g1)
+    cut_dep = np.minimum(g1, np.maximum(g0, a1 + lat.ns))
+    np.maximum(cut_dep, cut_tail, out=cut_dep)
+    sync = np.zeros(len(g0), bool)
+    if att.any():
+        sync[att] = sync_in_flight(trace, call[att], g0[att])
+    stall = (cut_tail - g0) >= HOST_STALL_NS
+    flight = iv.union(api.start[calls], api.end[calls])
+    return GapCauses(g0, g1, call, cut_tail, cut_dep, sync, _tail_causes(trace, call, cold_calls), stall, flight,
+                     lat)
+
+
+def _tail_causes(trace: Trace, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
+    """Per gap, the cause of its tail by the ending op's call: a kernel or graph launch is launch
+    (cold start when it is a cold-start call), any other call (a copy, a memset) is sync."""
+    kind = trace.api.kind[np.maximum(call, 0)]
+    launch = (kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)
+    out = np.where(launch, CAUSES.index("launch"), CAUSES.index("sync")).astype(np.int8)
+    if cold_calls is not None and len(cold_calls):
+        pos = np.minimum(np.searchsorted(cold_calls, call), len(cold_calls) - 1)
+        out[(cold_calls[pos] == call) & (call >= 0)] = CAUSES.index("cold_start")
+    return out
