@@ -321,3 +321,46 @@ def test_a_locked_database_is_waited_for_as_python_does(tmp_path):
     release.join()
     holder.close()
     assert got is not None and got[0]["e"].tolist() == [2 * i for i in range(100)]
+
+
+# --- packed pairs (sqlite_columns.Packed): the split is exact or the pair is read apart ---------
+def _pairs_db(tmp_path, pairs, extra_rows=()):
+    rows = [(i, i + 1, a, b) for i, (a, b) in enumerate(pairs)] + list(extra_rows)
+    return _make(tmp_path / "p.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER, a INTEGER, b INTEGER)",
+                 rows)
+
+
+@needs_native
+@pytest.mark.parametrize("shift", [32, 2])
+def test_packed_pairs_that_fit_read_the_same_both_ways(tmp_path, monkeypatch, spy, shift):
+    rng = np.random.default_rng(7)
+    hi_max, lo_max = 2**(63 - shift) - 1, 2**shift - 1
+    pairs = [(int(rng.integers(0, hi_max, endpoint=True)), int(rng.integers(0, lo_max, endpoint=True)))
+             for _ in range(2000)] + [(hi_max, lo_max), (0, 0), (hi_max, 0), (0, lo_max)]
+    db = _pairs_db(tmp_path, pairs, [(None, 5, 2**40, -3)])   # a dropped row's pair is not judged
+    exprs = {"start": "start", "ab": sc.Packed("a", "b", shift), "end": "end"}
+    (py, dpy), (nat, dnat) = both(monkeypatch, fetch(db, "t", exprs))
+    assert_same_columns(py, nat)
+    assert dpy == dnat == Counter({"t": 1}) and spy["native"] == 1
+    want = [a * 2**shift + b for a, b in pairs]
+    assert nat["ab"].tolist() == want
+    assert ((nat["ab"] >> shift).tolist(), (nat["ab"] & (2**shift - 1)).tolist()) == tuple(map(list, zip(*pairs)))
+
+
+@pytest.mark.parametrize("bad", [(2**31, 0), (0, 2**32), (-1, 5), (5, -1), (None, 5), (5, None),
+                                 (2**63 - 1, 2**63 - 1), (3_000_003 * 11, 2**62)])
+def test_packed_pairs_that_do_not_fit_raise_unpackable_both_ways(tmp_path, monkeypatch, bad):
+    """Ids past a half (above 2^31 high, 2^32 low), negative or NULL: never an overflowing REAL or a
+    silent mis-split; both readers say Unpackable and count no dropped row (the caller reads again)."""
+    db = _pairs_db(tmp_path, [(1, 2), bad, (3, 4)])
+    py, nat = both(monkeypatch, fetch(db, "t", {"start": "start", "ab": sc.Packed("a", "b"), "end": "end"}))
+    assert isinstance(py, sc.Unpackable) and isinstance(nat, sc.Unpackable)
+
+
+def test_packed_pairs_apart_read_every_int64(tmp_path, monkeypatch):
+    """What the caller does on Unpackable: the two columns apart, exact for any int64."""
+    pairs = [(2**63 - 1, -2**63), (2**31, 2**32), (3_000_003, 3_435_062)]
+    db = _pairs_db(tmp_path, pairs)
+    (py, _), (nat, _) = both(monkeypatch, fetch(db, "t", {"start": "start", "a": "a", "b": "b"}))
+    assert_same_columns(py, nat)
+    assert list(zip(nat["a"].tolist(), nat["b"].tolist())) == pairs

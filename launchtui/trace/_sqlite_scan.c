@@ -8,6 +8,11 @@
  * scan() only ever reads integers and NULLs: at any other value (text, REAL, blob) or any SQLite
  * error it stops and says so, and the caller reads the table with the pure-Python path, which
  * defines the semantics of those cases (its errors and messages included).
+ *
+ * A packed output holds two columns as `hi << shift | lo`, formed here and not in SQL (where an
+ * overflow turns the integer into a REAL and ids past the shift mis-split silently): only when
+ * 0 <= hi < 2^(63 - shift) and 0 <= lo < 2^shift, which makes the split exact. Any other pair (a
+ * NULL, a negative or large id) stops the scan as UNPACKABLE and the caller reads the two apart.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,7 +37,7 @@ typedef struct sqlite3_value sqlite3_value;
 #define MAX_COLS 64
 
 /* scan() outcomes besides OK; the caller falls back to the pure-Python reader on each */
-enum { SCAN_OK = 0, SCAN_ODD_VALUE = 1, SCAN_FULL = 2, SCAN_SQLITE_ERROR = 3 };
+enum { SCAN_OK = 0, SCAN_ODD_VALUE = 1, SCAN_FULL = 2, SCAN_SQLITE_ERROR = 3, SCAN_UNPACKABLE = 4 };
 
 static int (*p_open_v2)(const char *, sqlite3 **, int, const char *);
 static int (*p_close)(sqlite3 *);
@@ -84,16 +89,18 @@ static PyObject *scan_loaded(PyObject *self, PyObject *unused)
     return PyBool_FromLong(lib_handle != NULL);
 }
 
-/* scan(uri, sql, outs, required, null_value) -> (status, rows, dropped, message)
+/* scan(uri, sql, outs, required, null_value[, packs]) -> (status, rows, dropped, message)
  * Runs `sql` on a fresh connection to `uri` (opened with the flags Python's sqlite3.connect uses for
  * a URI, so mode=ro&immutable=1 means the same). Column c of each row goes to outs[c]; NULL becomes
- * null_value, except where required[c]: there the row is skipped whole and counted in `dropped`. */
+ * null_value, except where required[c]: there the row is skipped whole and counted in `dropped`.
+ * packs[c], when given and not None, is (j, shift): outs[c] gets column c << shift | column j, where
+ * j >= len(outs) is one of the query's extra columns (see the header comment). */
 static PyObject *scan_scan(PyObject *self, PyObject *args)
 {
     const char *uri, *sql;
-    PyObject *outs, *required_obj;
+    PyObject *outs, *required_obj, *packs_obj = Py_None;
     long long null_value;
-    if (!PyArg_ParseTuple(args, "ssOOL", &uri, &sql, &outs, &required_obj, &null_value))
+    if (!PyArg_ParseTuple(args, "ssOOL|O", &uri, &sql, &outs, &required_obj, &null_value, &packs_obj))
         return NULL;
     if (!lib_handle) {
         PyErr_SetString(PyExc_RuntimeError, "libsqlite3 not loaded");
@@ -106,11 +113,36 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
     Py_buffer views[MAX_COLS];
     char required[MAX_COLS];
     int64_t *dst[MAX_COLS];
+    int pack_col[MAX_COLS], pack_shift[MAX_COLS], ncols = (int)k;
     Py_ssize_t cap = PY_SSIZE_T_MAX, got = 0;
-    if (k < 1 || k > MAX_COLS || PySequence_Size(required_obj) != k) {
+    if (k < 1 || k > MAX_COLS || PySequence_Size(required_obj) != k ||
+        (packs_obj != Py_None && PySequence_Size(packs_obj) != k)) {
         Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "1 to 64 output columns, one required flag each");
+        PyErr_SetString(PyExc_ValueError, "1 to 64 output columns, one required flag (and pack) each");
         return NULL;
+    }
+    for (Py_ssize_t c = 0; c < k; c++) {
+        pack_col[c] = -1;
+        pack_shift[c] = 0;
+        if (packs_obj == Py_None)
+            continue;
+        PyObject *p = PySequence_GetItem(packs_obj, c);
+        if (!p) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        int ok = p == Py_None || PyArg_ParseTuple(p, "ii", &pack_col[c], &pack_shift[c]);
+        Py_DECREF(p);
+        if (ok && p != Py_None && (pack_col[c] < k || pack_col[c] >= MAX_COLS || pack_shift[c] < 1 || pack_shift[c] > 62)) {
+            PyErr_SetString(PyExc_ValueError, "a pack is (extra column >= len(outs), shift 1..62)");
+            ok = 0;
+        }
+        if (!ok) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (pack_col[c] >= ncols)
+            ncols = pack_col[c] + 1;
     }
     for (Py_ssize_t c = 0; c < k; c++) {
         PyObject *flag = PySequence_GetItem(required_obj, c);
@@ -138,6 +170,7 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int64_t row[MAX_COLS];
+    char isnull[MAX_COLS];
     /* NOMUTEX: this connection lives on this thread only, so the per-call connection mutex (two
        lock/unlock pairs per value in a serialized build) is saved */
     rc = p_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
@@ -147,9 +180,9 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
         rc = p_busy_timeout(db, 5000);
     if (rc == SQLITE_OK)
         rc = p_prepare_v2(db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK && p_column_count(st) != k) {
+    if (rc == SQLITE_OK && p_column_count(st) != ncols) {
         status = SCAN_SQLITE_ERROR;
-        snprintf(message, sizeof message, "query has %d columns, %zd outputs", p_column_count(st), k);
+        snprintf(message, sizeof message, "query has %d columns, %d expected", p_column_count(st), ncols);
     } else if (rc != SQLITE_OK) {
         status = SCAN_SQLITE_ERROR;
     } else {
@@ -157,21 +190,35 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
             int skip = 0;
             /* every column is checked even in a row to be dropped: an odd value anywhere sends the
                whole table to the fallback, as it would fail or parse there */
-            for (int c = 0; c < k; c++) {
+            for (int c = 0; c < ncols; c++) {
                 /* one column_value, then its type and integer (a column_type + column_int64
                    pair looks the column up twice). The value is "unprotected", which only
                    matters with a connection mutex: this NOMUTEX connection has none */
                 sqlite3_value *v = p_column_value(st, c);
                 int t = p_value_type(v);
+                isnull[c] = t == SQLITE_NULL;
                 if (t == SQLITE_INTEGER)
                     row[c] = p_value_int64(v);
                 else if (t == SQLITE_NULL) {
                     row[c] = null_value;
-                    skip |= required[c];
+                    skip |= c < k && required[c];
                 } else {
                     status = SCAN_ODD_VALUE;
                     break;
                 }
+            }
+            if (status != SCAN_OK)
+                break;
+            for (int c = 0; c < k && !skip; c++) {
+                if (pack_col[c] < 0)
+                    continue;
+                int64_t hi = row[c], lo = row[pack_col[c]];
+                if (isnull[c] || isnull[pack_col[c]] || hi < 0 || lo < 0 ||
+                    hi > (INT64_MAX >> pack_shift[c]) || lo >= ((int64_t)1 << pack_shift[c])) {
+                    status = SCAN_UNPACKABLE;
+                    break;
+                }
+                row[c] = (hi << pack_shift[c]) | lo;
             }
             if (status != SCAN_OK)
                 break;

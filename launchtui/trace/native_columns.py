@@ -17,7 +17,7 @@ import numpy as np
 
 ENV = "LAUNCHTUI_NATIVE_READER"   # 0: always the pure-Python group_concat path
 
-OK, ODD_VALUE, FULL, SQLITE_ERROR = range(4)   # scan() statuses (_sqlite_scan.c)
+OK, ODD_VALUE, FULL, SQLITE_ERROR, UNPACKABLE = range(5)   # scan() statuses (_sqlite_scan.c)
 MAX_COLS = 64                                  # columns per scan (_sqlite_scan.c)
 
 
@@ -64,17 +64,25 @@ def enabled() -> bool:
     return status().startswith("native")
 
 
+class Unpackable(ValueError):
+    """A row whose two packed ids do not fit their halves (sqlite_columns.Packed): read them apart."""
+
+
 def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: int, null_value: int,
-         out: list[np.ndarray] | None = None):
+         out: list[np.ndarray] | None = None, packs: list | None = None):
     """Run `sql` on its own connection to `uri`; its columns into int64 arrays named `names`.
     Returns (arrays, rows dropped for a NULL in a required column), or None when the pure-Python
     path must read instead (a value that is not an integer, a SQLite error, more rows than
     `capacity`). Arrays are sized `capacity` (untouched pages cost no memory) and shrunk in place;
     given `out` (contiguous int64 arrays or views, their length the capacity), the rows go there
-    and the arrays returned are their leading slices."""
+    and the arrays returned are their leading slices. `packs[c]`: None, or (j, shift) to write
+    `column c << shift | column j` (j an extra column past `names`); raises Unpackable when a
+    row's pair does not fit (_sqlite_scan.c)."""
     from launchtui.trace import _sqlite_scan
     bufs = out if out is not None else [np.empty(max(capacity, 1), np.int64) for _ in names]
-    st, n, dropped, _ = _sqlite_scan.scan(uri, sql, bufs, required, null_value)
+    st, n, dropped, _ = _sqlite_scan.scan(uri, sql, bufs, required, null_value, packs)
+    if st == UNPACKABLE:
+        raise Unpackable("packed ids out of range")
     if st != OK:
         return None
     if out is not None:

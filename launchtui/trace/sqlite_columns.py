@@ -12,14 +12,37 @@ import sqlite3
 import tempfile
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 
 from launchtui.trace import native_columns
+from launchtui.trace.native_columns import Unpackable   # noqa: F401 (raised by fetch_int_columns)
 
 NULL_INT = -1
+
+
+@dataclass(frozen=True)
+class Packed:
+    """An output holding two integer expressions as `hi << shift | lo` (fewer, smaller columns
+    than reading both). Formed only when 0 <= hi < 2^(63 - shift) and 0 <= lo < 2^shift, which
+    is what makes the split exact; one row with any other pair (a NULL, a negative or a large id)
+    makes `fetch_int_columns` raise Unpackable, and the caller reads the two apart. The C reader
+    forms it itself; the pure-Python path evaluates `sql()`, the same rule in SQL (SQLite turns an
+    overflowing integer product into a REAL, so the range is tested before multiplying)."""
+    hi: str
+    lo: str
+    shift: int = 32
+
+    def sql(self) -> str:
+        return (f"CASE WHEN ({self.hi}) BETWEEN 0 AND {(1 << (63 - self.shift)) - 1} AND ({self.lo}) "
+                f"BETWEEN 0 AND {(1 << self.shift) - 1} THEN ({self.hi}) * {1 << self.shift} + ({self.lo}) END")
+
+
+def _sql(e) -> str:
+    return e.sql() if isinstance(e, Packed) else e
 
 
 def _text(b: bytes) -> str:
@@ -147,7 +170,8 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     NOT NULL columns and start/end: a row with a NULL there is dropped whole (all columns keep one
     length) and counted in `dropped[table]`.
 
-    `exprs` maps output names to SQL expressions over the table's columns. A large table is read in
+    `exprs` maps output names to SQL expressions over the table's columns, or to `Packed` pairs
+    (Unpackable is raised when a row's pair does not fit). A large table is read in
     rowid windows of CHUNK_ROWS into arrays sized once (bench/MISSED.md: the column texts of a
     5M-row table were most of the reader's peak memory). `out`: int64 arrays (views too) of at
     least `table_capacity` rows, one per name, to fill instead of new arrays; the result is then
@@ -159,7 +183,16 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
         got = _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out)
         if got is not None:
             return got
-    # sparse rowids (a window count past MAX_WINDOWS) are read in one pass, as small tables are
+    counted = Counter()   # merged into `dropped` only once the read succeeds (Unpackable reads again)
+    got = _fetch_windows(con, table, exprs, where, notnull, counted, lo, hi, out)
+    if dropped is not None:
+        dropped.update(counted)
+    return got
+
+
+def _fetch_windows(con, table, exprs, where, notnull, dropped, lo, hi, out) -> dict[str, np.ndarray]:
+    """The group_concat path: in rowid windows of CHUNK_ROWS, or in one pass when the table is
+    small or its rowids are sparse (a window count past MAX_WINDOWS)."""
     if not _dense(lo, hi) or hi - lo < CHUNK_ROWS:
         got = _fetch(con, table, exprs, where, notnull, dropped)
         return got if out is None else _copy_into(out, got)
@@ -187,8 +220,8 @@ def _copy_into(out: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> dict[s
     return {k: out[k][:m] for k in got}
 
 
-def _required(exprs: dict[str, str], notnull: set[str]) -> list[str]:
-    return [e for e in exprs.values() if e in notnull or e in REQUIRED]
+def _required(exprs: dict, notnull: set[str]) -> list[str]:
+    return [e for e in exprs.values() if not isinstance(e, Packed) and (e in notnull or e in REQUIRED)]
 
 
 def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> dict[str, np.ndarray] | None:
@@ -197,10 +230,20 @@ def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> di
     where_sql = f" WHERE {where}" if where else ""
     capacity = 0 if out is not None else _capacity(con, table, where, lo, hi)
     required = _required(exprs, notnull)
-    sql = f'SELECT {", ".join(exprs.values())} FROM "{table}" NOT INDEXED{where_sql}'
+    # a Packed output selects its `hi` in place and its `lo` as an extra column after the outputs
+    lows = [e for e in exprs.values() if isinstance(e, Packed)]
+    if len(exprs) + len(lows) > native_columns.MAX_COLS:
+        return None
+    packs, sel, extra = [], [], len(exprs)
+    for e in exprs.values():
+        packs.append((extra, e.shift) if isinstance(e, Packed) else None)
+        extra += isinstance(e, Packed)
+        sel.append(e.hi if isinstance(e, Packed) else e)
+    sql = f'SELECT {", ".join(sel + [e.lo for e in lows])} FROM "{table}" NOT INDEXED{where_sql}'
     got = native_columns.scan(native_columns.connection_uri(con), sql, list(exprs),
                               [e in required for e in exprs.values()], capacity, NULL_INT,
-                              out=None if out is None else [out[k] for k in exprs])
+                              out=None if out is None else [out[k] for k in exprs],
+                              packs=packs if lows else None)
     if got is None:
         return None
     out, n_dropped = got
@@ -212,13 +255,21 @@ def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> di
 def _fetch(con, table, exprs, where, notnull, dropped) -> dict[str, np.ndarray]:
     """One group_concat pass. NOT INDEXED: rows in rowid order whatever indexes the export has (an
     index SQLite picked for the WHERE would reorder them, and windows would not match one pass)."""
+    got = _fetch_pass(con, table, exprs, where, notnull, dropped)
+    for k, e in exprs.items():   # the Packed rule: a pair that does not fit gives NULL (-1)
+        if isinstance(e, Packed) and len(got[k]) and int(got[k].min()) < 0:
+            raise Unpackable("packed ids out of range")
+    return got
+
+
+def _fetch_pass(con, table, exprs, where, notnull, dropped) -> dict[str, np.ndarray]:
     names = list(exprs)
     hint = " NOT INDEXED"
     where_sql = f" WHERE {where}" if where else ""
     required = _required(exprs, notnull)
     # required integer columns concatenate as they are (group_concat skips a NULL, which shows as
     # a short column); anything else needs a NULL sentinel
-    sel = ", ".join(f"group_concat({e}, ',')" if e in required else f"group_concat(ifnull({e}, {NULL_INT}), ',')"
+    sel = ", ".join(f"group_concat({e}, ',')" if e in required else f"group_concat(ifnull({_sql(e)}, {NULL_INT}), ',')"
                     for e in exprs.values())
     row = list(con.execute(f'SELECT count(*), {sel} FROM "{table}"{hint}{where_sql}').fetchone())
     count = row[0]
