@@ -25,17 +25,18 @@ from launchtui.trace.join import finalize, in_order   # in_order: the very test 
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
                                    ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
                                    Threads, Trace)
-from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
-from launchtui.trace.sqlite_columns import (connect_readonly, fetch_int_columns, fetch_text_column,
-                                             private_snapshot, side_files, snapshot_dir, table_capacity,
-                                             table_columns)
+from launchtui.trace.nsys_strings import NULL_ID, Names, StringIds
+from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
+                                             fetch_text_column, private_snapshot, side_files, snapshot_dir,
+                                             table_capacity, table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
-PACK = 1 << 32       # two small non-negative ids in one SQL integer
-MAX_ID_GAP = 1 << 20  # StringIds ids are dense from 0; ids far past the row count are ignored
+PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
 BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
+I32 = np.iinfo(np.int32)
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}
@@ -80,7 +81,8 @@ class _Reader:
             raise TraceError(path, "SQLite database is not an Nsight Systems export (no StringIds, "
                                    "CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)")
         self.strings = StringTable()
-        self._sid_values: np.ndarray | None = None
+        self.names = Names(self.strings, self.skipped, lambda: StringIds.read(
+            self.con, self.tables["StringIds"], self.skipped) if self.has("StringIds") else StringIds.empty())
 
     def _snapshot(self, sides: list[Path]) -> None:
         """Read a consistent private copy: the WAL applied, a hot journal rolled back."""
@@ -115,47 +117,6 @@ class _Reader:
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
         return out
 
-    def string_ids(self) -> np.ndarray:
-        """StringIds as an object array indexed by id (ids are dense from 0 in every version)."""
-        if self._sid_values is None:
-            if not self.has("StringIds"):
-                self._sid_values = np.zeros(0, object)
-            else:
-                rows = self.con.execute(f'SELECT id, value FROM "{self.tables["StringIds"]}"').fetchall()
-                if not all(type(i) is int and 0 <= i < len(rows) + MAX_ID_GAP for i, _ in rows):
-                    rows = [(i, v) for i, v in rows if type(i) is int and 0 <= i < len(rows) + MAX_ID_GAP]
-                n = max((r[0] for r in rows), default=-1) + 1
-                vals = np.full(n, "", dtype=object)
-                if rows:
-                    ids, values = zip(*rows)
-                    vals[np.asarray(ids, np.int64)] = [v if isinstance(v, str) else str(v) for v in values]
-                self._sid_values = vals
-        return self._sid_values
-
-    def map_string_ids(self, ids: np.ndarray, transform=None) -> np.ndarray:
-        """Nsight StringIds ids -> our interned ids, optionally transforming each distinct value."""
-        if len(ids) == 0:
-            return np.zeros(0, np.int32)
-        vals = self.string_ids()
-        lo, hi = int(ids.min()), int(ids.max())
-        direct = 0 <= lo and hi < DENSE_LIMIT   # ids index a table as they are: no n-long temporaries
-        if direct:
-            present = np.zeros(hi + 1, bool)
-            present[ids] = True
-            uniq = np.flatnonzero(present)
-            del present
-        else:
-            uniq, inv = dense_groups(ids)
-        mapped = np.empty(len(uniq), np.int32)
-        for i, u in enumerate(uniq.tolist()):  # once per distinct name
-            s = vals[u] if 0 <= u < len(vals) else f"<string {u}>"
-            mapped[i] = self.strings.intern(transform(s) if transform else s)
-        if not direct:
-            return mapped[inv]
-        lut = np.zeros(hi + 1, np.int32)
-        lut[uniq] = mapped
-        return lut[ids]
-
     def meta(self) -> dict[str, str]:
         """name -> value from whichever meta table exists with those columns; {} otherwise (the
         version then shows as unknown, as for a 2021 export without one)."""
@@ -172,7 +133,7 @@ class _Reader:
         c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {
             "start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId",
             "name": "nameId"})
-        name = self.map_string_ids(c.pop("name"), nm.api_display_name)
+        name = self.names.map(c.pop("name"), nm.api_display_name, (self.tables["CUPTI_ACTIVITY_KIND_RUNTIME"], "nameId"))
         kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
@@ -183,37 +144,64 @@ class _Reader:
     def read_gpu_raw(self, con=None):
         """The GPU-op tables' integer columns, read one after another into one set of arrays sized
         by their summed capacities (no per-table parts to concatenate: at 5M that copy was 290 MB
-        of fresh memory), and each table's (kind, first row, end row). No interning: safe on a
-        worker thread. None when no GPU-op table exists."""
+        of fresh memory), and each table's (kind, first row, end row, ids read apart or None). No
+        interning: safe on a worker thread. None when no GPU-op table exists."""
         con = con or self.con
         present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
         if not present:
             return None
         cap = sum(table_capacity(con, table) for table, _, _ in present)
-        # small ids share a column: device/stream, the kernel's two name ids (the memcpy's kind)
+        # two ids share a column where they fit (Packed): device/stream, the kernel's two name ids
         names = ("start", "end", "devstream", "corr", "pid", "names")
         cols = {k: np.empty(cap, np.int64) for k in names}
         n, spans = 0, []
         for table, canon, kind in present:
             cs = self.colset(canon)
             if kind == OP_KERNEL:
-                ids = f"shortName * {PACK} + {'demangledName' if 'demangledName' in cs else 'shortName'}"
+                ids = Packed("shortName", "demangledName" if "demangledName" in cs else "shortName")
             else:
                 ids = "copyKind" if kind == OP_MEMCPY and "copyKind" in cs else "NULL"
-            exprs = dict(zip(names, ("start", "end", f"deviceId * {PACK} + streamId", "correlationId",
+            exprs = dict(zip(names, ("start", "end", Packed("deviceId", "streamId"), "correlationId",
                                      "globalPid" if "globalPid" in cs else "NULL", ids)))
-            got = fetch_int_columns(con, table, exprs, "", self.dropped, out={k: v[n:] for k, v in cols.items()})
-            m = len(got["start"])
-            del got
+            out = {k: v[n:] for k, v in cols.items()}
+            try:
+                m, apart = len(fetch_int_columns(con, table, exprs, "", self.dropped, out=out)["start"]), None
+            except Unpackable:   # an id outside its half (e.g. above 2^31): the two columns apart
+                m, apart = self._gpu_apart(con, table, canon, exprs, out)
             self.progress(f"read {canon}", m)
-            spans.append((kind, n, n + m))
+            spans.append((kind, n, n + m, apart))
             n += m
         for v in cols.values():
             v.resize(n, refcheck=False)   # in place (no views of it are left)
         packed = cols.pop("devstream")
         cols["device"] = _halves(packed)[0].copy()     # int32, contiguous
         cols["stream"] = np.bitwise_and(packed, PACK - 1, out=packed)   # in the packed column's buffer
+        for _, a, b, apart in spans:
+            if apart:
+                cols["device"][a:b] = apart.pop("device")
+                cols["stream"][a:b] = apart.pop("stream")
         return cols, spans
+
+    def _gpu_apart(self, con, table: str, canon: str, exprs: dict, out: dict) -> tuple[int, dict]:
+        """Read a GPU-op table whose packed ids do not fit with each pair as two columns: the plain
+        columns go to `out`, the pairs come back apart ({device, stream[, short, full]}). A row
+        whose deviceId does not fit the model's int32 is skipped and counted."""
+        split = {k: v for k, v in exprs.items() if not isinstance(v, Packed)}
+        dev, names = exprs["devstream"], exprs["names"]
+        split.update(device=dev.hi, stream=dev.lo)
+        if isinstance(names, Packed):
+            split.update(short=names.hi, full=names.lo)
+        got = fetch_int_columns(con, table, split, "", self.dropped)
+        ok = (got["device"] >= I32.min) & (got["device"] <= I32.max)
+        if not ok.all():
+            self.skipped[f"{table} rows whose deviceId does not fit 32 bits"] += int((~ok).sum())
+            got = {k: v[ok] for k, v in got.items()}
+        m = len(got["start"])
+        for k in out:
+            if k in got:
+                out[k][:m] = got.pop(k)
+        got["device"] = got["device"].astype(np.int32)
+        return m, got
 
     def gpu_ops(self, raw) -> GpuOps | None:
         """Intern the GPU ops' names table by table, in the tables' order (main thread)."""
@@ -224,12 +212,14 @@ class _Reader:
         ids = c.pop("names")
         short, full = np.empty(n, np.int32), np.empty(n, np.int32)
         kind = np.empty(n, np.int8)
-        for op_kind, a, b in spans:
+        for op_kind, a, b, apart in spans:
             kind[a:b] = op_kind
             if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
-                hi, lo = _halves(ids[a:b])
-                short[a:b] = self.map_string_ids(hi)
-                full[a:b] = self.map_string_ids(lo)
+                hi, lo = (apart["short"], apart["full"]) if apart else _halves(ids[a:b])
+                table = self.tables[self.GPU_TABLES[0][0]]
+                short[a:b] = self.names.map(hi, what=(table, "shortName"))
+                full[a:b] = (self.names.map(lo, what=(table, "demangledName"))
+                             if "demangledName" in self.cols[table] else short[a:b])
             elif op_kind == OP_MEMCPY:
                 uniq, inv = unique_sorted(ids[a:b], return_inverse=True)
                 names = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
@@ -241,7 +231,7 @@ class _Reader:
         ops = GpuOps(device=c["device"], stream=c["stream"], start=c["start"], end=c["end"],
                      corr=c["corr"], pid=c["pid"], name=short, full_name=full,
                      kind=kind, api=np.full(n, -1, np.int32))
-        _merge_in_time_order(ops, spans)
+        _merge_in_time_order(ops, [(k, a, b) for k, a, b, _ in spans])
         return ops
 
     def read_nvtx_raw(self, con: sqlite3.Connection = None):
@@ -251,16 +241,20 @@ class _Reader:
         table = self.tables["NVTX_EVENTS"]
         cs = self.colset("NVTX_EVENTS")
         where = f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL"
-        # small fields share one column: type bit, inline-text bit, domain id (fewer group_concats)
-        packed = (f"(eventType - {NVTX_PUSHPOP}) + 2 * ({'text IS NOT NULL' if 'text' in cs else '0'})"
-                  f" + 4 * {'ifnull(domainId, 0)' if 'domainId' in cs else '0'}")
-        exprs = {"start": "start", "end": "end", "gtid": "globalTid", "packed": packed}
+        # small fields share one column where the domain id fits: domain id, then the inline-text
+        # and type bits (fewer columns); a domain id that does not fit is read apart
+        small = f"(eventType - {NVTX_PUSHPOP}) + 2 * ({'text IS NOT NULL' if 'text' in cs else '0'})"
+        domain = "ifnull(domainId, 0)" if "domainId" in cs else "0"
+        exprs = {"start": "start", "end": "end", "gtid": "globalTid", "packed": Packed(domain, small, 2)}
         if "textId" in cs:
             exprs["text_id"] = "textId"
-        c = fetch_int_columns(con, table, exprs, where, self.dropped)
+        try:
+            c = fetch_int_columns(con, table, exprs, where, self.dropped)
+            c["domain"] = c["packed"] >> 2
+        except Unpackable:
+            c = fetch_int_columns(con, table, {**exprs, "packed": small, "domain": domain}, where, self.dropped)
         c["type"] = np.where(c["packed"] & 1, NVTX_STARTEND, NVTX_PUSHPOP)
         c["has_text"] = (c["packed"] >> 1) & 1
-        c["domain"] = c["packed"] >> 2
         c.setdefault("text_id", np.full(len(c["start"]), -1, np.int64))
         inline = []
         if len(c["start"]) and "text" in cs and c["has_text"].any():
@@ -281,14 +275,14 @@ class _Reader:
         text = np.full(n, self.strings.intern(""), np.int32)
         if len(inline):
             text[c["has_text"] == 1] = self.strings.intern_many(inline)
-        by_id = (c["text_id"] >= 0) & (c["has_text"] == 0)
+        by_id = (c["text_id"] != NULL_ID) & (c["has_text"] == 0)   # neither: an unnamed range
+        table = self.tables["NVTX_EVENTS"]
         if by_id.any():
-            text[by_id] = self.map_string_ids(c["text_id"][by_id])
-        sids = self.string_ids()
+            text[by_id] = self.names.map(c["text_id"][by_id], what=(table, "textId"))
         dom_ids = np.full(n, -1, np.int32)
         for dom, (txt, tid) in domains.items():  # domain names: inline text or via textId
-            if txt is None and tid is not None and 0 <= tid < len(sids):
-                txt = sids[tid]
+            if txt is None and tid is not None:
+                (txt,) = self.names.texts([tid], (table, "textId"))
             if txt:
                 dom_ids[c["domain"] == dom] = self.strings.intern(str(txt))
         kind = np.where(c["type"] == NVTX_STARTEND, RANGE_STARTEND, RANGE_PUSHPOP).astype(np.int8)
@@ -316,14 +310,7 @@ class _Reader:
         return out
 
     def thread_names(self) -> dict[int, str]:
-        if not self.has("ThreadNames"):
-            return {}
-        sids = self.string_ids()
-        out = {}
-        for nid, gtid in self.con.execute(f'SELECT nameId, globalTid FROM "{self.tables["ThreadNames"]}"'):
-            if type(nid) is int and type(gtid) is int and 0 <= nid < len(sids):  # other types: unnamed
-                out[int(gtid)] = str(sids[nid])
-        return out
+        return self.names.thread_names(self.con, self.tables["ThreadNames"]) if self.has("ThreadNames") else {}
 
 
 _HIGH = 1 if sys.byteorder == "little" else 0   # which int32 half of an int64 holds its high bits
@@ -476,7 +463,8 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     ops = ops if ops is not None else GpuOps.empty()
     if nvtx_part:
         c, text, dom, kind = nvtx_part
-        group = tix["nvtx"].astype(np.int64) * 1_000_003 + (c["domain"] % 1_000_003)
+        doms, dom_code = dense_groups(c["domain"])   # (thread, domain) nesting groups, any domain ids
+        group = tix["nvtx"].astype(np.int64) * max(len(doms), 1) + dom_code
         ranges = Ranges(thread=tix["nvtx"], start=c["start"], end=c["end"],
                         depth=range_depths(group, c["start"], c["end"]), text=text, domain=dom, kind=kind)
     else:

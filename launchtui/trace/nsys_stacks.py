@@ -13,6 +13,7 @@ import numpy as np
 
 from launchtui.trace.arrays import unique_rows
 from launchtui.trace.model import STACK_DIRECT, ApiStacks, Trace
+from launchtui.trace.nsys_strings import NULL_ID, unresolved_reason
 from launchtui.trace.sqlite_columns import fetch_int_columns
 from launchtui.trace.stacks import StackTrie, attach_nvtx_sites
 
@@ -52,15 +53,22 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
     cid, sym, mod = ch["id"][o], ch["symbol"][o], ch["module"][o]
     same = np.concatenate([[False], cid[1:] == cid[:-1]])
     parent = np.where(same, np.arange(len(o)) - 1, -1)
-    sids = reader.string_ids()
     pairs, inv = unique_rows(np.stack([sym, mod], axis=1), return_inverse=True)
-
-    def sval(i: int) -> str:
-        return str(sids[i]) if 0 <= i < len(sids) else ""
-    frame_ids = np.array([trace.strings.intern(frame_text(sval(int(s)), sval(int(m)))) for s, m in pairs],
+    inv = inv.reshape(-1)
+    # symbol and module through StringIds (any ids); a module column absent or NULL is no module,
+    # an id without a row is shown as `<string ID>` and its rows counted (definitions.md §H)
+    sym_text, sym_missing = reader.names.table.texts(pairs[:, 0])
+    mod_text, mod_missing = reader.names.table.texts(pairs[:, 1])
+    no_module = pairs[:, 1] == NULL_ID
+    mod_text = ["" if none else t for t, none in zip(mod_text, no_module.tolist())]
+    rows = np.bincount(inv, minlength=len(pairs))
+    for col, miss in (("symbol", sym_missing), ("module", mod_missing & ~no_module)):
+        if miss.any():
+            reader.skipped[unresolved_reason(chains, col)] += int(rows[miss].sum())
+    frame_ids = np.array([trace.strings.intern(frame_text(s, m)) for s, m in zip(sym_text, mod_text)],
                          np.int64)  # once per distinct (symbol, module)
     trie = StackTrie(trace.strings)
-    node = trie.add_tree(parent, frame_ids[inv.reshape(-1)])
+    node = trie.add_tree(parent, frame_ids[inv])
     last = np.concatenate([cid[1:] != cid[:-1], [True]])  # the innermost row of each chain
     chain_ids, chain_node = cid[last], node[last]
     # API rows carrying a chain -> their row in the (sorted) trace: equal (process, correlation, start)
