@@ -130,6 +130,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
+    if trace.source.extra.get("skipped"):   # what the reader left out, by reason (definitions.md §H)
+        doc["skipped"] = dict(trace.source.extra["skipped"])
     if not devs and not len(trace.ops):
         calls = cpu_busy.launch_calls(trace, sel.t0 if sel.t0 is not None else -2**62,
                                       sel.t1 if sel.t1 is not None else 2**62)

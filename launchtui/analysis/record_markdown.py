@@ -57,6 +57,8 @@ def render_markdown(doc: dict) -> str:
     if doc.get("conclusion"):
         out += [f"**Verdict:** {doc['conclusion']}", ""]
     out.append(f"{src['producer']} {src['version']}".strip())
+    if doc.get("skipped"):
+        out.append("Skipped input (definitions.md §H): " + "; ".join(f"{n:,} × {r}" for r, n in doc["skipped"].items()))
     cpu_side = doc.get("gpu_recorded") is False   # launches without GPU activity (§V11)
     if doc.get("empty") and not cpu_side:
         out += ["", f"**{doc['empty']}**: nothing to record.", ""]

@@ -38,6 +38,9 @@ def trace_json(trace: Trace, sel: Selection) -> dict:
         "devices": [{"device_id": d, "name": n} for d, n in sorted(trace.devices.items())],
         "selection": sel.to_json(),
         "missing": list(trace.missing),
+        # what the reader left out, by reason (definitions.md §H): only when something was, so the
+        # JSON of a clean trace is unchanged
+        **({"skipped": dict(trace.source.extra["skipped"])} if trace.source.extra.get("skipped") else {}),
     }
 
 
@@ -78,12 +81,13 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
     compute, nccl = split_nccl(rows)
     if bp is None:
         bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
+    launches = launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum()))
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),
         "options": {"min_launches": opt.min_launches, "max_avg_us": opt.max_avg_us, "limit": opt.limit,
                     "names": opt.names, "thresholds": list(opt.thresholds)},
-        "launches": launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum())),
+        "launches": launches,
         "small_kernels": compute,
         "small_kernels_nccl": nccl,
         "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
@@ -123,6 +127,8 @@ def render_text(doc: dict) -> str:
                    f"selection: {t['selection']['label']}")
     for m in t["missing"]:
         out.append(f"note: {m}")
+    for r, n in t.get("skipped", {}).items():
+        out.append(f"skipped: {n:,} × {r}")
     out.append("")
     out.append("-- Small and Frequent Kernel Launches --")
     rows = doc["small_kernels"]

@@ -39,6 +39,9 @@ MAX_DEVICE = 2**31 - 1  # device ids are int32 in the model
 SKIP_FIELD_TYPE = "event field of the wrong type (ph, cat, name, pid or tid)"
 SKIP_DEVICE = "device id out of range"
 SKIP_BAD_TEXT = "event not decodable (e.g. invalid UTF-8 in a string)"
+SKIP_NOT_COMPLETE = "CUDA API, GPU op or annotation event that is not a complete event (ph other than X)"
+SKIP_ARTEFACT = "GPU op with ts 0 and dur 0 (a profiler artefact)"
+SKIP_OVERFLOW = "GPU op with a negative duration or one over 7 days (CUPTI overflow)"
 
 
 class _OpArgs(msgspec.Struct, gc=False):
@@ -123,21 +126,39 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def _as_int_array(values) -> np.ndarray:
-    """Int-like values (ints, floats or numeric strings) -> int64; others, and values outside
-    [-2**62, 2**62], -> -1."""
-    try:
-        return np.asarray(values, dtype=np.int64)
-    except (ValueError, TypeError, OverflowError):
-        out = np.full(len(values), -1, np.int64)
-        for i, v in enumerate(values):  # rare fallback for malformed args only
+def _as_int_array(values) -> tuple[np.ndarray, np.ndarray]:
+    """Id values of `args` -> (int64, valid). Valid: ints, integral floats (`7.0`) and integer strings
+    (`"7"`) within ±2**62, and null (absent: -1). Anything else (`2.5`, `"abc"`, out of range) gives -1
+    and valid False: a truncated or guessed id would join the wrong rows."""
+    a = np.asarray(values) if len(values) else np.zeros(0, np.int64)
+    if a.dtype.kind == "i":
+        return a.astype(np.int64, copy=False), np.ones(len(a), bool)   # the typed decode's plain ints
+    out, ok = np.full(len(values), -1, np.int64), np.ones(len(values), bool)
+    for i, v in enumerate(values):  # rare fallback for malformed args only
+        x = _int_value(v)
+        if x is not None and abs(x) <= MAX_ABS_NS:
+            out[i] = x
+        else:
+            ok[i] = False
+    return out, ok
+
+
+def _int_value(v) -> int | None:
+    """An id from one args value (None for one that is not an integer); null reads as -1 (absent)."""
+    if v is None:
+        return -1
+    if isinstance(v, str):
+        v = v.strip()
+        try:
+            return int(v)
+        except ValueError:
             try:
-                x = int(float(v))
-            except (ValueError, TypeError, OverflowError):
-                continue
-            if abs(x) <= MAX_ABS_NS:
-                out[i] = x
-        return out
+                v = float(v)
+            except ValueError:
+                return None
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else None   # NaN and inf are not integers
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 # a lone UTF-16 surrogate escape (a valid pair is matched first and kept)
@@ -202,10 +223,12 @@ def _decode_events(raws: list, skipped: Counter) -> list:
 CHUNK_EVENTS = 200_000  # events decoded into structs at a time: bounds peak memory
 
 
-def _pick(events: list, mask: np.ndarray) -> list:
+def _pick(events: list, mask: np.ndarray, skipped: Counter) -> list:
     sub = list(compress(events, mask.tolist()))
     if sub and set(map(attrgetter("ph"), sub)) != {"X"}:
+        n = len(sub)
         sub = [e for e in sub if e.ph == "X"]  # rare: non-complete events in a data category
+        skipped[SKIP_NOT_COMPLETE] += n - len(sub)
     return sub
 
 
@@ -220,15 +243,16 @@ def _extract(events: list, skipped: Counter) -> dict:
     roles = np.fromiter(map(role_of.__getitem__, cats), np.int8, len(cats))
     del cats
     out = {}
-    api_ev = _pick(events, roles == ROLE_API)
+    api_ev = _pick(events, roles == ROLE_API, skipped)
     if api_ev:
         api_ev, start, end, _, args = timed_with_args(api_ev, _ApiArgs, _LooseApiArgs, skipped)
     if api_ev:
-        out["api"] = {"start": start, "end": end, "name": _names(api_ev),
-                      "corr": _as_int_array(list(map(attrgetter("correlation"), args))),
-                      "pid": ids(list(map(attrgetter("pid"), api_ev))),
+        corr, ok = _as_int_array(list(map(attrgetter("correlation"), args)))
+        api_ev, c = keep(api_ev, {"start": start, "end": end, "corr": corr}, ok, skipped, SKIP_ARGS)
+    if api_ev:
+        out["api"] = {**c, "name": _names(api_ev), "pid": ids(list(map(attrgetter("pid"), api_ev))),
                       "tid": ids(list(map(attrgetter("tid"), api_ev)))}
-    op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET))
+    op_ev = _pick(events, (roles == ROLE_KERNEL) | (roles == ROLE_MEMCPY) | (roles == ROLE_MEMSET), skipped)
     if op_ev:
         op_ev, start, end, dur, args = timed_with_args(op_ev, _OpArgs, _LooseOpArgs, skipped)
     if op_ev:
@@ -236,20 +260,22 @@ def _extract(events: list, skipped: Counter) -> dict:
         kind = np.zeros(len(op_ev), np.int8)
         for r, k in _OP_KIND.items():
             kind[role == r] = k
-        dev = _as_int_array(list(map(attrgetter("device"), args)))
+        dev, ok = _as_int_array(list(map(attrgetter("device"), args)))
         if (dev < 0).any():  # GPU events' pid is the device index
             dev = np.where(dev >= 0, dev, ids(list(map(attrgetter("pid"), op_ev))))
-        stream = _as_int_array(list(map(attrgetter("stream"), args)))
+        stream, ok_stream = _as_int_array(list(map(attrgetter("stream"), args)))
         if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
             stream = np.where(stream >= 0, stream, ids(list(map(attrgetter("tid"), op_ev))))
+        corr, ok_corr = _as_int_array(list(map(attrgetter("correlation"), args)))
         cols = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
-                "corr": _as_int_array(list(map(attrgetter("correlation"), args))), "name": _names(op_ev)}
-        op_ev, cols = keep(op_ev, cols, dev <= MAX_DEVICE, skipped, SKIP_DEVICE)
+                "corr": corr, "name": _names(op_ev)}
+        op_ev, cols = keep(op_ev, cols, ok & ok_stream & ok_corr, skipped, SKIP_ARGS)
+        op_ev, cols = keep(op_ev, cols, cols["device"] <= MAX_DEVICE, skipped, SKIP_DEVICE)
         if op_ev:
             out["ops"] = cols
-    rng_ev = _pick(events, roles == ROLE_RANGE)
+    rng_ev = _pick(events, roles == ROLE_RANGE, skipped)
     if (roles == ROLE_LEGACY_OP).any():  # 2021 traces record record_function ranges as operators
-        rng_ev += [e for e in _pick(events, roles == ROLE_LEGACY_OP)
+        rng_ev += [e for e in _pick(events, roles == ROLE_LEGACY_OP, skipped)
                    if not _LEGACY_NOT_RANGE_RE.search(str(e.name))]
     if rng_ev:
         rng_ev, start, end, _ = timed(rng_ev, skipped)
@@ -299,7 +325,8 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     if base_ns is not None and not abs(base_ns) < MAX_ABS_NS:
         skipped["top-level baseTimeNanoseconds out of range (ignored)"] += 1
         base_ns = None
-    if not any(parts) and any(r in skipped for r in (SKIP_FIELD_TYPE, SKIP_TIME, SKIP_ARGS, SKIP_DEVICE)):
+    if not any(parts) and any(r in skipped for r in (SKIP_FIELD_TYPE, SKIP_TIME, SKIP_ARGS, SKIP_DEVICE,
+                                                    SKIP_NOT_COMPLETE)):
         raise TraceError(path, "no usable events: " + _skip_summary(skipped))
 
     source.format = "kineto-json"
@@ -313,8 +340,6 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         source.extra["clock"] = "Unix epoch µs"
     if dist:
         source.extra["rank"] = dist.get("rank", 0)
-    if skipped:
-        source.extra["skipped"] = dict(sorted(skipped.items()))
 
     strings = StringTable()
     a, o, r = _concat(parts, "api"), _concat(parts, "ops"), _concat(parts, "ranges")
@@ -344,8 +369,13 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
 
     if o:
         n = len(o["start"])
-        # drop `ts: 0, dur: 0` artefacts and CUPTI overflow durations
-        keep = ~((o["start"] == 0) & (o["dur"] == 0)) & (o["dur"] >= 0) & (o["dur"] < MAX_DUR_NS)
+        # drop `ts: 0, dur: 0` artefacts and CUPTI overflow durations, counted
+        artefact = (o["start"] == 0) & (o["dur"] == 0)
+        overflow = (o["dur"] < 0) | (o["dur"] >= MAX_DUR_NS)
+        for reason, m in ((SKIP_ARTEFACT, artefact), (SKIP_OVERFLOW, overflow)):
+            if m.any():
+                skipped[reason] += int(m.sum())
+        keep = ~(artefact | overflow)
         full = strings.intern_many(o["name"])
         lut = np.arange(len(strings), dtype=np.int32)
         for i in unique_sorted(full[o["kind"] == OP_KERNEL]).tolist():  # once per distinct kernel name
@@ -386,6 +416,8 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         trace.missing.append("no CUDA runtime events: launch costs and queue depth unavailable")
     if not n_rng:
         trace.missing.append("no user annotations (record_function ranges): phase attribution unavailable")
+    if skipped:
+        source.extra["skipped"] = dict(sorted(skipped.items()))
     finalize(trace, match_process=False)
     progress("joined", len(ops))
     kineto_stacks.build(trace, stack_py, stack_op)

@@ -62,13 +62,13 @@ def extract(events: list, skipped=None) -> dict:
         return {}
     kind = np.fromiter(map(kind_of.__getitem__, cats), np.int8, len(cats))
     out = {}
-    py = _complete(_select(events, kind == _PY))
+    py = _complete(_select(events, kind == _PY), skipped)
     if py:
         py, s, e, _ = timed(py, skipped)
     if py:
         out["py"] = {"start": s, "end": e, "name": list(map(str, map(attrgetter("name"), py))),
                      "pid": ids(list(map(attrgetter("pid"), py))), "tid": ids(list(map(attrgetter("tid"), py)))}
-    ops = _complete(_select(events, kind == _OP))
+    ops = _complete(_select(events, kind == _OP), skipped)
     if ops and not _any_link_args(ops):
         ops = []  # no operator carries a sequence number or call stack: skip decoding their args
     if ops:
@@ -106,10 +106,16 @@ def _select(events: list, mask: np.ndarray) -> list:
     return list(compress(events, mask.tolist()))
 
 
-def _complete(events: list) -> list:
-    """Only complete ('X') events: one C-level set of phases, a Python filter only when mixed."""
+SKIP_NOT_COMPLETE = "python_function or cpu_op event that is not a complete event (ph other than X)"
+
+
+def _complete(events: list, skipped) -> list:
+    """Only complete ('X') events: one C-level set of phases, a Python filter only when mixed (the
+    others counted)."""
     if events and set(map(attrgetter("ph"), events)) != {"X"}:
-        return [e for e in events if e.ph == "X"]
+        kept = [e for e in events if e.ph == "X"]
+        skipped[SKIP_NOT_COMPLETE] += len(events) - len(kept)
+        return kept
     return events
 
 

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from itertools import compress
 from dataclasses import fields
 from pathlib import Path
 
@@ -29,12 +30,13 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_strings import NULL_ID, Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             fetch_text_column, private_snapshot, side_files, snapshot_dir,
-                                             table_capacity, table_columns)
+                                             fetch_text_column, kept_rows, private_snapshot, side_files,
+                                             snapshot_dir, table_capacity, table_columns)
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
 PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
+NO_END = -2**63      # an NVTX range's NULL end as read
 BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
 I32 = np.iinfo(np.int32)
 
@@ -240,12 +242,14 @@ class _Reader:
             return None
         table = self.tables["NVTX_EVENTS"]
         cs = self.colset("NVTX_EVENTS")
-        where = f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND}) AND end IS NOT NULL"
+        where = f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND})"
         # small fields share one column where the domain id fits: domain id, then the inline-text
-        # and type bits (fewer columns); a domain id that does not fit is read apart
+        # and type bits (fewer columns); a domain id that does not fit is read apart. A range
+        # without an end (open when the capture stopped) is read, then counted and left out.
         small = f"(eventType - {NVTX_PUSHPOP}) + 2 * ({'text IS NOT NULL' if 'text' in cs else '0'})"
         domain = "ifnull(domainId, 0)" if "domainId" in cs else "0"
-        exprs = {"start": "start", "end": "end", "gtid": "globalTid", "packed": Packed(domain, small, 2)}
+        exprs = {"start": "start", "end": f"ifnull(end, {NO_END})", "gtid": "globalTid",
+                 "packed": Packed(domain, small, 2)}
         if "textId" in cs:
             exprs["text_id"] = "textId"
         try:
@@ -257,8 +261,17 @@ class _Reader:
         c["has_text"] = (c["packed"] >> 1) & 1
         c.setdefault("text_id", np.full(len(c["start"]), -1, np.int64))
         inline = []
-        if len(c["start"]) and "text" in cs and c["has_text"].any():
-            inline = fetch_text_column(con, table, "text", where + " AND text IS NOT NULL")
+        if len(c["start"]) and "text" in cs and c["has_text"].any():   # the rows the integer read kept
+            inline = fetch_text_column(con, table, "text", f"{where} AND {kept_rows(con, table, exprs)} AND "
+                                                           "text IS NOT NULL")
+            if len(inline) != int(c["has_text"].sum()):
+                raise ValueError(f"{table}'s text column does not line up with its rows")
+        open_ = c["end"] == NO_END
+        if open_.any():
+            self.skipped[f"{table} ranges without an end (open when the capture stopped; left out)"] += int(open_.sum())
+            if len(inline):
+                inline = list(compress(inline, (~open_[c["has_text"] == 1]).tolist()))
+            c = {k: v[~open_] for k, v in c.items()}
         domains = {}
         if "domainId" in cs:
             q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {"textId" if "textId" in cs else "NULL"} '

@@ -45,7 +45,7 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
         return
     has_module = "module" in reader.cols[chains]
     ch = fetch_int_columns(con, chains, {"id": "id", "symbol": "symbol", "depth": "stackDepth",
-                                         "module": "module" if has_module else "-1"})
+                                         "module": "module" if has_module else "-1"}, "", reader.dropped)
     if not len(ch.get("id", ())):
         return
     # rows of one chain, outermost first: parent of a row = the next deeper-numbered row of its chain
@@ -81,7 +81,10 @@ def _from_callchains(trace: Trace, reader, runtime: str, chains: str) -> None:
     row_of[inv[:len(api)]] = np.arange(len(api))
     rows = row_of[inv[len(api):]]
     k = np.minimum(np.searchsorted(chain_ids, c["chain"]), len(chain_ids) - 1)
-    ok = (rows >= 0) & (chain_ids[k] == c["chain"])
+    found = chain_ids[k] == c["chain"]
+    if not found.all():
+        reader.skipped[f"{runtime} rows whose callchainId has no {chains} rows (no call stack)"] += int((~found).sum())
+    ok = (rows >= 0) & found
     api_node = np.full(len(api), -1, np.int64)
     api_node[rows[ok]] = chain_node[k[ok]]
     trace.stacks = trie.table()

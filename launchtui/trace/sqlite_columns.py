@@ -220,6 +220,14 @@ def _copy_into(out: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> dict[s
     return {k: out[k][:m] for k in got}
 
 
+def kept_rows(con: sqlite3.Connection, table: str, exprs: dict) -> str:
+    """An SQL condition true on exactly the rows `fetch_int_columns(con, table, exprs)` keeps (no
+    NULL in a required column), for a query that must line up with them (a text column)."""
+    notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
+    # typeof(), not IS NOT NULL: SQLite optimises the latter away on a column declared NOT NULL
+    return " AND ".join(f"typeof({e}) != 'null'" for e in _required(exprs, notnull)) or "1"
+
+
 def _required(exprs: dict, notnull: set[str]) -> list[str]:
     return [e for e in exprs.values() if not isinstance(e, Packed) and (e in notnull or e in REQUIRED)]
 
