@@ -11,6 +11,7 @@ from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.fixes import SYNC_FIX
+from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
 from launchtui.analysis.record_conclusion import bound_level, conclusion, verdict_lines
@@ -137,9 +138,12 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                                       sel.t1 if sel.t1 is not None else 2**62)
         if len(calls):   # launches recorded, GPU activity not (definitions.md §V11)
             return _cpu_side_record(trace, sel, opt, doc, calls), []
-    if not devs:
-        doc.update({"empty": "no launched GPU ops in this trace or selection", "iterations": None,
-                    "launch_bound": None, "conclusion": "cannot judge: no launched GPU ops in this trace or selection",
+    if not devs:   # GPU ops that joined no launch call say why (definitions.md §V8 launch_join)
+        lj = launch_join(trace, sel)
+        why = f"no launched GPU ops: {join_line(lj)}" if lj else "no launched GPU ops in this trace or selection"
+        if lj:
+            doc["launch_join"] = lj
+        doc.update({"empty": why, "iterations": None, "launch_bound": None, "conclusion": f"cannot judge: {why}",
                     "per_iteration": None, "overhead_share": None, "amdahl_bound": None, "streams": [],
                     "backpressure": False, "top": [], "near_misses": [], "cross_checks": {},
                     "launch_thread_cpu": {"available": False, "reason": "no launched GPU ops to judge against"}})

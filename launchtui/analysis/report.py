@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.select import WHOLE, Selection, op_mask
@@ -82,12 +83,15 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
     if bp is None:
         bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     launches = launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum()))
+    # GPU ops that joined no launch call: what failed to join and why (only then: §V8 launch_join)
+    lj = launch_join(trace, sel) if not launches["kernel_launches"] and not launches["graph_launched_ops"] else None
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),
         "options": {"min_launches": opt.min_launches, "max_avg_us": opt.max_avg_us, "limit": opt.limit,
                     "names": opt.names, "thresholds": list(opt.thresholds)},
         "launches": launches,
+        **({"launch_join": lj} if lj else {}),
         "small_kernels": compute,
         "small_kernels_nccl": nccl,
         "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
@@ -129,6 +133,8 @@ def render_text(doc: dict) -> str:
         out.append(f"note: {m}")
     for r, n in t.get("skipped", {}).items():
         out.append(f"skipped: {n:,} × {r}")
+    if doc.get("launch_join"):
+        out.append(f"no launched GPU ops: {join_line(doc['launch_join'])}")
     out.append("")
     out.append("-- Small and Frequent Kernel Launches --")
     rows = doc["small_kernels"]
