@@ -169,7 +169,7 @@ class _Reader:
             try:
                 m, apart = len(fetch_int_columns(con, table, exprs, "", self.dropped, out=out)["start"]), None
             except Unpackable:   # an id outside its half (e.g. above 2^31): the two columns apart
-                m, apart = self._gpu_apart(con, table, canon, exprs, out)
+                m, apart = self._gpu_apart(con, table, exprs, out)
             self.progress(f"read {canon}", m)
             spans.append((kind, n, n + m, apart))
             n += m
@@ -184,7 +184,7 @@ class _Reader:
                 cols["stream"][a:b] = apart.pop("stream")
         return cols, spans
 
-    def _gpu_apart(self, con, table: str, canon: str, exprs: dict, out: dict) -> tuple[int, dict]:
+    def _gpu_apart(self, con, table: str, exprs: dict, out: dict) -> tuple[int, dict]:
         """Read a GPU-op table whose packed ids do not fit with each pair as two columns: the plain
         columns go to `out`, the pairs come back apart ({device, stream[, short, full]}). A row
         whose deviceId does not fit the model's int32 is skipped and counted."""
