@@ -12,7 +12,6 @@ import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from itertools import compress
 from dataclasses import fields
 from pathlib import Path
 
@@ -21,22 +20,19 @@ import numpy as np
 from launchtui.errors import TraceError
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
-from launchtui.trace import nsys_cpu, nsys_stacks
+from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
-from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, RANGE_STARTEND,
-                                   ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
-                                   Threads, Trace)
+from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, GpuOps, Overheads, Ranges,
+                                   SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
-from launchtui.trace.nsys_strings import NULL_ID, Names, StringIds
+from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             fetch_text_column, kept_rows, private_snapshot, side_files,
-                                             snapshot_dir, table_capacity, table_columns)
+                                             private_snapshot, side_files, snapshot_dir, table_capacity,
+                                             table_columns)
 
-NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
 PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
-NO_END = -2**63      # an NVTX range's NULL end as read
 BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
 I32 = np.iinfo(np.int32)
 
@@ -236,71 +232,6 @@ class _Reader:
         _merge_in_time_order(ops, [(k, a, b) for k, a, b, _ in spans])
         return ops
 
-    def read_nvtx_raw(self, con: sqlite3.Connection = None):
-        """NVTX ranges as raw columns (no interning), so it can run on its own connection and thread."""
-        if not self.has("NVTX_EVENTS"):
-            return None
-        table = self.tables["NVTX_EVENTS"]
-        cs = self.colset("NVTX_EVENTS")
-        where = f"eventType IN ({NVTX_PUSHPOP},{NVTX_STARTEND})"
-        # small fields share one column where the domain id fits: domain id, then the inline-text
-        # and type bits (fewer columns); a domain id that does not fit is read apart. A range
-        # without an end (open when the capture stopped) is read, then counted and left out.
-        small = f"(eventType - {NVTX_PUSHPOP}) + 2 * ({'text IS NOT NULL' if 'text' in cs else '0'})"
-        domain = "ifnull(domainId, 0)" if "domainId" in cs else "0"
-        exprs = {"start": "start", "end": f"ifnull(end, {NO_END})", "gtid": "globalTid",
-                 "packed": Packed(domain, small, 2)}
-        if "textId" in cs:
-            exprs["text_id"] = "textId"
-        try:
-            c = fetch_int_columns(con, table, exprs, where, self.dropped)
-            c["domain"] = c["packed"] >> 2
-        except Unpackable:
-            c = fetch_int_columns(con, table, {**exprs, "packed": small, "domain": domain}, where, self.dropped)
-        c["type"] = np.where(c["packed"] & 1, NVTX_STARTEND, NVTX_PUSHPOP)
-        c["has_text"] = (c["packed"] >> 1) & 1
-        c.setdefault("text_id", np.full(len(c["start"]), -1, np.int64))
-        inline = []
-        if len(c["start"]) and "text" in cs and c["has_text"].any():   # the rows the integer read kept
-            inline = fetch_text_column(con, table, "text", f"{where} AND {kept_rows(con, table, exprs)} AND "
-                                                           "text IS NOT NULL")
-            if len(inline) != int(c["has_text"].sum()):
-                raise ValueError(f"{table}'s text column does not line up with its rows")
-        open_ = c["end"] == NO_END
-        if open_.any():
-            self.skipped[f"{table} ranges without an end (open when the capture stopped; left out)"] += int(open_.sum())
-            if len(inline):
-                inline = list(compress(inline, (~open_[c["has_text"] == 1]).tolist()))
-            c = {k: v[~open_] for k, v in c.items()}
-        domains = {}
-        if "domainId" in cs:
-            q = (f'SELECT domainId, {"text" if "text" in cs else "NULL"}, {"textId" if "textId" in cs else "NULL"} '
-                 f'FROM "{table}" WHERE eventType = {NVTX_DOMAIN_CREATE}')
-            domains = {d: (txt, tid if type(tid) is int else None) for d, txt, tid in con.execute(q)
-                       if type(d) is int}
-        return c, inline, domains
-
-    def intern_nvtx(self, raw):
-        """Intern the raw NVTX columns' strings (main thread only: the string table is not shared)."""
-        c, inline, domains = raw
-        n = len(c["start"])
-        self.progress("read NVTX_EVENTS", n)
-        text = np.full(n, self.strings.intern(""), np.int32)
-        if len(inline):
-            text[c["has_text"] == 1] = self.strings.intern_many(inline)
-        by_id = (c["text_id"] != NULL_ID) & (c["has_text"] == 0)   # neither: an unnamed range
-        table = self.tables["NVTX_EVENTS"]
-        if by_id.any():
-            text[by_id] = self.names.map(c["text_id"][by_id], what=(table, "textId"))
-        dom_ids = np.full(n, -1, np.int32)
-        for dom, (txt, tid) in domains.items():  # domain names: inline text or via textId
-            if txt is None and tid is not None:
-                (txt,) = self.names.texts([tid], (table, "textId"))
-            if txt:
-                dom_ids[c["domain"] == dom] = self.strings.intern(str(txt))
-        kind = np.where(c["type"] == NVTX_STARTEND, RANGE_STARTEND, RANGE_PUSHPOP).astype(np.int8)
-        return c, text, dom_ids, kind
-
     def read_overheads(self):
         if not self.has("CUPTI_ACTIVITY_KIND_OVERHEAD"):
             return None
@@ -445,14 +376,14 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         gpu_future = pool.submit(on_own_connection, r.read_gpu_raw)
-        nvtx_future = pool.submit(on_own_connection, r.read_nvtx_raw)
+        nvtx_future = pool.submit(on_own_connection, nsys_nvtx.read_raw, r)
         api_part = r.read_api()
         ovh_part = r.read_overheads()
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
         del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
     ops = r.gpu_ops(gpu_raw)
-    nvtx_part = r.intern_nvtx(nvtx_raw) if nvtx_raw is not None else None
+    nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
     del gpu_raw, nvtx_raw
 
     # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
