@@ -17,8 +17,10 @@ TOP_NAMES = 3   # API names shown for ops joined to calls that are not launches
 
 
 def launch_join(trace: Trace, sel: Selection = WHOLE) -> dict | None:
-    """None when the selection has no GPU op, or one of them was launched by a launch call;
-    otherwise the two sides' row counts, what the ops did join, and the reason in words."""
+    """When the selection's GPU ops exist, none was launched by a launch call, and something failed
+    (an op joined no API row, or API names have no StringIds row): the two sides' row counts, what
+    the ops did join, and the reason in words. None otherwise: no GPU op, a launched one, or ops
+    that all joined calls of other kinds (copies and memsets of a trace without kernel launches)."""
     ops, api = trace.ops, trace.api
     idx = np.flatnonzero(op_mask(trace, sel))
     if not len(idx):
@@ -26,7 +28,7 @@ def launch_join(trace: Trace, sel: Selection = WHOLE) -> dict | None:
     is_launch = (api.kind == API_LAUNCH) | (api.kind == API_GRAPH_LAUNCH)
     a = ops.api[idx]
     joined = a >= 0
-    if is_launch[a[joined]].any():
+    if is_launch[a[joined]].any() or (joined.all() and not _unresolved_api_names(trace)):
         return None
     calls = np.flatnonzero(is_launch & _calls_in_window(trace, sel))
     kinds = np.bincount(ops.kind[idx], minlength=len(OP_KIND_NAMES))
@@ -59,8 +61,7 @@ def _reason(trace: Trace, unmatched: np.ndarray, calls: np.ndarray, out: dict) -
         parts.append("the trace has no CUDA API rows (launch calls were not captured)")
     elif not len(calls):
         parts.append("no API call is a launch call (cudaLaunch*/cuLaunch*, definitions.md §2)")
-        unresolved = sum(n for r, n in (trace.source.extra.get("skipped") or {}).items()
-                         if r.startswith("CUPTI_ACTIVITY_KIND_RUNTIME") and "has no StringIds row" in r)
+        unresolved = _unresolved_api_names(trace)
         if unresolved:
             parts.append(f"{_n(unresolved, 'API row')} {'has' if unresolved == 1 else 'have'} a name id with no "
                          "StringIds row")
@@ -83,6 +84,12 @@ def _reason(trace: Trace, unmatched: np.ndarray, calls: np.ndarray, out: dict) -
                      "launches (" + ", ".join(f"{r['api_name']} ×{r['ops']:,}" for r in top)
                      + (", …" if len(out["joined_other_calls"]) > TOP_NAMES else "") + ")")
     return "; ".join(parts)
+
+
+def _unresolved_api_names(trace: Trace) -> int:
+    """API rows whose name id has no StringIds row (the reader's count, definitions.md §H)."""
+    return sum(n for r, n in (trace.source.extra.get("skipped") or {}).items()
+               if r.startswith("CUPTI_ACTIVITY_KIND_RUNTIME") and "has no StringIds row" in r)
 
 
 def _n(n: int, what: str) -> str:
