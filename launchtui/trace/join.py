@@ -14,6 +14,7 @@ import numpy as np
 
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import Trace
+from launchtui.trace.order import equal_runs, in_order, time_order  # noqa: F401  (in_order: readers' test)
 
 
 def _group_keys(pid_a, corr_a, pid_b, corr_b):
@@ -141,45 +142,6 @@ def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
     return result
 
 
-def time_order(start, end, *tie_keys):
-    """(permutation sorting rows by (start, end, *tie_keys), `start` in that order); (None, start)
-    when already in that order.
-
-    Exported tables are runs of time-ordered rows (per thread or stream buffer), which a stable
-    merge sort on `start` alone handles in near-linear time; the full lexsort is only needed when
-    equal starts are out of order on the other keys. The checks compare neighbours as booleans and
-    look at the other keys only where starts tie: no n-long integer temporaries (issue 11).
-    """
-    keys = (end,) + tie_keys
-    if in_order(start, keys):
-        return None, start
-    order = np.argsort(start, kind="stable")
-    s = start[order]
-    if in_order(s, keys, order):
-        return order, s
-    del s
-    order = np.lexsort(tuple(reversed((start,) + keys)))
-    return order, start[order]
-
-
-def in_order(first, others, order=None) -> bool:
-    """Rows (in `order`, when given) sorted lexicographically by `first`, then `others`? `first`
-    is already permuted; the others are read through `order` at tied positions only."""
-    if len(first) < 2:
-        return True
-    if (first[1:] < first[:-1]).any():
-        return False
-    tie = np.flatnonzero(first[1:] == first[:-1])
-    for k in others:
-        if not len(tie):
-            return True
-        a, b = (k[tie], k[tie + 1]) if order is None else (k[order[tie]], k[order[tie + 1]])
-        if (b < a).any():
-            return False
-        tie = tie[b == a]
-    return True
-
-
 def _encode_processes(trace: Trace) -> None:
     """Replace ops.pid and api.pid (the reader's int64 process keys, -1 unknown) by indices into
     `trace.processes` (model.process_col). Before the sort, so the sort and the join move 2-byte
@@ -212,17 +174,27 @@ def _narrow_ids(table, name: str) -> None:
         setattr(table, name, a.astype(np.int32))
 
 
+# Each table's sort keys after (start, end): integer columns, then name columns compared as strings
+# (docs/definitions.md §9). Every column of a row is a key (ranges: all but the depth, which
+# follows from the order), so only rows equal in every column stay tied.
+SORT_KEYS = {"ops": (("device", "stream", "kind", "corr", "pid"), ("name", "full_name")),
+             "api": (("thread", "pid", "corr", "kind"), ("name",)),
+             "ranges": (("thread", "kind"), ("domain", "text")),
+             "overheads": (("thread", "corr", "type"), ())}
+
+
 def finalize(trace: Trace, match_process: bool = True) -> Trace:
-    """Sort every table by time and join ops to their launches. Readers call this last."""
+    """Sort every table into its total order (SORT_KEYS) and join ops to their launches. Readers
+    call this last; what they read is then a function of the set of rows, not of the file's order."""
     trace.ops.coerce()
     trace.api.coerce()
     _encode_processes(trace)
     _narrow_ids(trace.ops, "stream")
-    for name in ("ops", "api", "ranges", "overheads"):
+    for name, (ints, names) in SORT_KEYS.items():
         table = getattr(trace, name) if name in ("ops", "api") else getattr(trace, name).coerce()
         if len(table):
-            extra = (table.device, table.stream) if name == "ops" else ()
-            order, start = time_order(table.start, table.end, *extra)
+            order, start = time_order(table.start, table.end, *(getattr(table, k) for k in ints),
+                                      names=tuple(getattr(table, k) for k in names), strings=trace.strings)
             if order is not None:   # column by column, in place: each unsorted column is freed as
                 table.start = start  # soon as its sorted copy exists (peak: one column, not a table)
                 del start
@@ -230,9 +202,27 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
                     if f.name != "start":
                         setattr(table, f.name, np.take(getattr(table, f.name), order))
                 del order
+    _nest_equal_ranges(trace.ranges)
     trace.threads.coerce()
     trace.ops.api = None     # the reader's placeholder goes before the join's result is allocated
     trace.ops.api = join_ops_to_api(trace, match_process)
     _narrow_ids(trace.ops, "corr")   # after the join, whose keys are int64 arithmetic
     _narrow_ids(trace.api, "corr")
     return trace
+
+
+def _nest_equal_ranges(rg) -> None:
+    """Ranges with the same thread, start and end nest in table order (definitions.md §7, §9): the
+    first (by kind, then domain and text as strings) is the outermost. Readers number depths in
+    file order, so equal ranges get their depths handed out again, smallest first, per domain."""
+    tie = equal_runs(rg.start, rg.end, rg.thread)
+    if not len(tie):
+        return
+    members = np.unique(np.concatenate([tie, tie + 1]))
+    block = np.cumsum(~np.isin(members, tie + 1))
+    dom = rg.domain[members]
+    by_depth = np.lexsort((rg.depth[members], dom, block))
+    by_row = np.lexsort((members, dom, block))
+    depth = rg.depth.copy()
+    depth[members[by_row]] = rg.depth[members[by_depth]]
+    rg.depth = depth

@@ -24,6 +24,7 @@ from launchtui.trace.stacks import (Carriers, StackTrie, attach, attach_nvtx_sit
                                     innermost_at)
 from launchtui.trace.grouping import distinct_runs
 from launchtui.trace.model import Trace
+from launchtui.trace.order import time_order
 
 _PY, _OP = 1, 2
 _KIND = {"python_function": _PY, "cpu_op": _OP, "operator": _OP}
@@ -124,6 +125,11 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
     if not py and not op:
         attach_nvtx_sites(trace)
         return
+    # the events in a total order on their data (definitions.md §9): equal intervals on a thread
+    # then nest by name (python frames) or by sequence number and call stack (operators), never
+    # by their order in the file
+    py = _total_order(py, ("pid", "tid"), ("name",))
+    op = _total_order(op, ("pid", "tid", "seq", "fwd"), ("stack",))
     th = trace.threads
     api_key = _thread_key(th.pid[trace.api.thread], th.tid[trace.api.thread])
     parts = [api_key] + [_thread_key(x["pid"], x["tid"]) for x in (py, op) if x]
@@ -159,6 +165,18 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
         if (trace.api_stacks.via == 2).any():
             kinds.append("backward via Sequence number")
         trace.source.extra["stacks"] = ", ".join(kinds)
+
+
+def _total_order(cols: dict | None, ints: tuple, names: tuple) -> dict | None:
+    """The event columns in order of (start, end, *ints, *names as strings); as they are when
+    already in it."""
+    if not cols:
+        return cols
+    order, _ = time_order(cols["start"], cols["end"], *(cols[k] for k in ints),
+                          names=tuple(cols[k] for k in names))
+    if order is None:
+        return cols
+    return {k: ([v[i] for i in order.tolist()] if isinstance(v, list) else v[order]) for k, v in cols.items()}
 
 
 def _python_carriers(trace: Trace, trie: StackTrie, pt, py: dict, api_thread, ot, op) -> Carriers:

@@ -3,8 +3,9 @@
 One `Trace` holds numpy arrays per kind of event. All times are int64 ns on the
 trace's own clock (Nsight: capture clock; Kineto: the file's `ts` clock).
 Strings (kernel, API and range names) are interned in one `StringTable`.
-Readers fill the arrays; `finalize()` sorts them by start time and joins GPU ops
-to their launching API calls, so analyses can rely on both.
+Readers fill the arrays; `finalize()` sorts them by start time, every tie broken by the rows'
+other columns (a total order on the data, docs/definitions.md §9), and joins GPU ops to their
+launching API calls, so analyses can rely on both.
 """
 from __future__ import annotations
 

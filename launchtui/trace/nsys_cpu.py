@@ -46,9 +46,9 @@ def samples(gtid: np.ndarray, t: np.ndarray, state: np.ndarray, skipped: Counter
     if (~ok).any():
         skipped[SKIP_SAMPLE_NO_THREAD] += int((~ok).sum())
         gtid, t, state = gtid[ok], t[ok], state[ok]
-    o = np.lexsort((t, gtid))
-    st = np.where((state >= 0) & (state < 128), state, -1)[o]
-    return CpuSamples(thread=gtid[o], time=t[o], state=st).coerce()
+    st = np.where((state >= 0) & (state < 128), state, -1)
+    o = np.lexsort((st, t, gtid))   # a total order: samples at one time keep no file order
+    return CpuSamples(thread=gtid[o], time=t[o], state=st[o]).coerce()
 
 
 def read(r) -> tuple[CpuRuns, CpuSamples]:

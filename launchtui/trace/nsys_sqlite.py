@@ -269,11 +269,11 @@ def _halves(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _merge_in_time_order(ops: GpuOps, spans: list[tuple[int, int, int]]) -> None:
-    """Put the ops in finalize's time order (start, end, device, stream; equal keys in table order)
-    in place, when each table's rows already are in that order (every export seen: kernels, then
-    memcpy, then memset, each sorted) and no later table's start equals a first-table start: the
-    later tables' few rows are sorted, and the first table's rows moved up block by block from the
-    back to make room. finalize then finds the ops in order, so it allocates no sorted copy of
+    """Put the ops in finalize's time order as far as (start, end, device, stream) decide it (rows
+    equal in those finalize orders by their other columns) in place, when each table's rows already
+    are in that order (every export seen: kernels, then memcpy, then memset, each sorted) and no
+    later table's start equals a first-table start: the later tables' few rows are sorted, and the
+    first table's rows moved up block by block from the back to make room. finalize then finds the ops in order, so it allocates no sorted copy of
     every column (5M: 290 MB of fresh memory, an argsort and 9 takes). Otherwise nothing moves and
     finalize sorts as before."""
     runs = [(a, b) for _, a, b in spans if b > a]
