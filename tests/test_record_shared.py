@@ -115,8 +115,12 @@ def _phase_keys_per_op(trace, ops, base, level, main):
     keys = np.full(len(ops), -1, np.int64)
     has = mat[:, 0] >= 0
     uniq, inv = unique_rows(mat[has], return_inverse=True)
-    keys[has] = inv.reshape(-1)
-    return keys, [" > ".join(trace.strings[int(t)] for t in r if t >= 0) for r in uniq.tolist()]
+    parts = [[trace.strings[int(t)] for t in r if t >= 0] for r in uniq.tolist()]
+    # keys number the paths in the order of their texts, then their length (definitions.md §9)
+    by_text = sorted(range(len(parts)), key=lambda i: (" > ".join(parts[i]), len(parts[i])))
+    rank = np.argsort(by_text)
+    keys[has] = rank[inv.reshape(-1)]
+    return keys, [" > ".join(parts[i]) for i in by_text]
 
 
 @pytest.mark.parametrize("scenario,level", [("autograd", 1), ("emit_nvtx", 2), ("profiler_step", 3)])

@@ -108,11 +108,11 @@ def _phase_rows(trace: Trace, k: np.ndarray, graph: np.ndarray, ph: np.ndarray, 
     texts[rg_idx >= 0] = trace.ranges.text[rg_idx[rg_idx >= 0]]
     uniq, g = dense_groups(texts)
     cnt = np.bincount(g, minlength=len(uniq))
-    acc: dict[str | None, float] = {}
+    acc: dict[str | None, int] = {}
     for t, c in zip(uniq.tolist(), cnt.tolist()):  # once per distinct range text
         name = normalise(trace.strings[t]) if t >= 0 else None
-        acc[name] = acc.get(name, 0.0) + c / n_iter
-    rows = [{"phase": p, "launches_per_iteration": v} for p, v in acc.items()]
+        acc[name] = acc.get(name, 0) + c       # counts add exactly, in any order of the texts
+    rows = [{"phase": p, "launches_per_iteration": v / n_iter} for p, v in acc.items()]
     rows.sort(key=lambda r: (-r["launches_per_iteration"], r["phase"] or ""))
     return rows
 

@@ -191,8 +191,10 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
     names, inv, counts = unique_sorted(seq, return_inverse=True, return_counts=True)
     inv = inv.reshape(-1)
     cand = np.nonzero((counts >= 3) & (counts <= n // PERIOD_MIN_LAUNCHES))[0]
-    # fewest occurrences first: a once-per-step name is rare, per-layer names are common
-    cand = cand[np.argsort(counts[cand], kind="stable")][:PERIOD_MAX_CANDIDATES]
+    # fewest occurrences first: a once-per-step name is rare, per-layer names are common; equal
+    # counts by name (definitions.md §9: strings, never intern ids)
+    text = {c: trace.strings[int(names[c])] for c in cand.tolist()}
+    cand = np.array(sorted(text, key=lambda c: (counts[c], text[c]))[:PERIOD_MAX_CANDIDATES], np.int64)
     api = trace.api
     best = None
     for c in cand.tolist():  # a few candidate anchors, each checked in O(n)
@@ -210,8 +212,9 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
         coverage = equal * L / (pos[-1] - pos[0])
         if coverage < PERIOD_MIN_COVERAGE:
             continue
-        # best: highest coverage (to the percent), then most launches covered, then shortest period
-        rank = (-round(coverage, 2), -equal * L, L)
+        # best: highest coverage (to the percent), then most launches covered, then shortest
+        # period, then the anchor's name
+        rank = (-round(coverage, 2), -equal * L, L, text[c])
         if best is None or rank < best[0]:
             best = (rank, c, pos, L, equal)
     if best is None:

@@ -13,6 +13,7 @@ from launchtui.analysis.index import trace_index
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
+from launchtui.trace.order import string_ranks
 
 OPTIMIZER_PATTERN = "optim"
 
@@ -103,7 +104,8 @@ DENSE_CELLS = 1 << 21   # (group, range text) counts held as one table up to thi
 def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
                         n_groups: int) -> dict[int, tuple[int, float]]:
     """For groups of ops, the most common innermost range text and its share of the group's ops
-    (ties: the smaller text id), for the groups with any op in a range, in group order.
+    (ties: the first text as a string, definitions.md §9), for the groups with any op in a range,
+    in group order.
 
     Counted in one (group, text) table: a range's text is renumbered over the few distinct texts of
     the ranges table, so a launch costs two lookups and an int32 key, not a per-launch sort key."""
@@ -121,8 +123,12 @@ def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
     del key
     tot = cnt.sum(axis=1)
     cnt = cnt[:, :nt]
-    best = cnt.argmax(axis=1) if nt else np.zeros(n_groups, np.int64)   # first max: the smaller text id
+    best = cnt.argmax(axis=1) if nt else np.zeros(n_groups, np.int64)
     hits = cnt[np.arange(n_groups), best] if nt else np.zeros(n_groups, np.int64)
+    if nt:
+        tied = np.flatnonzero(((cnt == hits[:, None]).sum(axis=1) > 1) & (hits > 0))
+        for g in tied.tolist():  # once per group whose top count is shared: the first text wins
+            best[g] = min(np.flatnonzero(cnt[g] == hits[g]).tolist(), key=lambda c: trace.strings[int(texts[c])])
     return {g: (int(texts[best[g]]), float(hits[g]) / float(tot[g])) for g in np.flatnonzero(hits > 0).tolist()}
 
 
@@ -145,8 +151,11 @@ def _top_range_by_pairs(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
     del key
     cnt = np.bincount(pair, minlength=len(uk))
     del pair
-    gk = uk // width
-    o = np.lexsort((-cnt, gk))
+    gk, tk = np.divmod(uk, width)   # uk ascending: each group's pairs are one run
+    heads = np.flatnonzero(np.concatenate([[True], gk[1:] != gk[:-1]]))
+    top = np.repeat(np.maximum.reduceat(cnt, heads), np.diff(np.append(heads, len(gk))))
+    cand = np.flatnonzero(cnt == top)          # each group's texts at its top count
+    o = np.lexsort((string_ranks(trace.strings, tk[cand]), gk[cand]))   # ties: the first text
     firsts = np.ones(len(o), bool)
-    firsts[1:] = gk[o][1:] != gk[o][:-1]
-    return {int(gk[j]): (int(uk[j] % width), float(cnt[j]) / float(tot[gk[j]])) for j in o[firsts]}
+    firsts[1:] = gk[cand[o]][1:] != gk[cand[o]][:-1]
+    return {int(gk[j]): (int(tk[j]), float(cnt[j]) / float(tot[gk[j]])) for j in cand[o[firsts]]}

@@ -114,16 +114,21 @@ def _paths_by_range(trace: Trace, inner: np.ndarray, base: np.ndarray, level: in
 
 
 def _keys(trace: Trace, table: np.ndarray, row: np.ndarray, keys: np.ndarray):
-    """Keys per op from its path `table[row]`: the rows' lexicographic rank among those present
-    (what unique rows of the per-op matrix give), texts per key."""
+    """Keys per op from its path `table[row]`, texts per key. Keys number the distinct paths
+    present in the order of their texts as strings (then their length), so a tie between
+    phases goes to the first text, never to the first string interned (definitions.md §9)."""
     path = table[:, 0] >= 0               # per row; an op's key is its row's (-1 without a path)
     present = np.flatnonzero((np.bincount(row, minlength=len(table)) > 0) & path)
     if not len(present):
         return keys, []
     uniq, inv = unique_rows(table[present], return_inverse=True)
+    parts = [[trace.strings[int(t)] for t in r if t >= 0] for r in uniq.tolist()]
+    by_text = sorted(range(len(parts)), key=lambda i: (" > ".join(parts[i]), len(parts[i])))
+    rank = np.empty(len(parts), np.int64)
+    rank[by_text] = np.arange(len(parts))
     key_of = np.full(len(table), -1, np.int64)
-    key_of[present] = inv.reshape(-1)
-    texts = [" > ".join(trace.strings[int(t)] for t in r if t >= 0) for r in uniq.tolist()]
+    key_of[present] = rank[inv.reshape(-1)]
+    texts = [" > ".join(parts[i]) for i in by_text]
     keys[:] = key_of[row]
     return keys, texts
 

@@ -89,11 +89,13 @@ def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
     idx, k = idx[k >= 0], k[k >= 0]
     per = np.bincount(k, minlength=len(it)) if len(it) else np.zeros(0, np.int64)
     by_name: dict[str, list] = {}
-    for u in unique_sorted(api.name[idx]).tolist():
+    for u in unique_sorted(api.name[idx]).tolist():   # names sharing a display name add up
         sel = idx[api.name[idx] == u]
-        by_name[nm.api_display_name(names[u])] = [int(len(sel)), round(float((api.end[sel] - api.start[sel]).sum()) / 1e6, 3)]
+        c = by_name.setdefault(nm.api_display_name(names[u]), [0, 0])
+        c[0] += int(len(sel))
+        c[1] += int((api.end[sel] - api.start[sel]).sum())
     out = {"per_iteration": _stats(per, nd=1), "total_ms": round(float((api.end[idx] - api.start[idx]).sum()) / 1e6, 3),
-           "by_api": [{"api_name": n, "count": c, "total_ms": t} for n, (c, t) in sorted(by_name.items())],
+           "by_api": [{"api_name": n, "count": c, "total_ms": round(t / 1e6, 3)} for n, (c, t) in sorted(by_name.items())],
            "fix": SYNC_FIX if len(idx) else None}
     return out
 

@@ -20,6 +20,7 @@ from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import STACK_BACKWARD, Trace
+from launchtui.trace.order import string_ranks
 from launchtui.trace.stacks import stack_frames
 
 NO_USER_HINT = ("the stacks hold no user frame under the rule of definitions.md §S2 (every frame is library "
@@ -185,7 +186,7 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
     api_ns = np.bincount(inv, weights=dur, minlength=len(keys))
     small = np.bincount(inv, weights=(ops.end - ops.start)[k[m]] < CONFIG.small_kernel_ns, minlength=len(keys))
     kname = name_ids(trace, names)[k[m]]
-    order = np.lexsort((keys, -count))
+    order = np.lexsort((string_ranks(trace.strings, keys), -count))   # ties: the frame as a string
     if limit:
         order = order[:limit]
     by = np.argsort(inv, kind="stable")   # launches grouped by site: one slice per site, not a scan
@@ -193,7 +194,7 @@ def source_table(trace: Trace, sel: Selection = WHOLE, flt: SourceFilter = Sourc
     for g in order.tolist():
         sub = kname[by[bounds[g]:bounds[g + 1]]]
         kn, kc = unique_sorted(sub, return_counts=True)
-        top = np.lexsort((kn, -kc))[:TOP_KERNELS]
+        top = np.lexsort((string_ranks(trace.strings, kn), -kc))[:TOP_KERNELS]
         frame = trace.strings[int(keys[g])]
         file, line, func = parse_frame(frame)
         doc["sites"].append({
@@ -304,7 +305,7 @@ def dominant_sites(trace: Trace, api_rows: np.ndarray, group: np.ndarray, n_grou
     pairs, cnt = unique_sorted(g * (len(trace.strings) + 1) + frame, return_counts=True)
     pg, pf = np.divmod(pairs, len(trace.strings) + 1)
     total = np.bincount(np.asarray(group, np.int64), minlength=n_groups)
-    order = np.lexsort((pf, -cnt, pg))  # per group: most launches first, then frame id
+    order = np.lexsort((string_ranks(trace.strings, pf), -cnt, pg))  # per group: most launches, then frame text
     first = order[np.concatenate([[True], pg[order][1:] != pg[order][:-1]])]
     for i in first.tolist():  # one per group
         gi = int(pg[i])

@@ -15,6 +15,7 @@ from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
 from launchtui.analysis.report import launch_totals
 from launchtui.analysis.select import WHOLE
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.order import string_ranks
 from launchtui.trace.model import Trace
 
 # Kernels kept per rank (by total launch-API time): bounds the summary, and so the parent's memory,
@@ -42,7 +43,7 @@ def _kernels(trace: Trace) -> list[dict]:
     count = np.bincount(inv, weights=gr.count, minlength=len(u))
     api = np.bincount(inv, weights=gr.sum_api, minlength=len(u))
     kern = np.bincount(inv, weights=gr.sum_kernel, minlength=len(u))
-    keep = np.lexsort((u, -api))[:KERNELS_PER_RANK]
+    keep = np.lexsort((string_ranks(trace.strings, u), -api))[:KERNELS_PER_RANK]   # ties: by name
     return [{"kernel_name": trace.strings[int(u[i])], "launches": int(count[i]),
              "total_api_ms": round(float(api[i]) / 1e6, 3),
              "avg_api_us": round(float(api[i]) / count[i] / 1e3, 2),
