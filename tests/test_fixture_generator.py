@@ -520,3 +520,63 @@ def test_big_mode_replication(tmp_path):
         assert con.execute("select count(*) from CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] == n_k
     p = synth.write_kineto_json(b, tmp_path / "big.json")
     json.loads(p.read_text())
+
+
+# ---------------------------------------------------------------------------------------------
+# other layouts of the same events (fixtures/layout.py)
+
+_NAMED_KERNELS = ("SELECT k.start, k.end, k.correlationId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                  "JOIN StringIds s ON s.id = k.shortName")
+
+
+def _rows(path, sql):
+    with _ro(path) as con:
+        return con.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("how", [dict(seed=5), dict(seed=None, permute_ids=5), dict(seed=None, renumber=(11, 3_000_003))])
+def test_sqlite_layouts_keep_the_events(files, tmp_path, how):
+    from fixtures import layout
+    src = files[("nsys", "modern")]
+    a = layout.shuffle_sqlite(src, tmp_path / "a.sqlite", **how)
+    b = layout.shuffle_sqlite(src, tmp_path / "b.sqlite", **how)
+    assert _rows(a, _NAMED_KERNELS) == _rows(b, _NAMED_KERNELS)          # the seed decides, nothing else
+    assert sorted(_rows(a, _NAMED_KERNELS)) == sorted(_rows(src, _NAMED_KERNELS))   # the same events, by name
+    ids = [i for i, _ in _rows(a, "SELECT id, value FROM StringIds")]   # a table scan, as readers do
+    if how.get("seed") is not None:      # rows in a new order: time order and id order broken
+        k = [r[0] for r in _rows(a, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+        assert k != sorted(k) and ids != sorted(ids)
+        assert sorted(ids) == [i for (i,) in _rows(src, "SELECT id FROM StringIds")]
+    elif "renumber" in how:              # sparse, above the row count
+        assert min(ids) >= 3_000_003 and all((i - 3_000_003) % 11 == 0 for i in ids)
+    else:                                # the same dense ids, dealt out anew
+        assert sorted(ids) == [i for (i,) in _rows(src, "SELECT id FROM StringIds ORDER BY id")]
+        assert _rows(a, "SELECT id, value FROM StringIds ORDER BY id") != \
+            _rows(src, "SELECT id, value FROM StringIds ORDER BY id")
+
+
+def test_kineto_layout_keeps_every_event_byte_for_byte(files, tmp_path):
+    import msgspec
+
+    from fixtures import layout
+    src = files[("kineto", "modern")]
+    a = layout.shuffle_kineto(src, tmp_path / "a.json.gz", seed=3)
+    b = layout.shuffle_kineto(src, tmp_path / "b.json.gz", seed=3)
+    assert a.read_bytes() == b.read_bytes()
+
+    def events(p):
+        doc = msgspec.json.decode(gzip.decompress(p.read_bytes()), type=dict[str, msgspec.Raw])
+        return [bytes(e) for e in msgspec.json.decode(doc["traceEvents"], type=list[msgspec.Raw])], list(doc)
+    (ea, ka), (es, ks) = events(a), events(src)
+    assert ka == ks and ea != es and sorted(ea) == sorted(es)
+
+
+def test_make_trace_files_shuffled_keeps_the_ground_truth(tmp_path, w):
+    """A shuffled file holds the same events as the plain one: the ground truth files are equal
+    (tests/test_synthetic.py analyses the shuffled files against them)."""
+    plain = synth.make_trace_files(tmp_path / "p", variants=["nsys:modern"], truth=True)
+    shuf = synth.make_trace_files(tmp_path / "s", variants=["nsys:modern"], truth=True, shuffle=1, permute_ids=1)
+    assert (tmp_path / "p" / "ground_truth_nsys_modern.json").read_bytes() == \
+        (tmp_path / "s" / "ground_truth_nsys_modern.json").read_bytes()
+    src, got = plain[("nsys", "modern")], shuf[("nsys", "modern")]
+    assert sorted(_rows(src, _NAMED_KERNELS)) == sorted(_rows(got, _NAMED_KERNELS)) != _rows(got, _NAMED_KERNELS)

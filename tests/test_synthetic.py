@@ -15,13 +15,22 @@ from launchtui.analysis.queue import queue_summary
 from launchtui.trace.load import read_trace
 from launchtui.trace.model import API_GRAPH_LAUNCH, OP_KERNEL
 
+# the same events in another layout (fixtures/layout.py): rows / traceEvents shuffled, Nsight
+# string ids dealt out again; the ground truth is the unshuffled variant's (definitions.md §9)
+SHUFFLED = "@shuffled"
+RELAID = [("nsys", "modern"), ("nsys", "legacy2021"), ("nsys", "textid"), ("kineto", "modern"),
+          ("kineto", "legacy2021")]
 WITH_KERNELS = [("nsys", v) for v in synth.NSYS_VARIANTS if v not in ("no_kernels", "no_cuda")] + \
-               [("kineto", v) for v in synth.KINETO_VARIANTS]
+               [("kineto", v) for v in synth.KINETO_VARIANTS] + [(f, v + SHUFFLED) for f, v in RELAID]
 
 
 @pytest.fixture(scope="session")
 def files(tmp_path_factory):
-    return synth.make_trace_files(tmp_path_factory.mktemp("synth"), variants="all")
+    out = synth.make_trace_files(tmp_path_factory.mktemp("synth"), variants="all")
+    relaid = synth.make_trace_files(tmp_path_factory.mktemp("synth-shuffled"), variants=RELAID,
+                                    shuffle=7, permute_ids=7)
+    out.update({(f, v + SHUFFLED): p for (f, v), p in relaid.items()})
+    return out
 
 
 _loaded: dict = {}
@@ -31,7 +40,7 @@ def load(files, fmt, variant):
     key = (fmt, variant)
     if key not in _loaded:
         trace = read_trace(files[key])
-        _loaded[key] = (trace, synth.ground_truth(synth.simulate(), fmt, variant))
+        _loaded[key] = (trace, synth.ground_truth(synth.simulate(), fmt, variant.removesuffix(SHUFFLED)))
     return _loaded[key]
 
 
