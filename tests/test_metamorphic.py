@@ -24,9 +24,6 @@ _spec = importlib.util.spec_from_file_location("metamorphic", ROOT / "scripts" /
 mm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mm)
 
-SPARSE_IDS = pytest.mark.xfail(strict=False, reason="sparse StringIds ids (id * 11 + 3,000,003) need the "
-                                                    "reader's sparse-StringIds lookup fix (issue 25)")
-
 # (sample, variant): ties that once followed the file's order
 FAST = [
     ("nsys/nsys-ai__h100_2gpu_1s.sqlite", "rows:1"),        # equal NVTX ranges; range texts once each
@@ -35,7 +32,7 @@ FAST = [
     ("nsys/MohanadOdema__DLProf__nsys_profile.sqlite", "rows:1"),   # call sites with equal launches
     ("kineto/b200__eager_trace.json.gz", "events:1"),       # periodic anchors with equal counts
     ("kineto/resnet50_legacy_workers4.json.gz", "events:1"),   # ProfilerStep#N ranges tie in count
-    pytest.param("nsys/nsys-ai__h100_2gpu_1s.sqlite", "ids", marks=SPARSE_IDS),
+    ("nsys/nsys-ai__h100_2gpu_1s.sqlite", "ids"),          # sparse string ids (Nsight 2026.2)
 ]
 
 
@@ -50,8 +47,7 @@ def test_real_sample_in_another_layout(rel, variant, tmp_path):
 
 
 @pytest.mark.parametrize("name,variant", [
-    ("demo.sqlite", "rows:3"), ("demo.sqlite", "idperm:3"), ("demo.json.gz", "events:3"),
-    pytest.param("demo.sqlite", "ids", marks=SPARSE_IDS)])
+    ("demo.sqlite", "rows:3"), ("demo.sqlite", "idperm:3"), ("demo.json.gz", "events:3"), ("demo.sqlite", "ids")])
 def test_generated_trace_in_another_layout(name, variant, tmp_path):
     _check(ROOT / "fixtures" / "demo" / name, variant, tmp_path)
 
@@ -60,8 +56,7 @@ def _campaign():
     if os.environ.get("LAUNCHTUI_METAMORPHIC") != "all":
         return [pytest.param(None, None, marks=pytest.mark.skip(reason="LAUNCHTUI_METAMORPHIC=all runs every sample"))]
     files = mm.sample_files(SHARED / "samples") if SHARED.is_dir() else []
-    return [pytest.param(p, v, id=f"{p.name}-{v}", marks=[SPARSE_IDS] if v == "ids" else [])
-            for p in files for v in mm.variants(p)]
+    return [pytest.param(p, v, id=f"{p.name}-{v}") for p in files for v in mm.variants(p)]
 
 
 @pytest.mark.parametrize("src,variant", _campaign())
