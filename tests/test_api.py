@@ -92,6 +92,7 @@ def test_sources_equal_report_by_source(capsys, tmp_path):
     assert ls["site"].value_counts().to_dict() == {s["site"]: s["launches"] for s in doc["sources"]["sites"]}
 
 
+@pytest.mark.samples
 def test_b200_sources_frame():
     t = launchtui.open(sample("kineto/b200__eager_trace.json.gz"))
     df = t.sources()
@@ -99,6 +100,7 @@ def test_b200_sources_frame():
     assert df.iloc[0]["site"] == "flashinfer/fused_moe/core.py:1633 trtllm_fp4_block_scale_moe_op"
 
 
+@pytest.mark.serial
 def test_open_ranks_equals_report_dir_json(capsys, tmp_path):
     from fixtures.ranks import make_ranks
     d = tmp_path / "job"

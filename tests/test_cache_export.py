@@ -17,6 +17,8 @@ from launchtui.cli import main
 from launchtui.trace import cache, flatfile
 from launchtui.trace.load import open_trace, read_trace
 
+pytestmark = pytest.mark.samples
+
 H100 = "nsys/nsys-ai__h100_2gpu_1s.sqlite"
 V100 = "kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 

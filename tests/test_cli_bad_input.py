@@ -91,6 +91,7 @@ def test_unreadable_file(tmp_path, capsys, monkeypatch):
     assert_one_line_error(rc, err, p, "permission denied")
 
 
+@pytest.mark.samples
 def test_no_cuda_export_info_describes_report_refuses(tmp_path, capsys, monkeypatch):
     p = sample("nsys/D-W-Chiang__JACC.jl__cg_trace.sqlite")
     rc, out, err, written = run_cli(["info", p], capsys, tmp_path, monkeypatch)
@@ -100,6 +101,7 @@ def test_no_cuda_export_info_describes_report_refuses(tmp_path, capsys, monkeypa
     assert not written
 
 
+@pytest.mark.samples
 def test_trim_outside_and_unknown_device_write_nothing(tmp_path, capsys, monkeypatch):
     p = sample("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     rc, out, err, written = run_cli(["report", p, "--trim", "0", "1"], capsys, tmp_path, monkeypatch)
@@ -120,6 +122,7 @@ def test_subprocess_error_has_no_traceback(tmp_path):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"launchtui: {p}: invalid or truncated JSON")
 
 
+@pytest.mark.samples
 def test_nsys_rep_without_nsys_gives_the_command(tmp_path, capsys, monkeypatch):
     import shutil
     p = tmp_path / "alone" / "report1.nsys-rep"
@@ -131,6 +134,7 @@ def test_nsys_rep_without_nsys_gives_the_command(tmp_path, capsys, monkeypatch):
     assert "2026.1.1.204" in err
 
 
+@pytest.mark.samples
 def test_nsys_rep_without_nsys_names_the_export_beside_it(tmp_path, capsys, monkeypatch):
     """The sample has its .sqlite export beside it: the hint names it instead of a command that
     would create a file that already exists."""
@@ -141,6 +145,7 @@ def test_nsys_rep_without_nsys_names_the_export_beside_it(tmp_path, capsys, monk
     assert "nsys export --type sqlite" not in err
 
 
+@pytest.mark.samples
 def test_samples_untouched_by_every_command(shared, tmp_path, capsys, monkeypatch):
     samples = sorted(p for p in (shared / "samples").rglob("*") if p.is_file() and not p.name.endswith(".md"))
     before = {p: snapshot(p) for p in samples}
@@ -156,6 +161,7 @@ def test_samples_untouched_by_every_command(shared, tmp_path, capsys, monkeypatc
     assert {d: sorted(os.listdir(d)) for d in listing} == listing, "nothing written beside any trace"
 
 
+@pytest.mark.samples
 def test_format_detected_by_content_not_extension(tmp_path, capsys, monkeypatch):
     import shutil
     kin = tmp_path / "looks_like.sqlite"
@@ -168,6 +174,7 @@ def test_format_detected_by_content_not_extension(tmp_path, capsys, monkeypatch)
     assert rc == 0 and "nsys-sqlite" in out
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("case", ["missing", "empty", "junk", "file as directory"])
 def test_tui_refuses_before_taking_the_terminal(case, tmp_path, capsys, monkeypatch):
     """What a stat and the first bytes can tell is said before the TUI starts: no loading screen

@@ -188,6 +188,7 @@ REAL = {  # sample: (main thread busy %, reading)
 }
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_busy_matches_sqlite(name):
     path = sample(f"nsys/{name}")
@@ -205,6 +206,7 @@ def test_real_busy_matches_sqlite(name):
     assert (row["busy_pct"], doc["reading"]) == REAL[name]
 
 
+@pytest.mark.samples
 def test_real_samples_agree_with_sched_on_llama():
     """Where the thread is sampled often enough, samples × interval gives the same busy share."""
     doc = build_record(open_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"),
@@ -213,6 +215,7 @@ def test_real_samples_agree_with_sched_on_llama():
     assert row["samples"] == 171 and abs(row["sampled_busy_pct"] - row["busy_pct"]) <= 0.5
 
 
+@pytest.mark.samples
 def test_qcu_record_without_kernel_table():
     path = sample("nsys/ZhangXin8069__qcu__refer__qcu__test__report10.sqlite")
     doc = build_record(open_trace(path, use_cache=False))
@@ -242,6 +245,7 @@ def test_reading_rules():
     assert cpu_busy.reading({**row, "busy_outside_sync_pct": 50.0}) == "partly_busy"
 
 
+@pytest.mark.samples
 def test_verdict_panel_shows_one_cpu_line():
     from launchtui.tui.verdict import COMPACT, VerdictSettings, panel_lines
     doc = build_record(open_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"),
@@ -253,6 +257,7 @@ def test_verdict_panel_shows_one_cpu_line():
     assert not any(x.startswith(" Launching thread:") for x in panel_lines(doc, VerdictSettings(), COMPACT)[0])
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("name, busy, outside", [
     ("Sh1mwww__llama3-inference__real_inference_simulation.sqlite", 17.8, 16.6),
     ("0x822a5b87__test-cuda__report1.sqlite", 92.9, 77.2)])
@@ -286,6 +291,7 @@ def test_ranks_table_leaves_a_cpu_side_rank_without_per_iteration_figures(tmp_pa
     assert rows[1]["iterations"] == 4 and rows[1]["launches_per_iter"] == 482.0
 
 
+@pytest.mark.samples
 def test_info_counts_the_cpu_tables(capsys):
     from launchtui.cli import main
     path = sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite")

@@ -283,6 +283,7 @@ def real(a, b):
     return diff_document(read_trace(sample(f"kineto/{a}")), read_trace(sample(f"kineto/{b}")))
 
 
+@pytest.mark.samples
 def test_real_xdit_flux1_pair_agrees_with_the_record_on_each_side():
     b = read_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"))
     a = read_trace(sample("kineto/xdit_flux1__aiter_sage__rank0.json.gz"))
@@ -300,6 +301,7 @@ def test_real_xdit_flux1_pair_agrees_with_the_record_on_each_side():
     assert doc["verdict"]["status"] in ("improved", "no_improvement", "regressed")
 
 
+@pytest.mark.samples
 def test_real_cross_vendor_stream_matching():
     doc = real("h100__timesformer-k400.json.gz", "mi300__timesformer-k400.json.gz")
     (s,) = doc["streams"]
@@ -309,6 +311,7 @@ def test_real_cross_vendor_stream_matching():
     assert doc["before"]["iterations"]["source"] == doc["after"]["iterations"]["source"] == "ProfilerStep"
 
 
+@pytest.mark.samples
 def test_real_docs_before_after_fix_tiny():
     doc = real("docs__traces__before_fix_trace.json", "docs__traces__after_fix_trace.json")
     per = doc["per_iteration"]

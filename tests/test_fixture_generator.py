@@ -57,6 +57,7 @@ def _ns(x) -> int:
 # simulation and determinism
 
 
+@pytest.mark.serial
 def test_simulation_is_deterministic_and_fast():
     import time
     cfg = synth.default_config()

@@ -260,6 +260,7 @@ def test_wal_snapshot_read_the_same(tmp_path, monkeypatch, spy):
 NSYS_SAMPLES = sorted(p.name for p in (SHARED / "samples" / "nsys").glob("*.sqlite")) or ["(none)"]
 
 
+@pytest.mark.samples
 @needs_native
 @pytest.mark.parametrize("name", NSYS_SAMPLES)
 def test_real_samples_read_the_same(monkeypatch, spy, name):

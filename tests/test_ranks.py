@@ -21,6 +21,8 @@ from launchtui.ranks import engines
 from launchtui.ranks.discover import assign_ranks, find_traces, rank_from_name
 from launchtui.ranks.job import results_only, run_job
 
+pytestmark = pytest.mark.serial
+
 
 def _cli(*args, env_cache: Path | None = None):
     env = dict(os.environ)
@@ -295,6 +297,7 @@ def test_one_corrupt_rank_is_listed_and_the_others_go_on(tmp_path, job8):
 
 # --- real samples ----------------------------------------------------------------------------
 
+@pytest.mark.samples
 def test_real_samples_assembled_into_a_job(tmp_path):
     """Two real ranks state their rank in distributedInfo (0 and 1); a third has none and is named
     rank2 here; a fourth has neither (its name says nothing) and takes the next free number."""

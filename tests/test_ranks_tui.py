@@ -8,6 +8,8 @@ import pytest
 from fixtures.ranks import make_ranks
 from tui_helpers import run, settle, wait_ready
 
+pytestmark = [pytest.mark.tui, pytest.mark.serial]
+
 SIZE = (160, 40)
 
 

@@ -82,6 +82,7 @@ def test_rule_of_thumb_alone_is_evidence_for_partly(docs):
     assert bound_level({"too_little": "3 launches in 20.0 µs"}) is None
 
 
+@pytest.mark.samples
 def test_real_flux_pair_rule_of_thumb_backs_the_band():
     """The diffusion pair: 10.1 % exposed is launch-bound; 8.3 % with the rule of thumb's flag (no dry
     stream) is partly launch-bound, and its words name the fix and the gain, not the queues."""

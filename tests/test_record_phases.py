@@ -109,6 +109,7 @@ def _row(doc, name):
     return next(r for r in doc["top"] + doc["near_misses"] if r["kernel_name"] == name)
 
 
+@pytest.mark.samples
 def test_real_kineto_autograd_kernels_get_phases():
     """Before §V5's rules the phase of these rows was empty (launched from the autograd thread)."""
     v100 = build_record(open_trace(sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),

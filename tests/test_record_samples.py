@@ -11,6 +11,8 @@ from launchtui.analysis.record_markdown import render_markdown
 from launchtui.cli import main
 from launchtui.trace.load import open_trace
 
+pytestmark = pytest.mark.samples
+
 
 def _rec(rel: str, **kw):
     return build_record(open_trace(sample(rel), use_cache=False))

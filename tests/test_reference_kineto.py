@@ -5,6 +5,7 @@ import gzip
 import json
 
 import numpy as np
+import pytest
 
 from conftest import sample
 from launchtui.analysis import nvtx
@@ -12,6 +13,8 @@ from launchtui.analysis.backpressure import backpressure
 from launchtui.analysis.queue import queue_summary
 from launchtui.trace.load import read_trace
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL
+
+pytestmark = pytest.mark.samples
 
 V100 = "kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 DIFF = "kineto/trace_diff__test__test.json.gz"

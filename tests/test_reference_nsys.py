@@ -15,6 +15,8 @@ from launchtui.errors import UsageError
 from launchtui.trace.load import read_trace
 from launchtui.trace.model import API_LAUNCH
 
+pytestmark = pytest.mark.samples
+
 REFERENCE = SHARED / "reference" / "nsys-kernexecsum"
 # every Nsight export NVIDIA's kernexecsum found kernels in (the others hold a single SKIPPED line)
 KERNEXECSUM = sorted(p.name[:-len(".kernexecsum.csv")] for p in REFERENCE.glob("*.kernexecsum.csv")

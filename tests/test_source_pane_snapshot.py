@@ -9,6 +9,8 @@ import pytest
 from fixtures import stacks_synth
 from tui_helpers import make_app, settle, wait_ready
 
+pytestmark = pytest.mark.tui
+
 pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is in the `test` extra")
 
 

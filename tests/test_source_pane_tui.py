@@ -47,6 +47,7 @@ def _row(text: str, label: str) -> str:
     return next(ln for ln in text.splitlines() if ln.lstrip("▶").startswith(label))
 
 
+@pytest.mark.tui
 def test_pane_rows_equal_ground_truth(stacked):
     path, truth, trace = stacked
     want = _expected(truth)
@@ -76,6 +77,7 @@ def test_pane_rows_equal_ground_truth(stacked):
     run(go())
 
 
+@pytest.mark.tui
 def test_sorting_enter_highlights_the_sites_launches_and_esc_clears(stacked):
     path, truth, trace = stacked
     want = _expected(truth)
@@ -115,6 +117,7 @@ def test_sorting_enter_highlights_the_sites_launches_and_esc_clears(stacked):
     run(go())
 
 
+@pytest.mark.tui
 def test_no_stacks_the_pane_says_how_to_record_them():
     from launchtui.trace.load import open_trace
     path = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
@@ -137,6 +140,7 @@ def test_no_stacks_the_pane_says_how_to_record_them():
     run(go())
 
 
+@pytest.mark.tui
 def test_80_columns_the_pane_takes_the_whole_width_and_the_key_remaps(stacked):
     path, truth, trace = stacked
 
@@ -165,6 +169,7 @@ def test_fit_site_keeps_file_line_and_function():
     assert fit_site(site, 20) == "layer.py:1696 forwa…"
 
 
+@pytest.mark.tui
 def test_a_selection_recomputes_the_pane(stacked):
     """o → ProfilerStep#2: the pane counts only the launches inside that range on its thread (§7), so
     not the autograd thread's backward launches: a third of each site's forward launches."""
@@ -187,6 +192,8 @@ def test_a_selection_recomputes_the_pane(stacked):
     run(go())
 
 
+@pytest.mark.tui
+@pytest.mark.samples
 def test_b200_pane_equals_the_cli_source_report(capsys):
     """The shared B200 eager trace: the pane's rows are `report --by source --json`'s, row for row."""
     import json
@@ -209,6 +216,7 @@ def test_b200_pane_equals_the_cli_source_report(capsys):
     run(go())
 
 
+@pytest.mark.tui
 def test_narrowing_the_terminal_keeps_the_focused_table(stacked):
     """Beside at 160 columns; at 80 the pane and the kernel table no longer share: the focused one stays."""
     path, truth, trace = stacked

@@ -84,6 +84,7 @@ def test_whole_stack_kept(tmp_path):
                             "model.py(40): forward_0", "train.py(20): train_loop"]
 
 
+@pytest.mark.samples
 def test_b200_all_launches_attributed():
     trace = read_trace(sample("kineto/b200__eager_trace.json.gz"))
     doc = source_table(trace, limit=0)
@@ -109,6 +110,7 @@ def test_b200_all_launches_attributed():
     assert sum(s["launches"] for s in doc["sites"]) == 768
 
 
+@pytest.mark.samples
 def test_legacy_resnet_call_stacks_and_backward():
     trace = read_trace(sample("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
                               ".pt.trace.json.gz"))
@@ -121,6 +123,7 @@ def test_legacy_resnet_call_stacks_and_backward():
     assert doc["iterations"] == 6
 
 
+@pytest.mark.samples
 def test_no_stacks_says_how_to_record(capsys):
     path = sample("kineto/torch_compile_triton__trace.json.gz")
     assert main(["report", str(path), "--by", "source", "--json"]) == 0
@@ -183,6 +186,7 @@ def test_stacks_survive_the_cache(tmp_path):
     assert warm.source.extra["stacks"] == cold.source.extra["stacks"]
 
 
+@pytest.mark.samples
 def test_dlprof_trace_markers_are_stacks():
     """pyprof/DLProf NVTX markers carry the whole stack; checked by hand against the SQLite rows
     (innermost enclosing marker range on the launching thread, last non-site-packages entry)."""
@@ -213,6 +217,7 @@ def test_dominant_sites_per_group(tmp_path):
     assert truth.site[9] is None and truth.site[4] == stacks_synth.SITE_OPTIM
 
 
+@pytest.mark.samples
 def test_record_top_rows_name_their_call_site():
     from launchtui.analysis.record import build_record
     trace = read_trace(sample("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"

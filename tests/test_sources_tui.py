@@ -7,6 +7,8 @@ import pytest
 from fixtures import stacks_synth
 from tui_helpers import make_app, run, screen_text, settle, wait_ready
 
+pytestmark = pytest.mark.tui
+
 SIZE = (140, 45)
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from tui_helpers import make_app, record_notifications, run, screen_text, settle, wait_ready
 
+pytestmark = pytest.mark.tui
+
 SIZE = (120, 40)
 
 

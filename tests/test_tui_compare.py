@@ -10,6 +10,8 @@ import pytest
 from fixtures import pairs
 from tui_helpers import ROOT, run, screen_text, wait_ready
 
+pytestmark = pytest.mark.tui
+
 SIZE = (120, 44)
 
 

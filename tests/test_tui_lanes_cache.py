@@ -104,6 +104,7 @@ def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monk
     assert not first.results_entry.exists() and not side.exists()
 
 
+@pytest.mark.tui
 def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
     """After storing the lanes, the app draws from the mapped file (the built arrays freed), on the
     same rows."""
@@ -129,6 +130,7 @@ def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
     assert before == after and same and not owned
 
 
+@pytest.mark.tui
 def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
     """Large temporaries freed by the workers must go back to the system (cold TUI peak at 5M)."""
     import ctypes
@@ -149,6 +151,7 @@ def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
     app_mod.fixed_mmap_threshold()             # off glibc: nothing, no error
 
 
+@pytest.mark.tui
 def test_lanes_are_stored_after_the_first_table_not_beside_the_workers(synth, tmp_path, monkeypatch):
     """After `report` (model cached, lanes not), the lanes and optimizer range are stored once the
     verdict and the first table are done, not while they compute (their temporaries would peak
@@ -200,6 +203,7 @@ def test_a_reopen_reads_the_stored_queue_tables_and_window_without_recomputing(s
     assert _plain(again.lanes.queue) == _plain(fresh.lanes.queue) and len(fresh.lanes.queue)
 
 
+@pytest.mark.tui
 def test_the_first_open_after_report_builds_the_lanes_after_the_view(synth, tmp_path, monkeypatch):
     """The model cached, its lanes not (the first open after `report`): the view shows at once with
     a pending note on the timeline, the lanes are built while the verdict and table compute, then

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from conftest import sample
 from tui_helpers import make_app, run, screen_text, settle, wait_ready
+
+pytestmark = [pytest.mark.samples, pytest.mark.tui]
 
 V100 = "kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 H100 = "nsys/nsys-ai__h100_2gpu_1s.sqlite"

@@ -28,6 +28,7 @@ def _lines(app) -> list[str]:
     return screen_text(app).splitlines()
 
 
+@pytest.mark.tui
 def test_layout_follows_every_resize(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -55,6 +56,7 @@ def test_layout_follows_every_resize(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_80_columns_keep_the_ranking_columns_and_the_device(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -94,6 +96,7 @@ def test_80_columns_keep_the_ranking_columns_and_the_device(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_160_columns_show_every_column_and_whole_names(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -130,6 +133,7 @@ def test_phase_wording_matches_the_share():
     assert "<1 %" in phase_text("aten::add, op_id = 3", 0.001)
 
 
+@pytest.mark.tui
 def test_initial_view_fits_gpu_activity_and_its_launches(demo_trace):
     from launchtui.tui.loader import gpu_activity_window
     tr = demo_trace
@@ -151,6 +155,7 @@ def test_initial_view_fits_gpu_activity_and_its_launches(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_zoom_stops_at_the_clock_resolution(tmp_path):
     from fixtures.synth import simulate, write_kineto_json
     from launchtui.trace.load import open_trace
@@ -169,6 +174,7 @@ def test_zoom_stops_at_the_clock_resolution(tmp_path):
     run(go())
 
 
+@pytest.mark.tui
 def test_export_of_a_window_without_a_complete_op_says_why(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -183,6 +189,7 @@ def test_export_of_a_window_without_a_complete_op_says_why(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_keys_with_nothing_selected_give_a_hint(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -197,6 +204,7 @@ def test_keys_with_nothing_selected_give_a_hint(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_instances_agree_with_the_row(demo_trace):
     async def go():
         app = _app(demo_trace)
@@ -215,6 +223,7 @@ def test_instances_agree_with_the_row(demo_trace):
     run(go())
 
 
+@pytest.mark.tui
 def test_keys_pressed_while_loading_are_answered(demo_trace, monkeypatch):
     import launchtui.tui.loader as loader
     gate = threading.Event()

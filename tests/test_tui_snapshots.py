@@ -13,6 +13,8 @@ import pytest
 
 from tui_helpers import make_app, wait_ready
 
+pytestmark = pytest.mark.tui
+
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
 
 pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is in the `test` extra")

@@ -40,6 +40,7 @@ def test_batched_phases_equal_one_pass_on_the_generator(monkeypatch, synth, leve
         assert rows == one
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("rel", ["nsys/nsys-ai__h100_2gpu_1s.sqlite",
                                  "kineto/b200__eager_trace.json.gz"])
 def test_batched_phases_equal_one_pass_on_samples(monkeypatch, rel):

@@ -7,6 +7,8 @@ import pytest
 from conftest import sample
 from tui_helpers import make_app, run, screen_text, settle, wait_ready
 
+pytestmark = pytest.mark.tui
+
 SIZE = (140, 48)
 
 
@@ -102,6 +104,7 @@ def test_iteration_marks_jumps_and_cpu_stalls(synth):
     run(go())
 
 
+@pytest.mark.samples
 def test_v100_verdict_panel_and_phase_levels():
     p = sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
 

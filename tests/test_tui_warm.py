@@ -45,6 +45,7 @@ def _forbid_compute(monkeypatch):
     monkeypatch.setattr(loader, "selection_stats", _boom)
 
 
+@pytest.mark.tui
 def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth, monkeypatch):
     fresh = _state(synth, no_cache=True)
     cold = _state(synth, no_cache=False)     # computes and stores them
@@ -54,6 +55,7 @@ def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth
     assert fresh[0]["streams"] and fresh[4]     # a real record and a filled table
 
 
+@pytest.mark.tui
 def test_other_settings_and_new_code_recompute(synth, monkeypatch):
     import launchtui.tui.verdict as verdict
     from launchtui import result_cache
@@ -71,6 +73,7 @@ def test_other_settings_and_new_code_recompute(synth, monkeypatch):
     assert calls == [RecordOptions()]
 
 
+@pytest.mark.tui
 def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monkeypatch, capsys):
     """`report --json` stores the record, the backpressure marks and the stats line's totals it
     computed beside the model: the TUI's first open after it shows them without computing any,
@@ -118,6 +121,7 @@ def test_the_table_shows_its_rows_before_their_phases(synth):
         assert any(r["nvtx_range"] not in (None, PHASE_PENDING) for r in rows)
 
 
+@pytest.mark.tui
 def test_a_warm_reopen_reads_the_trace_window_and_extent_stored_not_scanned(synth, monkeypatch):
     """The header's GPU-op window and the timeline's origin and pan extent (trace.window(),
     trace.extent(): whole-column scans, ~0.2 s of a 5M reopen on the UI thread) are found once by
