@@ -1,4 +1,8 @@
-"""Shared test fixtures: paths to ../shared (optional) and the synthetic generator."""
+"""Shared test fixtures: paths to ../shared (optional) and the synthetic generator.
+
+A test that reads ../shared carries the `samples` marker and reaches the folder only through the
+`shared` fixture, `sample(...)` or `optional_shared()`: absent, it is skipped, or it fails when
+LAUNCHTUI_REQUIRE_SHARED=1 (CI), so that CI cannot mistake "absent" for "passed"."""
 from __future__ import annotations
 
 import os
@@ -10,9 +14,36 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAUNCHTUI_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 SKIP_SHARED = "../shared not found: real-sample tests need the shared reference folder"
+REQUIRE_SHARED = os.environ.get("LAUNCHTUI_REQUIRE_SHARED", "") not in ("", "0")
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+_running: list = [None]  # the test being set up, run or torn down
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _running[0] = item  # before any fixture: a module fixture's sample() is checked against this test
+    if "shared" in item.fixturenames:
+        _uses_shared()      # the session fixture's body runs for the first such test only
+
+
+def pytest_report_header(config):
+    state = "present" if SHARED.is_dir() else "ABSENT"
+    return f"shared: {SHARED} ({state}; LAUNCHTUI_REQUIRE_SHARED={'1' if REQUIRE_SHARED else 'unset'})"
+
+
+def _uses_shared() -> None:
+    item = _running[0]
+    if item is not None and item.get_closest_marker("samples") is None:
+        pytest.fail(f"{item.nodeid} reads ../shared but is not marked: add @pytest.mark.samples", pytrace=False)
+
+
+def _absent(reason: str):
+    if REQUIRE_SHARED:
+        pytest.fail(f"{reason} (LAUNCHTUI_REQUIRE_SHARED=1; LAUNCHTUI_SHARED={SHARED})", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -23,16 +54,28 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
+    _uses_shared()
     if not SHARED.is_dir():
-        pytest.skip(SKIP_SHARED)
+        _absent(SKIP_SHARED)
     return SHARED
 
 
 def sample(rel: str) -> Path:
+    _uses_shared()
     p = SHARED / "samples" / rel
     if not p.exists():
-        pytest.skip(SKIP_SHARED if not SHARED.is_dir() else f"sample {rel} missing from ../shared")
+        _absent(SKIP_SHARED if not SHARED.is_dir() else f"sample {rel} missing from ../shared")
     return p
+
+
+def optional_shared() -> Path | None:
+    """../shared for a test that also runs without it (doing less): None when absent, a failure
+    when LAUNCHTUI_REQUIRE_SHARED=1."""
+    if SHARED.is_dir():
+        return SHARED
+    if REQUIRE_SHARED:
+        _absent(SKIP_SHARED)
+    return None
 
 
 def snapshot(path: Path):

@@ -23,6 +23,7 @@ import fuzz  # noqa: E402
 
 
 # --- the campaign ---------------------------------------------------------------------------
+@pytest.mark.serial
 def test_fixed_seed_campaign_has_no_defects(tmp_path):
     """200 cases over every family, one command each, on generated traces and the small shared
     samples: every run is ok or a clean one-line error; inputs untouched, nothing beside them."""
@@ -419,6 +420,7 @@ def _rep_with_fake_nsys(tmp_path, monkeypatch, script):
     return rep
 
 
+@pytest.mark.samples
 def test_nsys_that_never_exits_is_stopped(tmp_path, capsys, monkeypatch):
     rep = _rep_with_fake_nsys(tmp_path, monkeypatch, fuzz.FAKE_NSYS_HANG)
     monkeypatch.setenv("LAUNCHTUI_NSYS_TIMEOUT_S", "1")
@@ -428,6 +430,7 @@ def test_nsys_that_never_exits_is_stopped(tmp_path, capsys, monkeypatch):
     assert time.monotonic() - t0 < 10
 
 
+@pytest.mark.samples
 def test_nsys_garbage_export_is_not_cached(tmp_path, capsys, monkeypatch):
     from launchtui.trace.nsys_rep import export_target
     rep = _rep_with_fake_nsys(tmp_path, monkeypatch, fuzz.FAKE_NSYS_GARBAGE)
@@ -441,6 +444,7 @@ def test_nsys_garbage_export_is_not_cached(tmp_path, capsys, monkeypatch):
     assert not export_target(rep).exists()
 
 
+@pytest.mark.samples
 def test_failed_nsys_blames_the_version_only_when_nsys_says_so(tmp_path, capsys, monkeypatch):
     rep = _rep_with_fake_nsys(tmp_path, monkeypatch, "#!/bin/sh\necho 'disk quota exceeded' >&2\nexit 3\n")
     rc, out, err = run(["info", rep], capsys, monkeypatch, tmp_path)
@@ -451,6 +455,7 @@ def test_failed_nsys_blames_the_version_only_when_nsys_says_so(tmp_path, capsys,
     one_line(rc, err, "an older nsys cannot read newer reports")
 
 
+@pytest.mark.samples
 def test_cache_home_that_is_a_file(tmp_path, capsys, monkeypatch):
     """XDG_CACHE_HOME naming a file: reports still work (nothing cached); a report needing an
     nsys export says where it could not write."""
@@ -499,7 +504,8 @@ def test_address_space_limit_gives_one_line(tmp_path):
 
 
 # --- file names that are not UTF-8 ----------------------------------------------------------------
-@pytest.mark.parametrize("source", ["nsys/0x822a5b87__test-cuda__report1.nsys-rep", "demo.sqlite", "demo.json.gz"])
+@pytest.mark.parametrize("source", [pytest.param("nsys/0x822a5b87__test-cuda__report1.nsys-rep", marks=pytest.mark.samples),
+                                    "demo.sqlite", "demo.json.gz"])
 def test_non_utf8_file_name_is_read_or_refused_in_one_line(source, tmp_path, capsys, monkeypatch):
     """A POSIX name may hold any bytes: every place that hashes or prints the path takes them
     (the .nsys-rep export key once encoded the path as UTF-8 and raised UnicodeEncodeError)."""

@@ -9,18 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED, SKIP_SHARED
+pytestmark = [pytest.mark.samples, pytest.mark.tui, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_tmux_end_to_end():
-    if not (SHARED / "samples").is_dir():
-        pytest.skip(SKIP_SHARED)
+def test_tmux_end_to_end(shared):
     if shutil.which("tmux") is None:
         pytest.skip("tmux not installed")
     env = dict(os.environ, PYTHON=sys.executable)
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "tmux_e2e.sh"), str(SHARED / "samples")],
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "tmux_e2e.sh"), str(shared / "samples")],
                        capture_output=True, text=True, timeout=240, env=env)
     if r.returncode == 77:
         pytest.skip(r.stdout.strip())
