@@ -16,6 +16,8 @@ targets, env limits), special (FIFO, directory, device node, symlink, odd names,
 replaced, fake nsys).
 
 A case is reproducible from (seed, index) alone: `scripts/fuzz.py --seed S --case N --keep`.
+`--cover` runs one case per family and mutation kind instead of random draws (the CI campaign,
+tests/test_fuzz.py); the random campaign (`--cases N` or `--minutes M`) is the long one.
 The summary (summary.json + a printed table) lists defect signatures, deduplicated, each with
 its first case's command line and saved input under OUT/repro/.
 """
@@ -41,9 +43,30 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_SAMPLES = ROOT.parent / "shared" / "samples"
+SHARED_SAMPLES = Path(os.environ.get("LAUNCHTUI_SHARED") or ROOT.parent / "shared") / "samples"
 FAMILIES = ("bytes", "sqlite", "kineto", "cli", "special")
 SMALL_BYTES = 3_000_000  # seeds above this are used only by the byte family with --big
+# The kinds each family draws from (a repeated kind is drawn more often).
+BYTES_KINDS = ["flip", "flip", "truncate", "zero-run", "flip-inner"]
+SQLITE_KINDS = ["rename-col", "drop-col", "drop-table", "rename-table", "swap-meta", "nulls", "nulls-schema",
+                "values", "values", "bad-utf8", "wal", "journal", "empty-table", "thread-names", "epoch"]
+KINETO_KINDS = ["args-type", "num-field", "id-huge", "surrogate", "deep", "drop-field", "top-level", "name-type",
+                "ph-odd", "all-bad"]
+OPTION_KINDS = ["trim", "max-avg-us", "spike-us", "spike-factor", "min-launches", "limit", "thresholds", "device",
+                "nvtx", "output", "env"]
+OUTPUT_KINDS = ["empty", "exists", "dir", "devfull", "devnull", "missing-dir", "long", "newline", "symlink", "fifo",
+                "ok"]
+SPECIAL_KINDS = ["fifo", "directory", "devnull", "devzero", "symlink", "dangling", "loop", "newline-name",
+                 "nonutf8-name", "long-name", "through-file", "cache-fifo", "cache-dir", "stale-tmp", "nsys-hang",
+                 "nsys-garbage", "cache-garbage"]
+
+
+def cover_plan(families=FAMILIES) -> list[tuple[str, str]]:
+    """(family, kind) once per distinct kind: `--cover` case i is plan[i]. The cli family's kinds are
+    its options, `-o` split by target kind."""
+    kinds = {"bytes": BYTES_KINDS, "sqlite": SQLITE_KINDS, "kineto": KINETO_KINDS, "special": SPECIAL_KINDS,
+             "cli": [k for k in OPTION_KINDS if k != "output"] + [f"output:{t}" for t in OUTPUT_KINDS]}
+    return [(f, k) for f in families for k in dict.fromkeys(kinds[f])]
 
 
 # --- seeds --------------------------------------------------------------------------------
@@ -75,9 +98,9 @@ def _read_json_bytes(p: Path) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
-def mut_bytes(rng: random.Random, seed: Path, d: Path) -> tuple[Path, str]:
+def mut_bytes(rng: random.Random, seed: Path, d: Path, kind: str | None = None) -> tuple[Path, str]:
     data = bytearray(seed.read_bytes())
-    kind = rng.choice(["flip", "flip", "truncate", "zero-run", "flip-inner"])
+    kind = kind or rng.choice(BYTES_KINDS)
     if kind == "flip-inner" and data[:2] == b"\x1f\x8b":  # flip inside the JSON, keep gzip valid
         data = bytearray(gzip.decompress(bytes(data)))
         kind = "flip"
@@ -137,12 +160,10 @@ VALUES = ["'abc'", "'12abc'", "1.5", "-1", "0", "9223372036854775807", "-9223372
           "9e999", "-9e999", "x'ff00fe'", "CAST(x'ff41fe' AS TEXT)", "''", "'\u2028'", "NULL"]
 
 
-def mut_sqlite(rng: random.Random, seed: Path, d: Path) -> tuple[Path, str]:
+def mut_sqlite(rng: random.Random, seed: Path, d: Path, kind: str | None = None) -> tuple[Path, str]:
     out = d / seed.name
     shutil.copyfile(seed, out)
-    kind = rng.choice(["rename-col", "drop-col", "drop-table", "rename-table", "swap-meta", "nulls",
-                       "nulls-schema", "values", "values", "bad-utf8", "wal", "journal", "empty-table",
-                       "thread-names", "epoch"])
+    kind = kind or rng.choice(SQLITE_KINDS)
     con = sqlite3.connect(out, isolation_level=None)
     con.execute("PRAGMA journal_mode=DELETE")
     tables = _tables(con)
@@ -263,7 +284,7 @@ def _side_file_state(rng, db: Path, kind: str) -> Path:
 DEEP = 100_000
 
 
-def mut_kineto(rng: random.Random, seed: Path, d: Path) -> tuple[Path, str]:
+def mut_kineto(rng: random.Random, seed: Path, d: Path, kind: str | None = None) -> tuple[Path, str]:
     try:
         doc = json.loads(_read_json_bytes(seed))
     except (ValueError, OSError):
@@ -276,8 +297,7 @@ def mut_kineto(rng: random.Random, seed: Path, d: Path) -> tuple[Path, str]:
             doc["traceEvents"] = events
     idx = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("ph") == "X"] if isinstance(
         events, list) else []
-    kind = rng.choice(["args-type", "num-field", "id-huge", "surrogate", "deep", "drop-field", "top-level",
-                       "name-type", "ph-odd", "all-bad"])
+    kind = kind or rng.choice(KINETO_KINDS)
     marker = {}  # placeholders replaced with raw JSON after dumping
 
     def raw(text):
@@ -334,12 +354,12 @@ ODD_FLOATS = ["nan", "inf", "-inf", "1e308", "-1e308", "1e400", "0", "-0", "-1",
 ODD_INTS = ["-1", "0", "99999999999999999999999", "1e3", "x", "1000000000"]
 
 
-def odd_options(rng: random.Random, cmd: str, d: Path) -> tuple[list[str], dict]:
-    """Random odd options for a report/export command line, plus env overrides."""
+def odd_options(rng: random.Random, cmd: str, d: Path, kind: str | None = None) -> tuple[list[str], dict]:
+    """Random odd options for a report/export command line, plus env overrides; one option of
+    `kind` (an OPTION_KINDS entry, or output:TARGET) when given."""
     opts, env = [], {}
-    for _ in range(rng.choice([1, 1, 2, 3])):
-        k = rng.choice(["trim", "max-avg-us", "spike-us", "spike-factor", "min-launches", "limit", "thresholds",
-                        "device", "nvtx", "output", "env"])
+    for _ in range(1 if kind else rng.choice([1, 1, 2, 3])):
+        k = kind or rng.choice(OPTION_KINDS)
         if k == "trim":
             opts += ["--trim", rng.choice(ODD_FLOATS + ["1.5"]), rng.choice(ODD_FLOATS + ["2"])]
         elif k in ("max-avg-us", "spike-us", "spike-factor"):
@@ -352,16 +372,15 @@ def odd_options(rng: random.Random, cmd: str, d: Path) -> tuple[list[str], dict]
             opts += ["--device", rng.choice(["-1", "99999999999999999999", "nan", "0", "all", "ALL", "1.5", ""])]
         elif k == "nvtx":
             opts += ["--nvtx", rng.choice(["", "\n", "%", ".*", "[", "\x1b[31m", "\udcff", "step"])]
-        elif k == "output":
-            opts += output_target(rng, d)
+        elif k.startswith("output"):
+            opts += output_target(rng, d, k.partition(":")[2] or None)
         else:
             env["LAUNCHTUI_CACHE_MAX_MB"] = rng.choice(["inf", "nan", "-1", "abc", "1e400", "0", ""])
     return opts, env
 
 
-def output_target(rng: random.Random, d: Path) -> list[str]:
-    kind = rng.choice(["empty", "exists", "dir", "devfull", "devnull", "missing-dir", "long", "newline",
-                       "symlink", "fifo", "ok"])
+def output_target(rng: random.Random, d: Path, kind: str | None = None) -> list[str]:
+    kind = kind or rng.choice(OUTPUT_KINDS)
     out = d / "out"
     out.mkdir(exist_ok=True)
     force = ["--force"] if rng.random() < 0.5 else []
@@ -401,12 +420,11 @@ FAKE_NSYS_GARBAGE = "#!/bin/sh\nfor a; do out=$last; last=$a; done\n" \
                     "printf 'garbage, not sqlite' > \"$o\"; exit 0\n"
 
 
-def special_input(rng: random.Random, seeds: dict, d: Path, case_dir: Path) -> tuple[Path, str, dict, str | None]:
+def special_input(rng: random.Random, seeds: dict, d: Path, case_dir: Path,
+                  kind: str | None = None) -> tuple[Path, str, dict, str | None]:
     """(input path, description, env, pre-step) for one special-file case."""
     good = rng.choice(seeds["sqlite"] + seeds["kineto"])
-    kind = rng.choice(["fifo", "directory", "devnull", "devzero", "symlink", "dangling", "loop", "newline-name",
-                       "nonutf8-name", "long-name", "through-file", "cache-fifo", "cache-dir", "stale-tmp",
-                       "nsys-hang", "nsys-garbage", "cache-garbage"])
+    kind = kind or rng.choice(SPECIAL_KINDS)
     env, pre = {}, None
     if kind == "fifo":
         p = d / "t.sqlite"
@@ -544,51 +562,57 @@ def classify(rc, out: str, err: str, timed_out: bool, wants_json: bool, to_file:
 
 
 class Case:
-    def __init__(self, seed: int, index: int):
-        self.seed, self.index = seed, index
+    """Case `index` of campaign `seed`; `family` and `kind` fixed by the cover plan, else drawn."""
+    def __init__(self, seed: int, index: int, family: str | None = None, kind: str | None = None):
+        self.seed, self.index, self.family, self.kind = seed, index, family, kind
         self.rng = random.Random(f"launchtui-fuzz:{seed}:{index}")
 
 
 def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path, max_runs: int = 3) -> dict:
-    rng = case.rng
-    fam = rng.choice(families)
+    rng, kind = case.rng, case.kind
+    fam = case.family or rng.choice(families)
     d = case_dir / "in"
     d.mkdir(parents=True)
     env, pre, opts, opts_env = {}, None, [], {}
     if fam == "bytes":
-        src = rng.choice(seeds["sqlite"] + seeds["kineto"])
-        path, desc = mut_bytes(rng, src, d)
+        pool = seeds["sqlite"] + seeds["kineto"]
+        if kind == "flip-inner":  # a flip inside the JSON needs a gzip seed
+            pool = [p for p in pool if p.name.endswith(".gz")] or pool
+        src = rng.choice(pool)
+        path, desc = mut_bytes(rng, src, d, kind)
     elif fam == "sqlite":
         src = rng.choice(seeds["sqlite"])
-        path, desc = mut_sqlite(rng, src, d)
+        path, desc = mut_sqlite(rng, src, d, kind)
     elif fam == "kineto":
         src = rng.choice(seeds["kineto"])
-        path, desc = mut_kineto(rng, src, d)
+        path, desc = mut_kineto(rng, src, d, kind)
     elif fam == "cli":
         src = rng.choice(seeds["sqlite"] + seeds["kineto"])
         path = d / src.name
         shutil.copyfile(src, path)
         desc = "odd options"
     else:
-        path, desc, env, pre = special_input(rng, seeds, d, case_dir)
+        path, desc, env, pre = special_input(rng, seeds, d, case_dir, kind)
         src = None
     cmds = []
-    for cmd in rng.sample(["info", "report", "export"], min(max_runs, rng.choice([1, 2, 2, 3]))):
+    # a cli kind is an option: a covering case runs a command that takes it (info takes none)
+    runs = ["report", "export"] if fam == "cli" and kind else ["info", "report", "export"]
+    for cmd in rng.sample(runs, min(max_runs, len(runs), rng.choice([1, 2, 2, 3]))):
         args = [cmd, str(path)]
         if cmd == "info":
             args.append("--json") if rng.random() < 0.6 else None
         elif cmd == "report":
             args.append("--json") if rng.random() < 0.7 else None
         if fam == "cli" and cmd != "info":
-            o, e = odd_options(rng, cmd, case_dir)
+            o, e = odd_options(rng, cmd, case_dir, kind)
             args += o
             opts_env.update(e)
         elif fam == "cli":
-            _, e = odd_options(rng, cmd, case_dir)
+            _, e = odd_options(rng, cmd, case_dir, kind)
             opts_env.update(e)
         cmds.append(args)
-    return {"family": fam, "families": ",".join(families), "seed_file": str(src) if src else None, "input": str(path), "desc": desc,
-            "env": {**env, **opts_env}, "pre": pre, "cmds": cmds, "input_dir": str(d)}
+    return {"family": fam, "kind": kind, "families": ",".join(families), "seed_file": str(src) if src else None,
+            "input": str(path), "desc": desc, "env": {**env, **opts_env}, "pre": pre, "cmds": cmds, "input_dir": str(d)}
 
 
 def run_one(args: list[str], env: dict, cwd: Path, timeout: float):
@@ -659,7 +683,8 @@ def save_repro(result: dict, run: dict, repro_root: Path, seed: int) -> str:
     except OSError:
         pass
     (d / "case.json").write_text(json.dumps({
-        "replay": f"scripts/fuzz.py --seed {seed} --families {result['families']} --case {result['index']} --keep",
+        "replay": f"scripts/fuzz.py --seed {seed} --families {result['families']} --case {result['index']} --keep"
+                  + (" --cover" if result.get("kind") else ""),
         "family": result["family"], "mutation": result["desc"], "seed_file": result["seed_file"],
         "env": result["env"], "args": run["args"], "class": run["class"], "signature": run["sig"],
         "stderr": run["stderr"]}, indent=1, ensure_ascii=True))
@@ -686,6 +711,7 @@ def summarize(results: list[dict], out: Path, seed: int, elapsed: float) -> dict
     summary = {"seed": seed, "cases": len(results), "indices": _ranges([r["index"] for r in results]), "runs": n_runs, "elapsed_s": round(elapsed, 1),
                "defect_runs": defects, "defect_cases": bad_cases,
                "by_family": {f: dict(c) for f, c in sorted(per.items())},
+               "kinds": sorted({f"{r['family']}/{r['kind']}" for r in results if r.get("kind")}),
                "signatures": sorted(sigs.values(), key=lambda s: -s["count"])}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=True))
     return summary
@@ -722,6 +748,7 @@ def merge_summaries(parts: list[dict]) -> dict:
             "runs": sum(p["runs"] for p in parts), "elapsed_s": round(max(p["elapsed_s"] for p in parts), 1),
             "defect_runs": sum(p["defect_runs"] for p in parts), "defect_cases": sum(p["defect_cases"] for p in parts),
             "by_family": {f: dict(c) for f, c in sorted(fam.items())},
+            "kinds": sorted({k for p in parts for k in p.get("kinds", [])}),
             "signatures": sorted(sigs.values(), key=lambda s: -s["count"])}
 
 
@@ -744,11 +771,13 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=200, help="number of cases (default 200)")
     ap.add_argument("--minutes", type=float, help="run until this many minutes have passed (overrides --cases)")
     ap.add_argument("--case", type=int, help="run only this case index (a reproducer)")
+    ap.add_argument("--cover", action="store_true", help="one case per family and mutation kind (the CI "
+                    "campaign: the kinds that find defect classes, without the random repeats); ignores --cases")
     ap.add_argument("--start", type=int, default=0, help="first case index (split one campaign over processes)")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="SUMMARY", help="add up summary.json files of one "
                     "campaign run in parts, print the total and exit")
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ",".join(FAMILIES))
-    ap.add_argument("--samples", type=Path, default=SHARED_SAMPLES, help="real samples (default ../shared/samples)")
+    ap.add_argument("--samples", type=Path, default=SHARED_SAMPLES, help="real samples (default ../shared/samples, or $LAUNCHTUI_SHARED/samples)")
     ap.add_argument("--no-samples", action="store_true", help="generated traces only")
     ap.add_argument("--big", action="store_true", help="also mutate samples over 3 MB (slow)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds before a run counts as a hang (30)")
@@ -766,16 +795,19 @@ def main(argv=None) -> int:
     families = tuple(f for f in a.families.split(",") if f)
     if not set(families) <= set(FAMILIES):
         ap.error(f"--families: choose from {', '.join(FAMILIES)}")
+    plan = cover_plan(families) if a.cover else []
+    if a.case is not None and a.cover and not 0 <= a.case < len(plan):
+        ap.error(f"--case: a --cover campaign has cases 0-{len(plan) - 1}")
     out = a.out or Path(tempfile.mkdtemp(prefix=f"launchtui-fuzz-{a.seed}-"))
     out.mkdir(parents=True, exist_ok=True)
     work = out / "cases"
     seeds = collect_seeds(out / "seeds", None if a.no_samples else a.samples, a.big, a.max_seed_bytes)
     t0 = time.monotonic()
     deadline = t0 + a.minutes * 60 if a.minutes else None
-    indices = [a.case] if a.case is not None else None
+    indices = [a.case] if a.case is not None else list(range(len(plan))) if a.cover else None
 
     def job(i):
-        r = execute(Case(a.seed, i), seeds, families, work, a.timeout, a.runs_per_case)
+        r = execute(Case(a.seed, i, *(plan[i] if plan else ())), seeds, families, work, a.timeout, a.runs_per_case)
         if not a.keep:
             shutil.rmtree(work / f"case-{i}", ignore_errors=True)
         return r

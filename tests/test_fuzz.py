@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, sample
+from conftest import ROOT, optional_shared, sample
 from launchtui.cli import main
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -25,16 +25,21 @@ import fuzz  # noqa: E402
 # --- the campaign ---------------------------------------------------------------------------
 @pytest.mark.serial
 def test_fixed_seed_campaign_has_no_defects(tmp_path):
-    """200 cases over every family, one command each, on generated traces and the small shared
-    samples: every run is ok or a clean one-line error; inputs untouched, nothing beside them."""
+    """One case per family and mutation kind (`--cover`), one command each, on generated traces and
+    the small shared samples: every run is ok or a clean one-line error; inputs untouched, nothing
+    beside them. The random campaign is the long one (scripts/fuzz.py --minutes M)."""
     out = tmp_path / "fuzz"
-    rc = fuzz.main(["--seed", "12", "--cases", "200", "--jobs", "2", "--runs-per-case", "1", "--timeout", "20",
-                    "--max-seed-bytes", "700000", "--out", str(out), "--quiet"])
+    shared = optional_shared()
+    samples = ["--samples", str(shared / "samples")] if shared else ["--no-samples"]
+    rc = fuzz.main(["--seed", "12", "--cover", "--jobs", "2", "--runs-per-case", "1", "--timeout", "20",
+                    "--max-seed-bytes", "700000", "--out", str(out), "--quiet"] + samples)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["signatures"] == [] and rc == 0, summary["signatures"]
     assert set(summary["by_family"]) == set(fuzz.FAMILIES)
+    plan = fuzz.cover_plan()
+    assert summary["kinds"] == sorted(f"{f}/{k}" for f, k in plan), "every kind of every family ran"
     counted = sum(sum(c.values()) for c in summary["by_family"].values())
-    assert counted == summary["runs"] >= 200
+    assert counted == summary["runs"] >= len(plan)
     classes = {k for c in summary["by_family"].values() for k in c}
     assert classes == {"ok", "clean-error"}, "both outcomes occur, nothing else"
 
