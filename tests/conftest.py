@@ -19,6 +19,10 @@ REQUIRE_SHARED = os.environ.get("LAUNCHTUI_REQUIRE_SHARED", "") not in ("", "0")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from fixtures import kineto_writer  # noqa: E402
+
+kineto_writer.SMALL_GZIP_LEVEL = 1  # generated traces are read, never kept: the fastest gzip level
+
 _running: list = [None]  # the test being set up, run or torn down
 
 
