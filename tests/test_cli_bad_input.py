@@ -145,6 +145,7 @@ def test_nsys_rep_without_nsys_names_the_export_beside_it(tmp_path, capsys, monk
     assert "nsys export --type sqlite" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.samples
 def test_samples_untouched_by_every_command(shared, tmp_path, capsys, monkeypatch):
     samples = sorted(p for p in (shared / "samples").rglob("*") if p.is_file() and not p.name.endswith(".md"))

@@ -494,6 +494,7 @@ def test_kineto_base_time(files, w):
 # big mode
 
 
+@pytest.mark.slow
 def test_big_mode_replication(tmp_path):
     w = synth.simulate()
     b = synth.simulate_big(30_000)

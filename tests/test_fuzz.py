@@ -23,6 +23,7 @@ import fuzz  # noqa: E402
 
 
 # --- the campaign ---------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.serial
 def test_fixed_seed_campaign_has_no_defects(tmp_path):
     """One case per family and mutation kind (`--cover`), one command each, on generated traces and

@@ -96,6 +96,7 @@ def test_no_straggler_when_ranks_agree(tmp_path):
     assert doc["verdict"].startswith("4 of 4 ranks read; no stragglers")
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_byte_identical_json(job8, pool_doc):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -109,6 +110,7 @@ def test_dask_local_cluster_gives_byte_identical_json(job8, pool_doc):
     assert len({r["pid"] for r in results}) == 2  # both workers did work
 
 
+@pytest.mark.slow
 def test_cli_scheduler_address_and_scheduler_file_use_the_cluster(job8, pool_doc, tmp_path):
     """`--scheduler ADDRESS` and $LAUNCHTUI_DASK_SCHEDULER naming a scheduler file both run on the
     cluster (its workers' pids) and give the default engine's results byte for byte."""
@@ -131,6 +133,7 @@ def test_cli_scheduler_address_and_scheduler_file_use_the_cluster(job8, pool_doc
         assert dumps(results_only(doc)) == dumps(results_only(pool_doc))
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_mid_run_still_completes(job8, pool_doc):
     distributed = pytest.importorskip("distributed")
     paths = [str(p) for p in find_traces([str(job8[0])])] * 1
@@ -177,6 +180,7 @@ def test_ranks_are_found_with_options_in_any_order(argv, job8):
     assert _ranks_command(cmd, single) is None, "one file stays a single-trace command"
 
 
+@pytest.mark.slow
 def test_cli_report_dir_text_and_json(job8, tmp_path):
     d, _ = job8
     p = _cli("report", d, env_cache=tmp_path / "c")
@@ -297,6 +301,7 @@ def test_one_corrupt_rank_is_listed_and_the_others_go_on(tmp_path, job8):
 
 # --- real samples ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.samples
 def test_real_samples_assembled_into_a_job(tmp_path):
     """Two real ranks state their rank in distributedInfo (0 and 1); a third has none and is named
@@ -338,6 +343,7 @@ def _dying_process_rank(path, use_cache=True):
 _REAL_PROCESS_RANK = engines.process_rank
 
 
+@pytest.mark.slow
 def test_pool_worker_death_is_retried_then_named(job8, pool_doc, tmp_path, monkeypatch):
     """A worker process that dies breaks the standard library's pool: its ranks are retried once in a
     fresh pool (same answer), and only a rank that kills its worker every time is named as lost."""

@@ -221,6 +221,7 @@ def test_gap_ends_by_run_heads_with_ties():
                                       ex._ending_ops(trace, lk, ge))
 
 
+@pytest.mark.slow
 def test_gap_histogram_equals_the_intersected_pieces(case):
     """Gaps inside one iteration count whole; the rest are cut by the iterations (definitions.md §V7)."""
     for d, calls in ex.launch_devices(case).items():

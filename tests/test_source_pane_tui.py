@@ -169,6 +169,7 @@ def test_fit_site_keeps_file_line_and_function():
     assert fit_site(site, 20) == "layer.py:1696 forwa…"
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_a_selection_recomputes_the_pane(stacked):
     """o → ProfilerStep#2: the pane counts only the launches inside that range on its thread (§7), so
@@ -216,6 +217,7 @@ def test_b200_pane_equals_the_cli_source_report(capsys):
     run(go())
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_narrowing_the_terminal_keeps_the_focused_table(stacked):
     """Beside at 160 columns; at 80 the pane and the kernel table no longer share: the focused one stays."""

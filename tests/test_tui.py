@@ -207,6 +207,7 @@ def _cli_export(path, a_s, b_s, out, *extra):
     return out.read_bytes()
 
 
+@pytest.mark.slow
 def test_e_writes_the_same_file_as_launchtui_export(synth, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
@@ -296,6 +297,7 @@ def test_enter_highlights_a_kernel_and_n_steps_through_instances(synth):
     run(go())
 
 
+@pytest.mark.slow
 def test_navigation_keys_change_the_view(synth):
     async def go():
         app = _app(synth)
@@ -337,6 +339,7 @@ def test_navigation_keys_change_the_view(synth):
     run(go())
 
 
+@pytest.mark.slow
 def test_filter_nvtx_picker_help_and_palette(synth):
     async def go():
         app = _app(synth)

@@ -28,6 +28,7 @@ def _lines(app) -> list[str]:
     return screen_text(app).splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_layout_follows_every_resize(demo_trace):
     async def go():
@@ -155,6 +156,7 @@ def test_initial_view_fits_gpu_activity_and_its_launches(demo_trace):
     run(go())
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_zoom_stops_at_the_clock_resolution(tmp_path):
     from fixtures.synth import simulate, write_kineto_json
@@ -174,6 +176,7 @@ def test_zoom_stops_at_the_clock_resolution(tmp_path):
     run(go())
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_export_of_a_window_without_a_complete_op_says_why(demo_trace):
     async def go():

@@ -55,6 +55,7 @@ def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth
     assert fresh[0]["streams"] and fresh[4]     # a real record and a filled table
 
 
+@pytest.mark.slow
 @pytest.mark.tui
 def test_other_settings_and_new_code_recompute(synth, monkeypatch):
     import launchtui.tui.verdict as verdict
