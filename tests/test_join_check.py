@@ -113,6 +113,7 @@ def test_joined_traces_and_empty_selections_have_none():
     assert launch_join(trace, Selection(t0=0, t1=1)) is None   # no GPU op in it
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("name", ["frasertajima__WeatherBench2__report1", "davidev886__tutorial_vqe__report1"])
 def test_real_exports_without_launched_ops_keep_their_line(name):
     """No launch failed there: one memset joined its cudaMemsetAsync (frasertajima), no GPU op at

@@ -41,6 +41,7 @@ def _check(src, variant, tmp_path):
     assert r["same"], f"{src.name} {variant}: " + "; ".join(f"{k}: {', '.join(d)}" for k, d in r["differs"].items())
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("rel,variant", FAST)
 def test_real_sample_in_another_layout(rel, variant, tmp_path):
     _check(sample(rel), variant, tmp_path)
@@ -59,6 +60,8 @@ def _campaign():
     return [pytest.param(p, v, id=f"{p.name}-{v}") for p in files for v in mm.variants(p)]
 
 
+@pytest.mark.slow
+@pytest.mark.samples
 @pytest.mark.parametrize("src,variant", _campaign())
 def test_every_shared_sample_in_every_layout(src, variant, tmp_path):
     _check(src, variant, tmp_path)

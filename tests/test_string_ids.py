@@ -178,6 +178,7 @@ def _outputs(p, capsys, monkeypatch, tmp_path):
     return out
 
 
+@pytest.mark.samples
 @pytest.mark.parametrize("how", list(REWRITES))
 @pytest.mark.parametrize("name", SAMPLES)
 def test_rewritten_string_ids_give_the_same_report_and_record(name, how, tmp_path, capsys, monkeypatch):
@@ -205,6 +206,7 @@ def test_call_stacks_through_rewritten_ids(tmp_path, how):
     assert _model(b) == _model(a)
 
 
+@pytest.mark.samples
 def test_shared_samples_are_present_for_the_rewrite(shared):
     assert all((SHARED / "samples" / "nsys" / f"{n}.sqlite").is_file() for n in NAMED)
     assert len(SAMPLES) == 21
