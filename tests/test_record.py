@@ -12,6 +12,7 @@ from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
+from launchtui.analysis import idle_causes as ic
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.fixes import rule_for
 from launchtui.analysis.phases import normalise
@@ -48,17 +49,33 @@ def test_profiler_step_iterations_and_figures_to_the_ns(traces):
     it = doc["iterations"]
     assert (it["source"], it["count"], it["heuristic"]) == ("ProfilerStep", len(steps), False)
     assert list(zip(it["starts_ns"], it["ends_ns"])) == steps
-    truth = rc.per_iteration_truth(w, dev, steps)
-    got = ex.per_iteration(trace, dev, np.array([s for s, _ in steps]), np.array([e for _, e in steps]))
+    truth = rc.per_iteration_truth(w, dev, steps, _cold_calls(trace))
+    starts, ends = np.array([s for s, _ in steps]), np.array([e for _, e in steps])
+    gaps = ex.device_gaps(trace, dev, int(starts.min()), int(ends.max()))
+    causes = ic.gap_causes(trace, ex.device_ops(trace, dev), ex.device_launch_calls(trace, dev), gaps.start, gaps.end,
+                           cold_calls=np.array(sorted(_cold_calls(trace)), np.int64))
+    per = causes.measure_in(starts, ends)
+    for c in ic.CAUSES:
+        assert per[c].tolist() == [t["causes"][c] for t in truth], c
+    got = ex.per_iteration(trace, dev, starts, ends, per["launch"])
     for key, arr in (("launches", got.launches), ("launch_api_ns", got.launch_api_ns), ("busy_ns", got.busy_ns),
                      ("idle_ns", got.idle_ns), ("exposed_ns", got.exposed_ns), ("iteration_ns", got.iteration_ns)):
         assert arr.tolist() == [t[key] for t in truth], key
+    assert all(sum(t["causes"].values()) == t["idle_ns"] for t in truth)
     exp = [t["exposed_ns"] for t in truth]
     assert doc["per_iteration"]["exposed_overhead_ms"]["median"] == round(float(np.median(exp)) / 1e6, 6)
-    share = sum(exp) / sum(t["iteration_ns"] for t in truth)
-    assert doc["overhead_share"] == round(share, 4)
-    assert doc["amdahl_bound"] == round(1 / (1 - share), 3)
-    assert 0 < share < 1 and all(0 < t["exposed_ns"] <= t["idle_ns"] for t in truth)
+    total = sum(t["iteration_ns"] for t in truth)
+    assert doc["overhead_share"] == round(sum(exp) / total, 4)
+    hb = sum(t["causes"]["launch"] + t["causes"]["host"] for t in truth) / total
+    assert doc["idle_by_cause"]["host_bound"]["share"] == round(hb, 4)
+    assert doc["amdahl_bound"] == round(1 / (1 - hb), 3)
+    assert 0 < hb < 1 and all(0 < t["exposed_ns"] <= t["idle_ns"] for t in truth)
+
+
+def _cold_calls(trace) -> set:
+    from launchtui.analysis import backpressure as bp
+    from launchtui.analysis.cold_start import cold_start
+    return set(cold_start(trace, bp.spikes(trace)).calls.tolist())
 
 
 def test_step_like_and_user_named_iterations(traces):

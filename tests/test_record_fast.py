@@ -120,24 +120,26 @@ def test_device_ops_and_calls_equal_the_masks(case):
         np.testing.assert_array_equal(ex.device_launch_calls(case, d), want)
 
 
-def _exposed_in_windows(g, starts, ends):
-    return iv.measure_in(*g.exposed(), starts, ends)
-
-
-def test_exposed_measured_without_pieces_equals_the_set(case):
+def test_ending_ops_equal_a_walk_per_gap(case):
+    """idle_causes.ending_ops (one search after reordering ties) equals a direct walk: per gap end,
+    of the device's ops starting at or after it, the first start; among those starting together,
+    one with a launch row, then the earliest call, then the lowest stream (definitions.md §V2)."""
+    from launchtui.analysis.idle_causes import ending_ops
+    ops, api = case.ops, case.api
     for d, calls in ex.launch_devices(case).items():
-        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        lo, hi = int(ops.start.min()), int(ops.end.max())
         g = ex.device_gaps(case, d, lo, hi, calls)
-        edges = np.linspace(lo, hi, 9).astype(np.int64)
-        starts, ends = edges[:-1], edges[1:] - 1
-        want = _exposed_in_windows(g, starts, ends)
-        assert want.sum() > 0
-        np.testing.assert_array_equal(g.exposed_in(starts, ends), want)
-        # a launch call recorded after its op started (x beyond the gap's end): the set itself
-        late = np.flatnonzero(g.x < g.end)[:3]
-        g.x = g.x.copy()
-        g.x[late] = g.end[late] + 50
-        np.testing.assert_array_equal(g.exposed_in(starts, ends), _exposed_in_windows(g, starts, ends))
+        on = ex.device_ops(case, d)
+        got = ending_ops(case, on, g.end)
+        for gi, g1 in enumerate(g.end.tolist()):
+            later = [int(i) for i in on if ops.start[i] >= g1]
+            if not later:
+                assert got[gi] == -1
+                continue
+            first = min(int(ops.start[i]) for i in later)
+            tied = [i for i in later if ops.start[i] == first]
+            key = lambda i: (ops.api[i] < 0, int(api.start[ops.api[i]]) if ops.api[i] >= 0 else 0, int(ops.stream[i]))  # noqa: E731
+            assert got[gi] == min(tied, key=key)
 
 
 def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
@@ -194,7 +196,7 @@ def test_gap_ends_by_run_heads_equal_the_search(case, monkeypatch, clip):
             lo, hi = lo + (hi - lo) // 7, hi - (hi - lo) // 5
         g = ex.device_gaps(case, d, lo, hi, calls)
         want = _gaps_by_search(monkeypatch, case, d, lo, hi, calls)
-        for f in ("start", "end", "next_stream", "waited", "x"):
+        for f in ("start", "end", "next_stream", "waited"):
             np.testing.assert_array_equal(getattr(g, f), getattr(want, f), err_msg=f)
         assert (g.next_stream >= 0).any()
 
@@ -278,7 +280,7 @@ def test_positions_of_flagged_calls_equal_the_mask():
 def test_gaps_ended_per_stream_equal_a_pass_per_stream(case):
     for d, calls in ex.launch_devices(case).items():
         lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
-        g = ex.device_gaps(case, d, lo, hi, calls, exposed=False)
+        g = ex.device_gaps(case, d, lo, hi, calls, full=False)
         edges = np.linspace(lo, hi, 8).astype(np.int64)
         starts, ends = edges[:-1], edges[1:] - 3
         rows, ended, waited = qc._gaps_ended(g, starts, ends)

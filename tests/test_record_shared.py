@@ -138,23 +138,38 @@ def test_phase_keys_by_range_equal_the_per_op_paths(tmp_path, scenario, level):
         assert (rule == ph.RULE_MAIN_THREAD).any()
 
 
-def test_exposed_pieces_merged_per_gap_equal_the_sorted_union():
+def test_cause_measures_equal_their_pieces_and_cover_the_gaps():
+    """GapCauses.measure_in (prefix sums per part, the heads' launch calls by measure_both_in) equals
+    the pieces() cut by the windows, cause by cause, and the pieces tile the gaps exactly."""
     from launchtui.analysis import intervals as iv
+    from launchtui.analysis.idle_causes import CAUSES, GapCauses, Latency
     rng = np.random.default_rng(11)
-    edges = np.sort(rng.choice(10**6, 2 * 400, replace=False))
-    gs, ge = edges[0::2], edges[1::2]
-    x = gs + (rng.random(len(gs)) * (ge - gs)).astype(np.int64)     # x in [g0, g1]
-    x[::7] = ge[::7]                                                  # no next launch: empty tail
-    calls_s = np.sort(rng.integers(0, 10**6, 3000))
-    flight = iv.union(calls_s, calls_s + rng.integers(1, 400, len(calls_s)))
-    head = iv.intersect(flight, (gs, x))
-    assert len(head[0]) > len(gs) // 2
-    s, e = ex._merge_per_gap(head, (x, ge), gs)
-    assert (np.diff(s) >= 0).all()                                    # in order: the union sorts nothing
-    want = iv.union(np.concatenate([head[0], x]), np.concatenate([head[1], ge]))
-    got = iv.union(s, e)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    for _ in range(20):
+        edges = np.sort(rng.choice(10**6, 2 * 300, replace=False)).astype(np.int64)
+        g0, g1 = edges[0::2], edges[1::2]
+        n = len(g0)
+        call = np.where(rng.random(n) < 0.9, np.arange(n), -1)
+        ct = g0 + (rng.random(n) * (g1 - g0)).astype(np.int64)
+        cd = ct + (rng.random(n) * (g1 - ct)).astype(np.int64)
+        calls_s = np.sort(rng.integers(0, 10**6, 2000)).astype(np.int64)
+        flight = iv.union(calls_s, calls_s + rng.integers(1, 400, len(calls_s)))
+        gc = GapCauses(g0, g1, call.copy(), call, ct, cd, rng.random(n) < 0.1,
+                       rng.choice([CAUSES.index(c) for c in ("launch", "sync", "cold_start")], n).astype(np.int8),
+                       (ct - g0) >= 100_000, flight, Latency(5_000, 30, True))
+        w = np.sort(rng.choice(10**6, 8, replace=False)).astype(np.int64)
+        starts, ends = w[0::2], w[1::2]
+        got = gc.measure_in(starts, ends)
+        s, e, c = gc.pieces()
+        assert (s[1:] >= e[:-1]).all(), "disjoint, in order"
+        assert int((e - s).sum()) == int((g1 - g0).sum()), "the pieces tile the gaps"
+        for k, cause in enumerate(CAUSES):
+            m = c == k
+            np.testing.assert_array_equal(got[cause], iv.measure_in(s[m], e[m], starts, ends), err_msg=cause)
+        hb = gc.host_bound_per_gap()
+        pk = np.searchsorted(g0, s, side="right") - 1
+        want = np.bincount(pk, weights=(e - s) * np.isin(c, [CAUSES.index("launch"), CAUSES.index("host")]),
+                           minlength=n)
+        np.testing.assert_array_equal(hb, want.astype(np.int64))
 
 
 def test_max_in_windows_by_slices_equals_the_labelled_changes():

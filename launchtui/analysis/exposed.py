@@ -1,13 +1,9 @@
-"""Per-iteration launch figures on one device, and exposed launch overhead (docs/definitions.md §V2).
+"""Per-iteration launch figures on one device and its idle gaps (docs/definitions.md §V2).
 
 - GPU busy: the union of the device's GPU ops (kernels, memcpy, memset, any stream, matched or
-  not). GPU idle: the rest of the iteration.
+  not). GPU idle: the rest of the iteration; what each gap waited for is idle_causes.py's.
 - Launch calls for the device: API calls of launch kind (`cudaLaunch*`, `cuLaunch*`, HIP
   launches, graph launches) that launched at least one op on it.
-- Exposed launch overhead: the idle time during which a launch call for the device is in flight,
-  or the op that ends the idle gap has been launched (its launch call started) but not started.
-  Per idle gap [g0, g1) whose next op was launched at a: [max(g0, a), g1) plus the in-flight
-  launch calls inside [g0, max(g0, a)).
 - Launches and launch-API time of an iteration: the device's launch calls that start in it.
 """
 from __future__ import annotations
@@ -62,38 +58,17 @@ def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = N
 
 @dataclass
 class DeviceGaps:
-    """The device's idle gaps inside [lo, hi), each with the op ending it. `light()` keeps what the
-    queue class reads (end, next_stream, waited): one device's gaps at 5M are ~2.5M rows."""
+    """The device's idle gaps inside [lo, hi), each with the op ending it among the ops launched by
+    a launch-kind call. `light()` keeps what the queue class reads (end, next_stream, waited): one
+    device's gaps at 5M are ~2.5M rows."""
     busy: tuple[np.ndarray, np.ndarray] | None
     start: np.ndarray | None
     end: np.ndarray
     next_stream: np.ndarray     # stream of the op that ends the gap; -1 none
     waited: np.ndarray          # bool: that op's launch call ended after the gap began (in flight)
-    # the exposed set's parts: the device's launch calls in flight (a union), and per gap x, where
-    # its tail [x, g1) begins (x = max(g0, the next op's launch start); g1 when none)
-    flight: tuple[np.ndarray, np.ndarray] | None = None
-    x: np.ndarray | None = None
 
     def light(self) -> DeviceGaps:
         return DeviceGaps(None, None, self.end, self.next_stream, self.waited)
-
-    def exposed(self) -> tuple[np.ndarray, np.ndarray]:
-        """The exposed set (inside gaps), disjoint sorted: per gap [x, g1) plus the in-flight launch
-        calls inside [g0, x) (definitions.md §V2)."""
-        head = iv.intersect(self.flight, (self.start, self.x))
-        return iv.union(*_merge_per_gap(head, (self.x, self.end), self.start))
-
-    def exposed_in(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Measure of `exposed()` inside each window, without its pieces: when every x <= g1 the
-        heads (inside [g0, x)) and the tails [x, g1) are disjoint, so the union measures as their
-        sum, and the heads as flight ∩ [g0, x) (intervals.measure_both_in, the gaps with x > g0
-        only). Else (a launch call recorded after its op started) the set itself."""
-        gs, x, ge = self.start, self.x, self.end
-        if not (x <= ge).all():
-            return iv.measure_in(*self.exposed(), starts, ends)
-        late = x > gs
-        return (iv.measure_both_in(self.flight, (gs[late], x[late]), starts, ends)
-                + iv.measure_in(x, ge, starts, ends))
 
 
 def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
@@ -120,9 +95,9 @@ def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
 
 
 def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
-                exposed: bool = True) -> DeviceGaps:
-    """`calls`: device_launch_calls(trace, device) when the caller has them. `exposed=False`: the
-    light gaps only (`DeviceGaps.light`: what the queue class reads), without the exposed set.
+                full: bool = True) -> DeviceGaps:
+    """`calls`: device_launch_calls(trace, device) when the caller has them. `full=False`: the
+    light gaps only (`DeviceGaps.light`: what the queue class reads), without the busy set.
     Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     on = device_ops(trace, device)
@@ -132,7 +107,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     if heads is not None:   # per gap: the position in `on` of the busy run it ends, -1 for the last
         heads = np.concatenate([heads, np.full(1, -1, heads.dtype)])[kept]
     del kept
-    busy = tuple(busy) if exposed else None
+    busy = tuple(busy) if full else None
     # the op that ends each gap: among ops starting exactly at g1, the earliest launched by a
     # launch-kind call
     calls = device_launch_calls(trace, device, on) if calls is None else calls
@@ -157,16 +132,9 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     nst = np.where(nxt >= 0, ops.stream[np.maximum(nxt, 0)], -1)
     del nxt
     waited = np.where(a_next >= 0, api.end[np.maximum(a_next, 0)], -1) > gs
-    if not exposed:
+    if not full:
         return DeviceGaps(None, None, ge, nst, waited)
-    # exposed = [x, g1) with x = max(g0, a) (x = g1 when no next launch) plus in-flight calls
-    # inside [g0, x)
-    nl = np.where(a_next >= 0, api.start[np.maximum(a_next, 0)], -1)
-    del a_next
-    x = np.where(nl >= 0, np.maximum(gs, nl), ge)
-    del nl
-    flight = iv.union(api.start[calls], api.end[calls])
-    return DeviceGaps(busy, gs, ge, nst, waited, flight, x)
+    return DeviceGaps(busy, gs, ge, nst, waited)
 
 
 def _ending_ops(trace: Trace, lk: np.ndarray, ge: np.ndarray) -> np.ndarray:
@@ -199,22 +167,6 @@ def _ending_ops_by_heads(trace: Trace, lk: np.ndarray, before: np.ndarray, heads
     return nxt
 
 
-def _merge_per_gap(head, tail, gs):
-    """Pieces in start order without a sort: each gap's head pieces (inside [g0, x)) come before its
-    tail [x, g1), and the gaps are disjoint and sorted."""
-    hs, he = head
-    ts, te = tail
-    gap_of_head = np.searchsorted(gs, hs, side="right") - 1
-    heads_upto = np.cumsum(np.bincount(gap_of_head, minlength=len(ts)))   # heads in gaps <= i
-    s = np.empty(len(hs) + len(ts), np.int64)
-    e = np.empty(len(s), np.int64)
-    at = gap_of_head + np.arange(len(hs))     # the tails of earlier gaps come before a head
-    s[at], e[at] = hs, he
-    at = heads_upto + np.arange(len(ts))
-    s[at], e[at] = ts, te
-    return s, e
-
-
 @dataclass
 class IterationFigures:
     """One value per iteration (arrays), all int64 ns except counts."""
@@ -226,8 +178,9 @@ class IterationFigures:
     iteration_ns: np.ndarray
 
 
-def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarray,
+def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarray, exposed_ns: np.ndarray,
                   gaps: DeviceGaps | None = None, calls: np.ndarray | None = None) -> IterationFigures:
+    """`exposed_ns`: the launch cause per iteration (idle_causes.GapCauses.measure_in)."""
     lo, hi = int(starts.min()), int(ends.max())
     calls = device_launch_calls(trace, device) if calls is None else calls
     g = gaps or device_gaps(trace, device, lo, hi, calls)
@@ -242,7 +195,7 @@ def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarra
     return IterationFigures(
         launches=(b - a).astype(np.int64), launch_api_ns=(cum[b] - cum[a]).astype(np.int64),
         busy_ns=busy.astype(np.int64), idle_ns=(length - busy).astype(np.int64),
-        exposed_ns=g.exposed_in(starts, ends).astype(np.int64),
+        exposed_ns=np.asarray(exposed_ns, np.int64),
         iteration_ns=length.astype(np.int64))
 
 

@@ -14,8 +14,9 @@ what the GPU waited for (domain.md §12). With L the trace's own submission late
   the data is staged), *cold start* when it is a cold-start launch call (cold_start.py).
 - [e, g1): the op could have started and did not: *dependency* (an event or cross-stream wait,
   a collective, unrecorded work, or a queue that held it).
-- a host sync (on the thread that made the call) in flight when the GPU went idle: head and
-  tail are *sync* instead (the host restarting a queue the sync drained).
+- a host sync (on the thread that made the call) in flight when the GPU went idle, the call
+  following within HOST_STALL_NS of its return: head and tail are *sync* instead (the host
+  restarting a queue the sync drained); longer host work after a sync stays a host stall.
 - the ending op has no launch row, or nothing ends the gap: *unattributed*.
 The parts of a gap are disjoint and cover it, so the causes add up to the idle time.
 """
@@ -76,8 +77,7 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     order) the first starting at or after g1 (a gap cut at the window's end is ended by the op
     past it); among ops starting together, one with a launch row first, then the earliest call
     start, then the lowest stream id: a rule on the data, not on the file's row order."""
-    ops, api = trace.ops, trace.api
-    st = ops.start[on]
+    st = trace.ops.start[on]
     on = _launch_order_within_ties(trace, on, st)
     j = np.searchsorted(st, g1, side="left")
     out = np.full(len(g1), -1, np.int64)
@@ -109,8 +109,9 @@ def _launch_order_within_ties(trace: Trace, on: np.ndarray, st: np.ndarray) -> n
 
 def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Per (API call, time): was a host-blocking call on that call's thread in flight at t (started
-    at or before it, ended no earlier than SYNC_SLACK_NS before it)? One search per thread that
-    syncs, not per gap."""
+    at or before it, ended no earlier than SYNC_SLACK_NS before it), with the call itself starting
+    within HOST_STALL_NS of the sync's return? A host that works longer after the sync is a host
+    stall the sync only made visible. One search per thread that syncs, not per gap."""
     api = trace.api
     out = np.zeros(len(calls), bool)
     blocking = np.flatnonzero(host_blocking_calls(trace))
@@ -127,7 +128,9 @@ def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray
         s1 = np.maximum.accumulate(api.end[b])          # nested calls: the outer one's end holds
         k = np.searchsorted(s0, t[mine], side="right") - 1
         hit = k >= 0
-        hit[hit] = s1[k[hit]] >= t[mine][hit] - SYNC_SLACK_NS
+        end = s1[np.maximum(k, 0)]
+        hit &= end >= t[mine] - SYNC_SLACK_NS
+        hit &= api.start[calls[mine]] - end <= HOST_STALL_NS
         out[mine] = hit
     return out
 
@@ -138,6 +141,7 @@ class GapCauses:
     the cut points head | tail | dependency (all clipped into [g0, g1])."""
     g0: np.ndarray
     g1: np.ndarray
+    op: np.ndarray            # the op that ends the gap, -1 none
     call: np.ndarray
     cut_tail: np.ndarray      # end of the head = start of the tail
     cut_dep: np.ndarray       # end of the tail = start of the dependency part
@@ -197,16 +201,23 @@ class GapCauses:
             out["launch"] += in_flight
         return out
 
+    def launch_per_gap(self) -> np.ndarray:
+        """ns of the launch cause per gap: its launch tail and the launch calls in flight in its head."""
+        normal = self._normal()
+        out = np.zeros(len(self.g0), np.int64)
+        if normal.any():
+            out[normal] = _measure_each(self.flight, self.g0[normal], self.cut_tail[normal])
+        return out + np.where(normal & (self.tail == CAUSES.index("launch")), self.cut_dep - self.cut_tail, 0)
+
     def host_bound_per_gap(self) -> np.ndarray:
         """ns of launch + host (per-op) per gap: what the GPU waited for the host, charged to the
         gap's ending op (its phase and call site rank the fixes)."""
         normal = self._normal()
-        head = np.where(normal & ~self.stall, self.cut_tail - self.g0, 0)
-        m = normal & self.stall       # a stall's in-flight launch calls still count as launch
-        if m.any():
-            head[m] = _measure_each(self.flight, self.g0[m], self.cut_tail[m])
-        tail = np.where(normal & (self.tail == CAUSES.index("launch")), self.cut_dep - self.cut_tail, 0)
-        return head + tail
+        head_host = np.where(normal & ~self.stall, self.cut_tail - self.g0, 0)
+        if normal.any():   # a short head's launch calls are in head_host already
+            head_host[normal & ~self.stall] -= _measure_each(self.flight, self.g0[normal & ~self.stall],
+                                                             self.cut_tail[normal & ~self.stall])
+        return head_host + self.launch_per_gap()
 
 
 def _measure_each(s: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -234,7 +245,7 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
         sync[att] = sync_in_flight(trace, call[att], g0[att])
     stall = (cut_tail - g0) >= HOST_STALL_NS
     flight = iv.union(api.start[calls], api.end[calls])
-    return GapCauses(g0, g1, call, cut_tail, cut_dep, sync, _tail_causes(trace, call, cold_calls), stall, flight,
+    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, call, cold_calls), stall, flight,
                      lat)
 
 

@@ -10,11 +10,15 @@ import numpy as np
 from launchtui.analysis import cpu_busy
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import iterations as itr
-from launchtui.analysis.fixes import SYNC_FIX
+from launchtui.analysis import idle_causes as ic
+from launchtui.analysis import record_idle as ri
+from launchtui.analysis.cold_start import cold_start
+from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
-from launchtui.analysis.record_conclusion import bound_level, conclusion, verdict_lines
+from launchtui.analysis.record_conclusion import (BOUND_LEVELS, bound_level, checks, conclusion, main_stream,
+                                                  verdict_lines)
 from launchtui.analysis.record_top import top_kernels
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
@@ -74,7 +78,7 @@ def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGap
             return None
         if d not in held:
             held.clear()
-            held[d] = ex.device_gaps(trace, d, lo, hi, devs[d], exposed=False)
+            held[d] = ex.device_gaps(trace, d, lo, hi, devs[d], full=False)
         return held[d]
     return gaps
 
@@ -157,55 +161,65 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     it = itr.find(trace, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
         it = _iterations_inside(trace, it, window)
-    lo, hi = int(it.start.min()), int(it.end.max())
-    # kernels, API totals and gaps on the primary device: the iterations are its thread's. The top
-    # kernels first: the groups' per-launch arrays go before the gaps and the queue class (5M peak)
+    # the top kernels first: the groups' per-launch arrays go before the gaps (5M peak)
     top, nccl_rows, misses, why, table_api_ns = top_kernels(trace, sel, it, [primary], opt, shared)
     shared.release_groups()
-    gaps = ex.device_gaps(trace, primary, lo, hi, devs[primary])
-    f = ex.per_iteration(trace, primary, it.start, it.end, gaps, devs[primary])
+    doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(), "top": top, "nccl": nccl_rows,
+                "empty_reason": why or None, "near_misses": misses})
+    sp = shared.spikes(WHOLE, opt.backpressure)
+    cold = cold_start(trace, sp)
+    streams = _gpu_figures(trace, it, devs, doc, cold, table_api_ns, opt, sp)
+    _judge(doc)
+    return doc, streams
+
+
+def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, table_api_ns: float,
+                 opt: RecordOptions, sp: list):
+    """The primary device's per-iteration figures, idle by cause, queues, syncs and cross-checks
+    into `doc`; returns the stream verdicts."""
+    primary = doc["device_id"]
+    calls = devs[primary]
+    lo, hi = int(it.start.min()), int(it.end.max())
+    gaps = ex.device_gaps(trace, primary, lo, hi, calls)
+    causes = ic.gap_causes(trace, ex.device_ops(trace, primary), calls, gaps.start, gaps.end, cold_calls=cold.calls)
+    per_cause = causes.measure_in(it.start, it.end)
+    f = ex.per_iteration(trace, primary, it.start, it.end, per_cause["launch"], gaps, calls)
+    facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
     h = ex.gap_histogram(gaps, it.start, it.end)
-    gaps = gaps.light()    # the busy and exposed sets are done with (5M peak)
-    share = float(f.exposed_ns.sum()) / float(f.iteration_ns.sum()) if f.iteration_ns.sum() > 0 else 0.0
-    amdahl = 1.0 / (1.0 - share) if share < 1 else None
-    med_launches = float(np.median(f.launches))
-    med_iter = float(np.median(f.iteration_ns))
-    rule_ms = med_launches * LAUNCH_COST_US / 1e3
-
-    def per_it(fg: ex.IterationFigures) -> dict:
-        return {"launches": _stats(fg.launches, nd=1), "launch_api_ms": _stats(fg.launch_api_ns, 1e6),
-                "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
-                "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
-
-    streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
-                       opt.backpressure, set(devices), sp=shared.spikes(WHOLE, opt.backpressure))
-    del gaps
-    api_totals = _api_totals(trace, it, devs[primary])
-    launch_api_ms = sum(r["total_ms"] for r in api_totals)
     blocking = cpu_busy.host_blocking_calls(trace)
-    sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / max(len(it), 1)
-    idle = {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
-                           "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / max(len(it), 1) / 1e6, 3)}}
+    idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, opt.phase_level),
+                        ri.sync_blocked_while_busy(trace, calls, gaps.busy, it))
+    idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
+    idle["launch_limit"] = ri.launch_limit(facts, gaps, it)
+    gaps = gaps.light()    # the busy set is done with (5M peak)
+    streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
+                       opt.backpressure, set(devs), sp=sp)
+    del gaps
+    share = facts.pooled(f.iteration_ns)
+    api_totals = _api_totals(trace, it, calls)
+    launch_api_ms = sum(r["total_ms"] for r in api_totals)
+    n_it = max(len(it), 1)
+    sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / n_it
+    med_launches, med_iter = float(np.median(f.launches)), float(np.median(f.iteration_ns))
+    rule_ms = med_launches * LAUNCH_COST_US / 1e3
     doc.update({
-        "device_id": primary,
-        "devices": devices,
-        "iterations": it.to_json(),
-        "per_iteration": per_it(f),
-        "overhead_share": round(share, 4),
-        "amdahl_bound": None if amdahl is None else round(amdahl, 3),
+        "per_iteration": _per_iteration_json(f),
+        "idle_by_cause": idle,
+        "overhead_share": round(share["launch"], 4),
+        "gain": ri.gain(idle["host_bound"]["share"]),
         "rule_of_thumb": {"launch_cost_us": LAUNCH_COST_US, "launches": med_launches,
                           "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
                           "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
+        "cold_start": cold.to_json(),
         "streams": [s.to_json() for s in streams],
         "backpressure": any(s.queue_class == "saturated" for s in streams),
         "cpu_stalls": sum(s.cpu_stalls for s in streams),
-        "top": top,
-        "nccl": nccl_rows,
-        "empty_reason": why or None,
-        "near_misses": misses,
         "syncs": _syncs(trace, it, blocking),
         "cross_checks": {
-            "idle_gaps": idle,
+            "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
+                                         "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / n_it / 1e6, 3),
+                                         "host_bound_per_iteration_ms":
+                                             round(float(facts.host_bound_ns().sum()) / n_it / 1e6, 3)}},
             "api_totals": api_totals,
             "launch_api_ms": round(launch_api_ms, 3),
             "table_api_ms": round(table_api_ns / 1e6, 3),
@@ -213,14 +227,30 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         },
         "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking),
     })
+    doc["amdahl_bound"] = doc["gain"]["amdahl_bound"]
     n_launch = int(f.launches.sum())
     if n_launch < MIN_LAUNCHES or int(f.iteration_ns.sum()) < MIN_WINDOW_NS:
         doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
                              f"{dur(float(f.iteration_ns.sum()) / 1e6)}")
+    return streams
+
+
+def _per_iteration_json(f: ex.IterationFigures) -> dict:
+    return {"launches": _stats(f.launches, nd=1), "launch_api_ms": _stats(f.launch_api_ns, 1e6),
+            "gpu_busy_ms": _stats(f.busy_ns, 1e6), "gpu_idle_ms": _stats(f.idle_ns, 1e6),
+            "exposed_overhead_ms": _stats(f.exposed_ns, 1e6), "iteration_ms": _stats(f.iteration_ns, 1e6)}
+
+
+def _judge(doc: dict) -> None:
+    """Checks, level, ranked fixes, verdict lines and conclusion, from the document's own figures."""
+    doc["checks"] = checks(doc)
+    level = bound_level(doc)
+    ms = main_stream(doc)
+    doc["fixes"] = ranked_fixes(doc["idle_by_cause"], doc["syncs"], ms is not None and ms["queue_class"] == "dry",
+                                level in BOUND_LEVELS)
     doc["verdict"] = verdict_lines(doc)
     doc["launch_bound"], doc["conclusion"] = conclusion(doc)
-    doc["launch_bound_level"] = bound_level(doc)
-    return doc, streams
+    doc["launch_bound_level"] = level
 
 
 GPU_NOT_RECORDED = "GPU activity not recorded (no kernel, memcpy or memset rows): CPU side only"

@@ -1,28 +1,55 @@
-"""The case record's verdict lines and conclusion (docs/definitions.md §V9), from the record's own
-evidence only: the document built by `analysis/record.py`."""
+"""The case record's level, self-checks and conclusion (docs/definitions.md §V9), from the record's
+own evidence only: the document built by `analysis/record.py`.
+
+The level comes from what the GPU waited for (idle_causes.py): host-bound time (launch calls and
+host work between launches) is what CUDA graphs and torch.compile remove. It makes a trace
+*host-bound* (or *launch-bound* when the calls themselves dominate) only when it is a material
+share of the step **and** the queue runs dry, i.e. the CPU cannot keep ahead; host-bound gaps
+behind a queue that keeps work are local host bubbles of one phase. Checks that fail lower the
+level to what the evidence supports, and the conclusion says why.
+"""
 from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.prose import dur, short
 
+LEVEL_LAUNCH, LEVEL_HOST, LEVEL_NOT = "launch-bound", "host-bound", "not launch-bound"
+BOUND_LEVELS = (LEVEL_LAUNCH, LEVEL_HOST)
+GPU_BOUND_BUSY = 0.95       # busy at least this share of the step: the GPU sets the pace
+CAUSE_WORDS = {
+    "launch": "launch calls (call cost and submission)",
+    "host": "host work between launches (Python, dispatch)",
+    "host_stall": "host stalls between GPU bursts (data loading, Python work, logging)",
+    "sync": "host syncs and blocking copies",
+    "dependency": "dependencies (queued work starting late: events, other streams, collectives, unrecorded work)",
+    "cold_start": "cold start (first launches loading code)",
+    "unattributed": "ops whose launch the trace does not hold",
+}
+
 
 def verdict_lines(doc: dict) -> list[str]:
     """One line for the page's head, then one per stream."""
     pi = doc["per_iteration"]
     it = doc["iterations"]
-    share = doc["overhead_share"]
     if doc.get("too_little"):
         return [f"too little activity to judge: {doc['too_little']}"] + [
             f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}" for s in doc["streams"]]
-    lines = [f"{pi['launches']['median']:,.0f} launches/iteration; exposed launch overhead "
-             f"{pi['exposed_overhead_ms']['median']:.3f} ms/iteration = {share:.1%} of "
-             f"{pi['iteration_ms']['median']:.3f} ms (Amdahl bound {doc['amdahl_bound']:.3f}x)"
+    ib = doc["idle_by_cause"]
+    hb = ib["host_bound"]
+    lines = [f"{pi['launches']['median']:,.0f} launches/iteration; GPU waits on the host "
+             f"{hb['per_iteration_ms']['median']:.3f} ms/iteration = {hb['share']:.1%} of "
+             f"{pi['iteration_ms']['median']:.3f} ms (launch calls {hb['launch_share']:.1%}, host between "
+             f"launches {hb['host_share']:.1%}; at most {_amdahl(doc)})"
              + (" [iterations: heuristic]" if it["heuristic"] else "")
              + (" [no iteration marks: whole window]" if it["source"] == itr.SOURCE_NONE else "")]
     for s in doc["streams"]:
         lines.append(f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}{class_mix(s)}")
     return lines
+
+
+def _amdahl(doc: dict) -> str:
+    return f"{doc['amdahl_bound']:.3f}x" if doc.get("amdahl_bound") is not None else "n/a"
 
 
 def class_mix(s: dict) -> str:
@@ -34,77 +61,139 @@ def class_mix(s: dict) -> str:
     return f" ({ic[s['queue_class']]} of {sum(ic.values())} iterations; {others})"
 
 
-LEVEL_BOUND, LEVEL_PARTLY, LEVEL_NOT = "launch-bound", "partly launch-bound", "not launch-bound"
+def main_stream(doc: dict) -> dict | None:
+    """The judged device's stream with most launches: whether *it* runs dry says whether the CPU
+    keeps ahead."""
+    mine = [s for s in doc["streams"] if s["device_id"] == doc["device_id"] and s["launches"]]
+    return max(mine, key=lambda s: (s["launches"], -s["stream_id"])) if mine else None
 
 
-def _waiting_stream(doc: dict) -> dict | None:
-    """The dry stream with most launches: the evidence that the GPU waits on launches (§V3)."""
-    dry = [s for s in doc["streams"] if s["queue_class"] == "dry"]
-    return max(dry, key=lambda s: (s["launches"], -s["device_id"], -s["stream_id"])) if dry else None
+def checks(doc: dict, share_min: float = CONFIG.launch_bound_share) -> list[dict]:
+    """The record's self-checks: do its own figures agree? Each {name, ok, detail}; a failed one
+    lowers the level (bound_level)."""
+    ib = doc["idle_by_cause"]
+    hb = ib["host_bound"]
+    out = [{"name": "idle adds up", "ok": ib["sum_ok"],
+            "detail": "the causes add up to the GPU idle time in every iteration" if ib["sum_ok"] else
+                      "the causes do not add up to the GPU idle time: a defect, please report it"}]
+    lim = ib["launch_limit"]
+    ok = lim["launch_ms"] <= lim["bound_ms"] + 1e-6
+    out.append({"name": "launch time within the launch calls", "ok": ok,
+                "detail": f"exposed launch time {dur(lim['launch_ms'])} <= launch calls in flight in the gaps "
+                          f"{dur(lim['in_flight_ms'])} + {lim['tails']:,} launches x L {dur(lim['latency_ms'])}"})
+    rt = doc["rule_of_thumb"]
+    bound = hb["share"] >= share_min
+    out.append({"name": "rule of thumb", "ok": True,
+                "detail": (f"{rt['launches']:,.0f} launches x {rt['launch_cost_us']:g} µs = {dur(rt['estimate_ms'])} "
+                           f"{'>=' if rt['flag'] else '<'} 10 % of the iteration ({dur(rt['ten_percent_ms'])}); "
+                           + ("agrees with the measured host-bound share" if rt["flag"] == bound else
+                              "the launch calls overlap GPU work that keeps the queue busy" if rt["flag"] else
+                              "the host work between launches, not the calls, makes the share"))})
+    sub = doc["cross_checks"]["idle_gaps"].get(str(doc["device_id"]), {}).get("sub_ms_per_iteration_ms", 0)
+    hb_ms = hb["per_iteration_ms"]["median"]
+    ok = not bound or sub >= 0.5 * hb_ms
+    out.append({"name": "small gaps hold the host-bound time", "ok": ok,
+                "detail": f"gaps under 1 ms {dur(sub)}/iteration against host-bound {dur(hb_ms)}/iteration"
+                          + ("" if ok else ": the host-bound time sits in long gaps, not in per-launch overhead")})
+    idle = max(ib["idle_share"], 1e-12)
+    un = ib["share"]["unattributed"] / idle
+    ok = un <= 0.25
+    out.append({"name": "idle is measurable", "ok": ok,
+                "detail": f"{un:.0%} of the GPU idle ends at ops without a launch row"
+                          + ("" if ok else ": GPU idle not measurable here (ops launched before the capture, or a "
+                                           "sampled trace)")})
+    return out
 
 
-def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share,
-                partly_min: float = CONFIG.partly_bound_share) -> str | None:
-    """launch-bound (share >= share_min), partly launch-bound (partly_min <= share < share_min with
-    evidence: a dry stream or the rule of thumb's flag), else not; None when too little to judge
-    (docs/definitions.md §V9)."""
+def cannot_judge(doc: dict) -> str | None:
+    """Why the trace cannot show steady-state launch behaviour, or None."""
     if doc.get("too_little"):
+        return f"too little activity ({doc['too_little']})"
+    cold = doc.get("cold_start") or {}
+    if cold.get("warm_up_capture"):
+        return (f"cold start / warm-up capture: {cold['distinct_first_launches']} of {cold['launches']} launches are "
+                f"the first launch of their kernel ({cold['calls']} slow first launches, {dur(cold['total_ms'])}): the "
+                "trace shows start-up (lazy module loading, JIT), not steady-state launch cost; profile after warm-up")
+    failed = {c["name"] for c in doc.get("checks", []) if not c["ok"]}
+    if "idle is measurable" in failed:
+        return "GPU idle not measurable here: most idle time ends at ops whose launch the trace does not hold"
+    return None
+
+
+def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share) -> str | None:
+    """launch-bound / host-bound when host-bound time is >= share_min of the steady iterations, the
+    main stream runs dry and the checks hold; None when the trace cannot show it; else not."""
+    if cannot_judge(doc):
         return None
-    share = doc["overhead_share"]
-    if share >= share_min:
-        return LEVEL_BOUND
-    if share >= partly_min and (_waiting_stream(doc) is not None or doc["rule_of_thumb"]["flag"]):
-        return LEVEL_PARTLY
+    hb = doc["idle_by_cause"]["host_bound"]
+    failed = {c["name"] for c in doc["checks"] if not c["ok"]}
+    ms = main_stream(doc)
+    if hb["share"] >= share_min and ms is not None and ms["queue_class"] == "dry" and not failed:
+        return LEVEL_LAUNCH if hb["dominant"] == "launch" else LEVEL_HOST
     return LEVEL_NOT
 
 
-def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share,
-               partly_min: float = CONFIG.partly_bound_share) -> tuple[bool | None, str]:
-    """(launch_bound, one line the user should take away), from the record's own evidence
-    (docs/definitions.md §V9): the exposed share against `share_min` (a middle band from
-    `partly_min` when the queue or the rule of thumb backs it), the rule of thumb as a second
-    opinion, what the queues say in words that agree with the level, and unless not launch-bound
-    the top row's fix and the Amdahl gain."""
-    if doc.get("too_little"):
-        return None, f"cannot judge: too little activity ({doc['too_little']})"
-    share, rt = doc["overhead_share"], doc["rule_of_thumb"]
-    level = bound_level(doc, share_min, partly_min)
-    bound = level == LEVEL_BOUND
-    flagged = level != LEVEL_NOT     # the rule of thumb agrees when its flag matches
-    band = (f">= {share_min * 100:g} %" if bound else
-            f">= {partly_min * 100:g} %, < {share_min * 100:g} %" if level == LEVEL_PARTLY else f"< {share_min * 100:g} %")
-    parts = [f"{level}: exposed launch overhead is {share * 100:.1f} % of the iteration ({band})"
-             + ("; the rule of thumb agrees" if rt["flag"] == flagged else
-                f"; the rule of thumb disagrees ({rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
-                f"{dur(rt['estimate_ms'])} {'<' if flagged else '>='} 10 % of the iteration)")]
+def _dominant_idle(doc: dict) -> tuple[str, float] | None:
+    share = doc["idle_by_cause"]["share"]
+    c = max(share, key=lambda k: (share[k], k))
+    return (c, share[c]) if share[c] > 0 else None
+
+
+def _phase_note(doc: dict) -> str:
+    ph = doc["idle_by_cause"]["by_phase"]
+    if not ph:
+        return ""
+    p = ph[0]
+    return f", most of it in `{short(p['phase'] or '(no range)', 40)}` ({dur(p['host_bound_ms_per_iteration'])}/iteration)"
+
+
+def _queue_parts(doc: dict) -> list[str]:
+    parts = []
     sat = [s for s in doc["streams"] if s["queue_class"] == "saturated"]
     if sat:
         known = [s["observed_limit"] for s in sat if s["observed_limit"] is not None]
-        # an unknown limit (ops launched before a sliced capture were pending): the seen depth is a lower bound
         where = f"at depth {max(known)}" if known else f"at a depth of at least {max(s['max_depth'] for s in sat)}"
         parts.append(f"the CPU is ahead and back-pressured: {sum(s['blocked_launches'] for s in sat):,} launch calls "
                      f"blocked {where} — fewer launches free CPU time, not GPU time")
-    # a stream that saturates in some iterations but not most: said, never counted as backpressure
     for s in doc["streams"]:
         n_sat = (s.get("iteration_classes") or {}).get("saturated", 0)
         if s["queue_class"] != "saturated" and n_sat:
             parts.append(f"device {s['device_id']} stream {s['stream_id']} is back-pressured in {n_sat} of "
                          f"{sum(s['iteration_classes'].values())} iterations")
-    s = _waiting_stream(doc)
-    if s is not None:
-        pct, at = f"{s['waited_gap_share'] * 100:.0f} %", f"device {s['device_id']} stream {s['stream_id']}"
-        # not launch-bound: the gaps wait on launches, but they are too short to matter
-        parts.append(f"the GPU waits on launches: {pct} of idle gaps had the launch call in flight ({at})" if flagged
-                     else f"idle gaps wait on launches ({pct} had the launch call in flight, {at}) but add up to only "
-                          f"{share * 100:.1f} % of the iteration")
-    if flagged:
-        if doc["top"]:
-            r = doc["top"][0]
-            parts.append(f"first fix: {r['fix']} (`{short(r['kernel_name'], 40)}`)")
-        if doc["amdahl_bound"] is not None:
-            parts.append(f"removing all exposed launch overhead would make the iteration at most "
-                         f"{doc['amdahl_bound']:.2f}× faster")
-    return bound, "; ".join(parts)
+    return parts
 
 
-# --- Markdown ---------------------------------------------------------------------------
+def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple[bool | None, str]:
+    """(launch_bound, one line the user should take away) (docs/definitions.md §V9)."""
+    why = cannot_judge(doc)
+    if why:
+        return None, f"cannot judge: {why}"
+    level = bound_level(doc, share_min)
+    ib = doc["idle_by_cause"]
+    hb = ib["host_bound"]
+    busy = 1 - ib["idle_share"]
+    waits = (f"the GPU waits on the host {hb['share'] * 100:.1f} % of the iteration "
+             f"(launch calls {hb['launch_share'] * 100:.1f} %, host work between launches {hb['host_share'] * 100:.1f} %)")
+    if level in BOUND_LEVELS:
+        ms = main_stream(doc)
+        parts = [f"{level}: {waits}{_phase_note(doc)}; the queue runs dry (device {ms['device_id']} "
+                 f"stream {ms['stream_id']})"]
+    else:
+        dom = _dominant_idle(doc)
+        head = (f"GPU-bound (busy {busy * 100:.1f} %)" if busy >= GPU_BOUND_BUSY else
+                f"most GPU idle is {CAUSE_WORDS[dom[0]]}, {dom[1] * 100:.1f} % of the iteration" if dom else "no idle")
+        parts = [f"{LEVEL_NOT}: {head}; host-bound time {hb['share'] * 100:.1f} %"
+                 + (f" in host bubbles{_phase_note(doc)} — the queue keeps work, so the CPU is ahead"
+                    if hb["share"] >= share_min else "")]
+        failed = [c for c in doc["checks"] if not c["ok"]]
+        if failed and hb["share"] >= share_min:
+            parts.append("checks lower the level: " + "; ".join(c["detail"] for c in failed))
+    parts += _queue_parts(doc)
+    fixes = doc.get("fixes") or []
+    if fixes:
+        f = fixes[0]
+        parts.append(f"first fix: {f['fix']}" + (f" (`{short(f['phase'], 40)}`)" if f.get("phase") else ""))
+    if level in BOUND_LEVELS and doc["gain"]["realistic"]:
+        lo, hi = doc["gain"]["realistic"]
+        parts.append(f"removing host-bound time would make the iteration {lo:.2f}–{hi:.2f}× faster")
+    return level in BOUND_LEVELS, "; ".join(parts)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
+from launchtui.analysis.idle_causes import CAUSES
 from launchtui.analysis.prose import dur, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
 
@@ -16,6 +17,46 @@ def phase_label(r: dict, width: int = 50) -> str:
     share = f"{r['phase_share']:.0%}"
     how = {"main thread": ", main thread"}.get(r.get("phase_rule"), "")
     return f"{short(r['phase'], width)} ({share}{how})" if r["phase"] else f"(no range: {share})"
+
+
+CAUSE_LABELS = {"launch": "Launch calls", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",
+                "sync": "Syncs and blocking copies", "dependency": "Dependency (queued work late)",
+                "cold_start": "Cold start (first launches)", "unattributed": "Unattributed (no launch row)"}
+
+
+def _idle_md(doc: dict, out: list[str]) -> None:
+    """What the GPU waited for: the idle split by cause, host-bound time and its phases (§V2)."""
+    ib = doc["idle_by_cause"]
+    hb = ib["host_bound"]
+    out += ["", f"## What the GPU waited for (device {ib['device_id']}, {ib['steady_iterations']} steady "
+                f"iteration{'s' if ib['steady_iterations'] != 1 else ''})", "",
+            "| idle by cause | ms/iteration (median) | share of the iteration |", "|---|---:|---:|"]
+    for c in CAUSES:
+        if ib["share"][c] or ib["per_iteration_ms"][c]["median"]:
+            out.append(f"| {CAUSE_LABELS[c]} | {_fmt_ms(ib['per_iteration_ms'][c]['median'])} | {ib['share'][c]:.1%} |")
+    g = doc["gain"]
+    out.append(f"\n**Host-bound** (launch calls + host between launches, what CUDA graphs / torch.compile remove): "
+               f"{dur(hb['per_iteration_ms']['median'])}/iteration = {hb['share']:.1%}"
+               + (f"; removing it: {g['realistic'][0]:.2f}–{g['realistic'][1]:.2f}×" if g["realistic"] else ""))
+    lat = ib["latency"]
+    out.append(f"Submission latency L = {lat['us']:g} µs ({lat['source']}, {lat['samples']:,} launches onto an idle stream)")
+    for x in ib["excluded_iterations"]:
+        out.append(f"- Iteration {x['iteration']} left out: {x['reason']}")
+    if ib["by_phase"]:
+        out.append("Host-bound time by phase: " + " · ".join(
+            f"`{short(p['phase'] or '(no range)', 40)}` {p['host_bound_ms_per_iteration']:,.3f} ms/iter"
+            for p in ib["by_phase"]))
+    cold = doc.get("cold_start") or {}
+    if cold.get("calls"):
+        out.append(f"Cold start: {cold['calls']} slow first launches ({dur(cold['total_ms'])}), left out of the "
+                   "steady state" + ("; a warm-up capture" if cold["warm_up_capture"] else ""))
+    if doc.get("fixes"):
+        out += ["", "## Fixes, ranked by the time they address", ""]
+        for i, f in enumerate(doc["fixes"], 1):
+            out.append(f"{i}. {f['fix']}" + (f" — `{short(f['phase'], 50)}`" if f.get("phase") else "")
+                       + f" ({dur(f['ms_per_iteration'])}/iteration)")
+    out += ["", "## Checks", ""] + [f"- {'ok' if c['ok'] else 'FAILED'}: {c['name']} — {c['detail']}"
+                                    for c in doc["checks"]]
 
 
 def _queue_and_top_md(doc: dict, out: list[str]) -> None:
@@ -84,9 +125,11 @@ def render_markdown(doc: dict) -> str:
         out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · launch API: "
                    f"{dur(pi['launch_api_ms']['median'])}/iter · iteration: {dur(pi['iteration_ms']['median'])}**")
     else:
-        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · exposed launch overhead: "
-                   f"{dur(pi['exposed_overhead_ms']['median'])}/iter · share: {doc['overhead_share']:.1%} of "
-                   f"{dur(pi['iteration_ms']['median'])} · Amdahl bound: {doc['amdahl_bound']:.3f}×**")
+        hb = doc["idle_by_cause"]["host_bound"]
+        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · GPU waits on the host: "
+                   f"{dur(hb['per_iteration_ms']['median'])}/iter = {hb['share']:.1%} of "
+                   f"{dur(pi['iteration_ms']['median'])} (exposed launch overhead {doc['overhead_share']:.1%}) · "
+                   f"Amdahl bound: {doc['amdahl_bound']:.3f}×**")
         out.append(f"Rule of thumb: {rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
                    f"{dur(rt['estimate_ms'])} against 10 % of the iteration = {dur(rt['ten_percent_ms'])}: "
                    + ("launch throughput is probably a bottleneck" if rt["flag"] else "below"))
@@ -99,6 +142,8 @@ def render_markdown(doc: dict) -> str:
         out.append(f"| {label} | " + (f"{fmt(v['median'])} | {fmt(v['min'])} | {fmt(v['max'])} |" if v is not None
                                       else "not recorded | | |"))
     if not cpu_side:
+        if not doc.get("too_little"):
+            _idle_md(doc, out)
         _queue_and_top_md(doc, out)
     sy = doc["syncs"]
     if sy["by_api"]:

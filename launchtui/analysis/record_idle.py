@@ -1,0 +1,147 @@
+"""The case record's idle section: GPU idle by cause per iteration, host-bound time and where it
+sits (by phase), the steady-state iterations, the gain from removing host-bound time and the
+record's self-checks (docs/definitions.md §V2, §V7, §V9)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import intervals as iv
+from launchtui.analysis import iterations as itr
+from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses
+from launchtui.analysis.phases import attributed_phase_keys, main_thread
+
+UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launches is not steady state
+TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
+MAX_PHASES = 5
+
+
+@dataclass
+class IdleFacts:
+    causes: GapCauses
+    per_it: dict[str, np.ndarray]       # cause -> ns per iteration
+    steady: np.ndarray                  # bool per iteration: counted in shares and medians
+    excluded: list[dict]                # {"iteration", "reason"} for the others
+
+    def pooled(self, iteration_ns: np.ndarray) -> dict[str, float]:
+        """Each cause's share of the steady iterations' time."""
+        total = float(iteration_ns[self.steady].sum())
+        return {c: (float(v[self.steady].sum()) / total if total > 0 else 0.0) for c, v in self.per_it.items()}
+
+    def host_bound_ns(self) -> np.ndarray:
+        return sum(self.per_it[c] for c in HOST_BOUND)
+
+
+def steady_iterations(per_it: dict[str, np.ndarray], idle_ns: np.ndarray, launches: np.ndarray):
+    """(mask, excluded): iterations whose idle is mostly for unseen launches (ops launched before
+    the capture) and an almost empty last step are left out of shares and medians; all are kept
+    when that would leave none (definitions.md §V2)."""
+    n = len(idle_ns)
+    keep = np.ones(n, bool)
+    why = {}
+    unatt = per_it["unattributed"] > UNATTRIBUTED_MAX * np.maximum(idle_ns, 1)
+    for k in np.flatnonzero(unatt).tolist():
+        keep[k] = False
+        why[k] = "its GPU idle is mostly unattributed (ops launched before the capture)"
+    if n >= 3 and keep[-1] and launches[-1] < TAIL_LAUNCHES * np.median(launches[:-1]):
+        keep[-1] = False
+        why[n - 1] = f"a tail step: {int(launches[-1])} launches against a median of {np.median(launches[:-1]):g}"
+    if not keep.any():
+        return np.ones(n, bool), []
+    return keep, [{"iteration": k, "reason": r} for k, r in sorted(why.items())]
+
+
+def launch_limit(facts: IdleFacts, gaps, it: itr.Iterations) -> dict:
+    """The figures of the check 'exposed launch time <= the launch calls in flight in the gaps +
+    launches x L' over the steady iterations (definitions.md §V7): by construction it holds; a
+    breach is a defect."""
+    c, st = facts.causes, facts.steady
+    in_flight = iv.measure_both_in(c.flight, (gaps.start, gaps.end), it.start, it.end)
+    k = it.index_of(c.g0)
+    tails = (c.tail == CAUSES.index("launch")) & (c.cut_dep > c.cut_tail) & (c.call >= 0) & ~c.sync & (k >= 0)
+    tails[tails] = st[k[tails]]
+    lat = c.latency.ns
+    return {"launch_ms": round(float(facts.per_it["launch"][st].sum()) / 1e6, 6),
+            "in_flight_ms": round(float(in_flight[st].sum()) / 1e6, 6), "tails": int(tails.sum()),
+            "latency_ms": lat / 1e6,
+            "bound_ms": round((float(in_flight[st].sum()) + int(tails.sum()) * lat) / 1e6, 6)}
+
+
+def _stats(v: np.ndarray) -> dict:
+    if not len(v):
+        return {"median": 0, "min": 0, "max": 0}
+    return {"median": round(float(np.median(v)) / 1e6, 6), "min": round(float(v.min()) / 1e6, 6),
+            "max": round(float(v.max()) / 1e6, 6)}
+
+
+def gain(share: float) -> dict:
+    """Removing host-bound time: at most 1 / (1 - s) (all of it); a realistic range from half of it
+    to all of it, since graphs and compile remove most but not all host work (definitions §V9)."""
+    if share >= 1:
+        return {"amdahl_bound": None, "realistic": None}
+    return {"amdahl_bound": round(1 / (1 - share), 3), "realistic": [round(1 / (1 - share / 2), 3), round(1 / (1 - share), 3)]}
+
+
+def by_phase(trace, facts: IdleFacts, it: itr.Iterations, level: int = 1) -> list[dict]:
+    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations:
+    the fixes are ranked by the time they address, not taken from the top kernel row."""
+    c = facts.causes
+    k = it.index_of(c.g0)
+    inside = (k >= 0) & (c.op >= 0)
+    inside[inside] = facts.steady[k[inside]]
+    ops = c.op[inside]
+    hb = c.host_bound_per_gap()[inside]
+    launch_part = c.launch_per_gap()[inside]
+    if not len(ops) or not hb.sum():
+        return []
+    main = main_thread(trace, ops, it.base_depth, it.start)
+    keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
+    n_steady = max(int(facts.steady.sum()), 1)
+    total = np.bincount(keys + 1, weights=hb, minlength=len(texts) + 1)
+    launch = np.bincount(keys + 1, weights=launch_part, minlength=len(texts) + 1)
+    names = [None] + list(texts)
+    all_hb = float(hb.sum())
+    order = sorted(range(len(total)), key=lambda i: (-total[i], names[i] or ""))
+    return [{"phase": names[i], "host_bound_ms_per_iteration": round(total[i] / n_steady / 1e6, 3),
+             "launch_ms_per_iteration": round(launch[i] / n_steady / 1e6, 3),
+             "share_of_host_bound": round(total[i] / all_hb, 4)}
+            for i in order[:MAX_PHASES] if total[i] > 0]
+
+
+def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations) -> np.ndarray:
+    """Per iteration: ns the launching threads spent in host syncs while the GPU was busy. A sync
+    that waits on busy GPU work caps how far the CPU runs ahead, even when the GPU never idles."""
+    from launchtui.analysis.cpu_busy import host_blocking_calls
+    api = trace.api
+    threads = np.unique(api.thread[calls]) if len(calls) else np.zeros(0, np.int64)
+    b = np.flatnonzero(host_blocking_calls(trace))
+    b = b[np.isin(api.thread[b], threads)]
+    if not len(b) or busy is None:
+        return np.zeros(len(it), np.int64)
+    b = b[np.argsort(api.start[b], kind="stable")]
+    syncs = iv.union(api.start[b], api.end[b])
+    return iv.measure_both_in(syncs, busy, it.start, it.end)
+
+
+def idle_json(facts: IdleFacts, it: itr.Iterations, iteration_ns: np.ndarray, idle_ns: np.ndarray,
+              device: int, phases: list[dict], sync_busy: np.ndarray) -> dict:
+    st = facts.steady
+    share = facts.pooled(iteration_ns)
+    hb = facts.host_bound_ns()
+    hb_share = sum(share[c] for c in HOST_BOUND)
+    total = float(iteration_ns[st].sum())
+    return {
+        "device_id": device,
+        "latency": facts.causes.latency.to_json(),
+        "per_iteration_ms": {c: _stats(facts.per_it[c][st]) for c in CAUSES},
+        "share": {c: round(share[c], 4) for c in CAUSES},
+        "idle_share": round(float(idle_ns[st].sum()) / total, 4) if total > 0 else 0.0,
+        "host_bound": {"per_iteration_ms": _stats(hb[st]), "share": round(hb_share, 4),
+                       "launch_share": round(share["launch"], 4), "host_share": round(share["host"], 4),
+                       "dominant": "launch" if share["launch"] >= share["host"] else "host"},
+        "by_phase": phases,
+        "sync_blocked_while_busy_ms": _stats(sync_busy[st]),
+        "steady_iterations": int(st.sum()),
+        "excluded_iterations": facts.excluded,
+    }
