@@ -73,8 +73,8 @@ def ranked_fixes(idle: dict, syncs: dict, queue_dry: bool, bound: bool) -> list[
     when the host spends longer blocked in syncs than the GPU waits on it behind a queue that keeps
     work: the sync caps how far the CPU runs ahead, so moving it addresses the sync idle and the
     host bubbles behind it."""
-    per = {c: v["median"] for c, v in idle["per_iteration_ms"].items()}
-    hb_ms = idle["host_bound"]["per_iteration_ms"]["median"]
+    per = idle["mean_per_iteration_ms"]
+    hb_ms = idle["host_bound"]["mean_per_iteration_ms"]
     out = []
     blocked = idle["sync_blocked_while_busy_ms"]["median"]
     if syncs.get("by_api") and not queue_dry and blocked > hb_ms:

@@ -13,6 +13,7 @@ from launchtui.analysis import iterations as itr
 from launchtui.analysis import idle_causes as ic
 from launchtui.analysis import record_idle as ri
 from launchtui.analysis.cold_start import cold_start
+from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
@@ -211,6 +212,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
                           "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
                           "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
         "cold_start": cold.to_json(),
+        "limits": trace_limits(trace),
         "streams": [s.to_json() for s in streams],
         "backpressure": any(s.queue_class == "saturated" for s in streams),
         "cpu_stalls": sum(s.cpu_stalls for s in streams),
@@ -229,9 +231,12 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     })
     doc["amdahl_bound"] = doc["gain"]["amdahl_bound"]
     n_launch = int(f.launches.sum())
-    if n_launch < MIN_LAUNCHES or int(f.iteration_ns.sum()) < MIN_WINDOW_NS:
-        doc["too_little"] = (f"{n_launch} launch{'es' if n_launch != 1 else ''} in "
-                             f"{dur(float(f.iteration_ns.sum()) / 1e6)}")
+    window = int(f.iteration_ns.sum())
+    if n_launch < MIN_LAUNCHES or window < MIN_WINDOW_NS:
+        doc["too_little"] = f"{n_launch} launch{'es' if n_launch != 1 else ''} in {dur(window / 1e6)}"
+        # the launch calls and their submission bound what launching can cost (definitions.md §V2)
+        bound = (int(f.launch_api_ns.sum()) + n_launch * causes.latency.ns) / window if window > 0 else None
+        doc["too_little_bound"] = None if bound is None else round(bound, 4)
     return streams
 
 

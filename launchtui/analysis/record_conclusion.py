@@ -107,17 +107,29 @@ def checks(doc: dict, share_min: float = CONFIG.launch_bound_share) -> list[dict
 
 def cannot_judge(doc: dict) -> str | None:
     """Why the trace cannot show steady-state launch behaviour, or None."""
-    if doc.get("too_little"):
+    if doc.get("too_little") and not _provably_not(doc):
         return f"too little activity ({doc['too_little']})"
     cold = doc.get("cold_start") or {}
-    if cold.get("warm_up_capture"):
+    if cold.get("warm_up_capture") and not doc.get("too_little"):
         return (f"cold start / warm-up capture: {cold['distinct_first_launches']} of {cold['launches']} launches are "
                 f"the first launch of their kernel ({cold['calls']} slow first launches, {dur(cold['total_ms'])}): the "
                 "trace shows start-up (lazy module loading, JIT), not steady-state launch cost; profile after warm-up")
+    lim = doc.get("limits") or {}
+    if lim.get("sampled"):
+        return f"GPU idle not measurable here: {lim['reason']}"
     failed = {c["name"] for c in doc.get("checks", []) if not c["ok"]}
     if "idle is measurable" in failed:
         return "GPU idle not measurable here: most idle time ends at ops whose launch the trace does not hold"
     return None
+
+
+PROVABLY_NOT = 0.01    # the launch calls alone bound launching under this share of the window
+
+
+def _provably_not(doc: dict) -> bool:
+    """Too few launches to judge, yet their calls and submission bound launching under 1 %."""
+    b = doc.get("too_little_bound")
+    return b is not None and b < PROVABLY_NOT
 
 
 def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share) -> str | None:
@@ -125,6 +137,8 @@ def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share) -> str 
     main stream runs dry and the checks hold; None when the trace cannot show it; else not."""
     if cannot_judge(doc):
         return None
+    if doc.get("too_little"):
+        return LEVEL_NOT
     hb = doc["idle_by_cause"]["host_bound"]
     failed = {c["name"] for c in doc["checks"] if not c["ok"]}
     ms = main_stream(doc)
@@ -169,6 +183,9 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
     if why:
         return None, f"cannot judge: {why}"
     level = bound_level(doc, share_min)
+    if doc.get("too_little"):
+        return False, (f"{LEVEL_NOT} (at most {doc['too_little_bound'] * 100:.2f} % of the window: the launch calls "
+                       f"and their submission bound it); too little activity to say more ({doc['too_little']})")
     ib = doc["idle_by_cause"]
     hb = ib["host_bound"]
     busy = 1 - ib["idle_share"]

@@ -1,0 +1,74 @@
+"""What the trace cannot show: sampled traces and trimmed captures (definitions.md §V13).
+
+- *Sampled*: some tools keep a sample of the events (HTA's trace filter keeps 0.5 % of the
+  correlation ids), so idle gaps hold work the trace dropped. Seen as correlation ids far sparser
+  than any full capture (the runtime numbers every call; full captures sit at 0.09-0.83 of their
+  id span), or as many GPU ops without a launch row *among* launched ones on their stream.
+- *Trimmed at the start*: ops launched before the capture run at its start without a launch row;
+  they all precede their stream's first launched op. The record leaves iterations dominated by
+  them out of steady state (record_idle.steady_iterations).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from launchtui.trace.model import Trace
+
+SAMPLED_DENSITY = 0.02      # correlation ids per id of their span below this: a sample
+MIN_CALLS = 100             # a process needs this many ids for its density to mean anything
+SAMPLED_INTERLEAVED = 0.05  # ops without a launch row among launched ones, above this share
+
+
+def correlation_density(trace: Trace) -> float | None:
+    """The lowest, over processes with enough API calls, of distinct correlation ids / id span."""
+    api = trace.api
+    ok = api.corr >= 0
+    if ok.sum() < MIN_CALLS:
+        return None
+    pid, corr = api.pid[ok], api.corr[ok].astype(np.int64)
+    out = None
+    for p in np.unique(pid).tolist():   # per process
+        c = np.unique(corr[pid == p])
+        if len(c) < MIN_CALLS:
+            continue
+        d = len(c) / float(c[-1] - c[0] + 1)
+        out = d if out is None else min(out, d)
+    return out
+
+
+def unmatched_ops(trace: Trace) -> tuple[int, int]:
+    """(GPU ops without a launch row, of which starting after their stream's first launched op)."""
+    ops = trace.ops
+    un = ops.api < 0
+    n = int(un.sum())
+    if not n:
+        return 0, 0
+    key = ops.device.astype(np.int64) * (1 << 32) + ops.stream.astype(np.int64)
+    launched = ~un
+    first = {}
+    if launched.any():
+        k, s = key[launched], ops.start[launched]
+        o = np.lexsort((s, k))
+        k, s = k[o], s[o]
+        head = np.ones(len(k), bool)
+        head[1:] = k[1:] != k[:-1]
+        first = dict(zip(k[head].tolist(), s[head].tolist()))
+    ku, su = key[un], ops.start[un]
+    uk, inv = np.unique(ku, return_inverse=True)
+    limit = np.array([first.get(x, np.iinfo(np.int64).max) for x in uk.tolist()], np.int64)   # per stream
+    return n, int((su > limit[inv]).sum())
+
+
+def trace_limits(trace: Trace) -> dict:
+    density = correlation_density(trace)
+    n_un, interleaved = unmatched_ops(trace)
+    reasons = []
+    if density is not None and density < SAMPLED_DENSITY:
+        reasons.append(f"correlation ids are sparse ({density:.4f} of their span is used; full captures use "
+                       f"0.09 or more): the trace keeps a sample of its events")
+    if len(trace.ops) and interleaved > SAMPLED_INTERLEAVED * len(trace.ops):
+        reasons.append(f"{interleaved:,} of {len(trace.ops):,} GPU ops have no launch row although launched ops "
+                       "precede them on their stream: launches are missing from the trace")
+    return {"sampled": bool(reasons), "correlation_density": None if density is None else round(density, 4),
+            "ops_without_launch": n_un, "ops_without_launch_interleaved": interleaved,
+            "trimmed_start": n_un - interleaved, "reason": "; ".join(reasons) or None}
