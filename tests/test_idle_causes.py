@@ -22,9 +22,10 @@ from launchtui.analysis.idle_causes import CAUSES, gap_causes
 from launchtui.trace.load import open_trace
 
 MEASURED = ("host_bound", "launch_bound", "sync", "dependency", "trimmed", "cold_start", "copy_bound")
+DISAGREE = ("warm_up", "async_copies")     # see the xfails below; the invariants hold there too
 DOMINANT = {"host_bound": "host", "launch_bound": "launch", "sync": "sync", "dependency": "dependency",
             "cold_start": "cold_start", "warm_up": "cold_start", "copy_bound": "sync", "sampled": "launch",
-            "layer_period": "host", "below_1024": "host"}
+            "layer_period": "host", "below_1024": "host", "async_copies": "host"}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_idle_by_cause_to_the_ns(files, name):
     assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
 
 
-@pytest.mark.parametrize("name", MEASURED)
+@pytest.mark.parametrize("name", MEASURED + DISAGREE)
 def test_causes_add_up_to_the_idle_time(files, name):
     path, truth = files(name)
     _, _, per, (s, e), t = _measure(path, truth)
@@ -81,7 +82,7 @@ def test_causes_add_up_to_the_idle_time(files, name):
     assert sum(per[c] for c in CAUSES).tolist() == idle.tolist() == truth["idle_ns"]
 
 
-@pytest.mark.parametrize("name", MEASURED)
+@pytest.mark.parametrize("name", MEASURED + DISAGREE)
 def test_pieces_are_disjoint_and_cover_the_gaps(files, name):
     path, truth = files(name)
     gc, g, _, _, _ = _measure(path, truth)
@@ -93,7 +94,7 @@ def test_pieces_are_disjoint_and_cover_the_gaps(files, name):
     assert set(np.unique(c).tolist()) <= set(range(len(CAUSES)))
 
 
-@pytest.mark.parametrize("name", MEASURED)
+@pytest.mark.parametrize("name", MEASURED + DISAGREE)
 def test_shuffled_events_give_the_same_answer(files, name):
     path, truth = files(name)
     gc, _, per, _, _ = _measure(path, truth)
@@ -128,6 +129,10 @@ def test_truth_matches_the_closed_forms():
     p = t["params"]        # a step's length less its copy and kernels: the GPU waits on the copy call
     step = p["H0"] + p["copy_call"] + p["K"] * (p["h"] + p["C"]) + p["tail"]
     _only(t, sync=step - p["copy_D"] - p["K"] * p["D"])
+    _, t = ic.build("async_copies")
+    p = t["params"]        # three host-bound gaps per round: before a memset, a pinned copy, a kernel
+    _only(t, host=p["K"] * (3 * (p["H"] - L) - p["D_memset"] - p["D_copy"] - p["D"]),
+          launch=p["K"] * (p["C_memset"] + p["C_copy"] + p["C"] + 3 * L))
     for name, want in DOMINANT.items():
         assert ic.build(name)[1]["dominant"] == want, name
 
@@ -161,6 +166,14 @@ def test_warm_up_capture_tails_are_cold_start(files):
     assert truth["warm_up"] and truth["first_launches"] == 24
     _, _, per, _, t = _measure(path, truth)
     assert cs.cold_start(t, bp.spikes(t)).warm_up
+    assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
+
+
+@pytest.mark.xfail(strict=True, reason="every copy or memset call's tail is sync: an async memset or a pinned "
+                   "copy is a few-µs submission like a launch and blocks nothing (90 µs per step read as sync)")
+def test_async_memset_and_pinned_copy_tails_are_launch(files):
+    path, truth = files("async_copies")
+    _, _, per, _, _ = _measure(path, truth)
     assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
 
 
