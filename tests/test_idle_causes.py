@@ -22,7 +22,7 @@ from launchtui.analysis.idle_causes import CAUSES, gap_causes
 from launchtui.trace.load import open_trace
 
 MEASURED = ("host_bound", "launch_bound", "sync", "dependency", "trimmed", "cold_start", "copy_bound")
-DISAGREE = ("warm_up", "async_copies")     # see the xfails below; the invariants hold there too
+DISAGREE = ("warm_up", "async_copies")     # settled by the tests below; the invariants hold there too
 DOMINANT = {"host_bound": "host", "launch_bound": "launch", "sync": "sync", "dependency": "dependency",
             "cold_start": "cold_start", "warm_up": "cold_start", "copy_bound": "sync", "sampled": "launch",
             "layer_period": "host", "below_1024": "host", "async_copies": "host"}
@@ -156,12 +156,11 @@ def test_trimmed_and_cold_start_truth_by_hand():
     assert len(t["cold_calls_corr"]) == len(t["module_loads"]) == p["K"] and not t["warm_up"]
 
 
-# --- disagreements found (issue 26), kept as strict xfails until they are settled -----------------
+# --- findings of the first run, settled in idle_causes / cold_start ---------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a warm-up capture: most launch calls are cold, so the spike rule's "
-                   "thread median is itself a cold call, no call is a spike and cold_start.calls is empty; "
-                   "the module-load tails read as launch")
 def test_warm_up_capture_tails_are_cold_start(files):
+    """Most launch calls are cold: the slow first launches are judged against the thread's other
+    launches, not a median that is itself a cold call."""
     path, truth = files("warm_up")
     assert truth["warm_up"] and truth["first_launches"] == 24
     _, _, per, _, t = _measure(path, truth)
@@ -169,20 +168,26 @@ def test_warm_up_capture_tails_are_cold_start(files):
     assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
 
 
-@pytest.mark.xfail(strict=True, reason="every copy or memset call's tail is sync: an async memset or a pinned "
-                   "copy is a few-µs submission like a launch and blocks nothing (90 µs per step read as sync)")
 def test_async_memset_and_pinned_copy_tails_are_launch(files):
+    """Only a copy or memset call that blocked the host is sync; a few-µs asynchronous one is a
+    submission like a launch."""
     path, truth = files("async_copies")
     _, _, per, _, _ = _measure(path, truth)
     assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
 
 
-@pytest.mark.xfail(strict=True, reason="gaps cut at the first iteration's start are judged from there: the "
-                   "sync that drained the queue ended before the cut, so the leading gap reads host + launch")
-def test_gaps_cut_at_the_window_start(files):
-    path, truth = files("sync")
-    _, _, per, _, _ = _measure(path, truth, whole=False)
-    assert {c: per[c].tolist() for c in CAUSES} == truth["idle_by_cause"]
+@pytest.mark.parametrize("name", ["sync", "host_bound", "cold_start", "copy_bound"])
+def test_the_record_judges_the_leading_gap_from_where_the_gpu_went_idle(files, name):
+    """The record finds gaps from the device's first op, so the gap an iteration starts in keeps its
+    cause (a sync that drained the queue before the iteration began), and reports the truth."""
+    from launchtui.analysis.record import build_record
+    path, truth = files(name)
+    doc = build_record(open_trace(path, use_cache=False))
+    it = doc["iterations"]
+    assert [list(x) for x in zip(it["starts_ns"], it["ends_ns"])] == [list(x) for x in truth["iterations"]]
+    total = sum(e - s for s, e in truth["iterations"])
+    want = {c: round(sum(truth["idle_by_cause"][c]) / total, 4) for c in CAUSES}
+    assert doc["idle_by_cause"]["share"] == want
 
 
 # --- scenarios for the analyses to come: the truth against the file -------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from launchtui.analysis.config import CONFIG
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_LAUNCH, Trace
 
@@ -74,13 +75,41 @@ def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     return first, n_calls
 
 
+def _slow_first_launches(trace: Trace, first: np.ndarray) -> np.ndarray:
+    """First launches slower than the spike rule (§6) measured against the thread's *other* launch
+    calls: in a warm-up capture most calls are first launches, so the thread's median over all of
+    them is itself a cold call and would hide every spike. Only at a shallow queue."""
+    from launchtui.analysis.queue import depth_before_launch
+    api, ops = trace.api, trace.ops
+    cand = np.flatnonzero(first)
+    if not len(cand):
+        return cand
+    dur = api.end - api.start
+    launch = np.flatnonzero(api.kind == API_LAUNCH)
+    steady = launch[~first[launch]]
+    keep = np.zeros(len(cand), bool)
+    for thread in np.unique(api.thread[cand]).tolist():   # per launching thread
+        mine = api.thread[cand] == thread
+        base = dur[steady[api.thread[steady] == thread]]
+        limit = max(CONFIG.spike_us * 1e3, CONFIG.spike_factor * float(np.median(base)) if len(base) else 0.0)
+        keep[mine] = dur[cand[mine]] > limit
+    cand = cand[keep]
+    hit = np.flatnonzero(np.isin(ops.api, cand))
+    depth = np.full(len(api), -1, np.int64)
+    depth[ops.api[hit]] = depth_before_launch(trace)[hit]
+    return cand[(depth[cand] >= 0) & (depth[cand] <= SHALLOW_DEPTH)]
+
+
 def cold_start(trace: Trace, spikes: list) -> ColdStart:
-    """The cold-start calls among `spikes` (backpressure.spikes episodes, §6)."""
+    """The cold-start calls: among `spikes` (backpressure.spikes episodes, §6) at a shallow queue,
+    the first launches and those beside a module load; and the first launches slow against the
+    thread's other launches."""
     api = trace.api
+    first, n_calls = _first_launch_calls(trace)
     shallow = {e.worst_api for e in spikes if e.worst_api >= 0 and 0 <= e.max_depth <= SHALLOW_DEPTH
                and not e.command_buffer_full}
+    shallow |= set(_slow_first_launches(trace, first).tolist())
     spike_calls = np.array(sorted(shallow), np.int64)
-    first, n_calls = _first_launch_calls(trace)
     n_first = int(first.sum())
     is_first = first[spike_calls] if len(spike_calls) else np.zeros(0, bool)
     near = np.zeros(len(spike_calls), bool)

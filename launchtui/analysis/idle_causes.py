@@ -10,8 +10,8 @@ what the GPU waited for (domain.md §12). With L the trace's own submission late
   the rest is the host between launches: *host* (per-op overhead) when the stretch is shorter
   than HOST_STALL_NS, else a *host stall* (data loading, Python work between GPU bursts).
 - tail [max(g0, a0), e), e = min(g1, max(g0, a1 + L)): the call and its submission: *launch*;
-  *sync* when the call is a copy or memset (a pageable or synchronous copy blocks the host until
-  the data is staged), *cold start* when it is a cold-start launch call (cold_start.py).
+  *sync* when the call is a copy or memset that blocked the host (a pageable or synchronous copy
+  stages the data first), *cold start* when it is a cold-start launch call (cold_start.py).
 - [e, g1): the op could have started and did not: *dependency* (an event or cross-stream wait,
   a collective, unrecorded work, or a queue that held it).
 - a host sync (on the thread that made the call) in flight when the GPU went idle, the call
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis import intervals as iv
+from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
@@ -251,10 +252,15 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
 
 def _tail_causes(trace: Trace, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
     """Per gap, the cause of its tail by the ending op's call: a kernel or graph launch is launch
-    (cold start when it is a cold-start call), any other call (a copy, a memset) is sync."""
-    kind = trace.api.kind[np.maximum(call, 0)]
+    (cold start when it is a cold-start call); a copy or memset call is sync when it blocked the
+    host (it lasted longer than the spike rule's floor, §6: a pageable or synchronous copy), else
+    launch (an asynchronous copy costs what a launch costs)."""
+    api = trace.api
+    c = np.maximum(call, 0)
+    kind = api.kind[c]
     launch = (kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)
-    out = np.where(launch, CAUSES.index("launch"), CAUSES.index("sync")).astype(np.int8)
+    blocking = ~launch & ((api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3)
+    out = np.where(blocking, CAUSES.index("sync"), CAUSES.index("launch")).astype(np.int8)
     if cold_calls is not None and len(cold_calls):
         pos = np.minimum(np.searchsorted(cold_calls, call), len(cold_calls) - 1)
         out[(cold_calls[pos] == call) & (call >= 0)] = CAUSES.index("cold_start")

@@ -181,8 +181,11 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     primary = doc["device_id"]
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
-    gaps = ex.device_gaps(trace, primary, lo, hi, calls)
-    causes = ic.gap_causes(trace, ex.device_ops(trace, primary), calls, gaps.start, gaps.end, cold_calls=cold.calls)
+    on = ex.device_ops(trace, primary)
+    # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
+    # went idle (a sync that drained it before the iteration began), then measured inside it
+    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls)
+    causes = ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls)
     per_cause = causes.measure_in(it.start, it.end)
     f = ex.per_iteration(trace, primary, it.start, it.end, per_cause["launch"], gaps, calls)
     facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
