@@ -51,7 +51,8 @@ def test_profiler_step_iterations_and_figures_to_the_ns(traces):
     assert list(zip(it["starts_ns"], it["ends_ns"])) == steps
     truth = rc.per_iteration_truth(w, dev, steps, _cold_calls(trace))
     starts, ends = np.array([s for s, _ in steps]), np.array([e for _, e in steps])
-    gaps = ex.device_gaps(trace, dev, int(starts.min()), int(ends.max()))
+    on = ex.device_ops(trace, dev)
+    gaps = ex.device_gaps(trace, dev, min(int(starts.min()), int(trace.ops.start[on].min())), int(ends.max()))
     causes = ic.gap_causes(trace, ex.device_ops(trace, dev), ex.device_launch_calls(trace, dev), gaps.start, gaps.end,
                            cold_calls=np.array(sorted(_cold_calls(trace)), np.int64))
     per = causes.measure_in(starts, ends)

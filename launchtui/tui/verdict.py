@@ -207,12 +207,16 @@ def one_line(doc: dict) -> tuple[str, Style]:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
+    from launchtui.analysis.record_conclusion import cause_line
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
     queues = ", ".join(f"{k} {c}" for c, k in n.items() if k) or "none"
     if doc.get("too_little"):
         head = "too little activity to judge"
+    elif doc.get("launch_bound_level") is None:
+        head = "cannot judge"
     else:
-        head = f"{doc.get('launch_bound_level') or 'launch-bound?'} ({doc['overhead_share']:.1%} exposed)"
+        head = (f"{doc['launch_bound_level']} (host-bound {doc['idle_by_cause']['host_bound']['share']:.1%}, "
+                f"{cause_line(doc, 2)})")
     return f"Verdict: {head} · queues: {queues} · V: details", HEAD
 
 
@@ -221,6 +225,7 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
     kernels. COMPACT: the conclusion and one line per queue class. ONE: a single line (`one_line`)."""
     from launchtui.analysis.cpu_busy import cpu_line
     from launchtui.analysis.record_markdown import phase_label
+    from launchtui.analysis.record_conclusion import cause_line
     if form == ONE:
         line, style = one_line(doc)
         return [line], [style]
@@ -235,10 +240,10 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
         lines.append(f"Verdict: too little activity to judge launch overhead ({doc['too_little']})")
         styles.append(HEAD)
     else:
-        figures = (f"{pi['launches']['median']:,.0f} launches/iter · exposed launch overhead "
-                   f"{pi['exposed_overhead_ms']['median']:,.3f} ms/iter = {doc['overhead_share']:.1%} of "
-                   f"{pi['iteration_ms']['median']:,.3f} ms · Amdahl ≤ {doc['amdahl_bound']:.3f}× · "
-                   f"backpressure {'yes' if doc['backpressure'] else 'no'} · CPU stalls {doc['cpu_stalls']}")
+        hb = doc["idle_by_cause"]["host_bound"]
+        figures = (f"{cause_line(doc)} · GPU waits on the host {hb['per_iteration_ms']['median']:,.3f} ms/iter = "
+                   f"{hb['share']:.1%} of {pi['iteration_ms']['median']:,.3f} ms · {pi['launches']['median']:,.0f} "
+                   f"launches/iter · backpressure {'yes' if doc['backpressure'] else 'no'}")
         # what to conclude first (the record's conclusion), then the figures it rests on when there is room
         conclusion = doc.get("conclusion")
         lines.append(f"Verdict: {conclusion or figures}")
