@@ -30,6 +30,8 @@ METRICS = {
     "iteration_ms": ("iteration time", "ms", ("per_iteration", "iteration_ms")),
     "gpu_busy_ms": ("GPU busy", "ms", ("per_iteration", "gpu_busy_ms")),
     "gpu_idle_ms": ("GPU idle", "ms", ("per_iteration", "gpu_idle_ms")),
+    "host_bound_ms": ("GPU waiting on the host", "ms", ("idle_by_cause", "host_bound", "per_iteration_ms")),
+    "host_bound_share": ("host-bound share of the iteration", "share", ("idle_by_cause", "host_bound", "share")),
     "graph_launches_per_iter": ("graph launches", "", None),   # from the iteration tables
 }
 KERNEL_FIELDS = ("launches_per_iteration", "graph_ops_per_iteration", "avg_api_us", "avg_queue_us", "avg_kernel_us")
@@ -77,10 +79,20 @@ def per_iteration(side_b: dict, side_a: dict) -> dict:
             a = side_a["tables"].get("graph_launches_per_iteration")
         else:
             b, a = _get(rb, path), _get(ra, path)
-        if b is None and a is None and key in ("gpu_busy_ms", "gpu_idle_ms"):
+        if b is None and a is None and key in ("gpu_busy_ms", "gpu_idle_ms", "host_bound_ms", "host_bound_share"):
             continue
         out[key] = change(b, a)
     return out
+
+
+def idle_causes(side_b: dict, side_a: dict) -> dict:
+    """Per cause of GPU idle (definitions.md §V2): ms per iteration (the mean over each record's
+    steady iterations) before and after, so a diff says what the GPU stopped (or started) waiting for."""
+    ib, ia = (s["record"].get("idle_by_cause") or {} for s in (side_b, side_a))
+    if not ib and not ia:
+        return {}
+    mb, ma = ib.get("mean_per_iteration_ms") or {}, ia.get("mean_per_iteration_ms") or {}
+    return {c: change(mb.get(c), ma.get(c)) for c in sorted(set(mb) | set(ma))}
 
 
 def _stream_facts(rec: dict, st: dict) -> dict:
@@ -260,10 +272,16 @@ def _no_improvement_reason(side_b: dict, ln: dict, streams: list) -> str:
     share (the GPU, not launching, set the pace), else a saturated queue."""
     if not ln["delta"] or ln["delta"] > 0:
         return ""
-    share = _num(side_b["record"].get("overhead_share"))
+    rec = side_b["record"]
+    share = _num(((rec.get("idle_by_cause") or {}).get("host_bound") or {}).get("share"))
+    if share is None:     # records from before idle by cause (definitions.md §V2)
+        share = _num(rec.get("overhead_share"))
     if share is not None and share < LAUNCH_BOUND_SHARE:
-        return (f"exposed launch overhead was only {share * 100:.1f} % of the iteration before, so the GPU "
-                "was the bottleneck")
+        idle = (rec.get("idle_by_cause") or {}).get("share") or {}
+        dom = max(idle, key=lambda c: (idle[c], c)) if idle else None
+        return (f"the GPU waited on the host only {share * 100:.1f} % of the iteration before"
+                + (f" (most of its idle was {dom.replace('_', ' ')}, {idle[dom] * 100:.1f} %)" if dom and idle[dom] else "")
+                + ", so launches did not set the pace")
     sat = [s["before"] for s in streams if s["before"] and s["before"].get("queue_class") == "saturated"]
     if sat:
         s = sat[0]
@@ -291,5 +309,6 @@ def build_diff(before: dict, after: dict) -> dict:
                 "launch_class": launch_class(rec)}
 
     return {"schema": SCHEMA, "before": head(before), "after": head(after), "per_iteration": per,
+            "idle_by_cause": idle_causes(before, after),
             "streams": streams, "phases": phases, "kernels": kernels,
             "verdict": verdict(before, after, per, kernels, phases, streams)}

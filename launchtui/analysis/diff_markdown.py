@@ -76,6 +76,13 @@ def render_markdown(doc: dict) -> str:
         label, unit, _ = METRICS[key]
         out.append(f"| {label}{' (ms)' if unit == 'ms' else ''} | {_val(c['before'], unit)} | {_val(c['after'], unit)} "
                    f"| {_delta(c, unit)} | {_pct(c['rel'])} |")
+    if doc.get("idle_by_cause"):
+        out += ["", "## What the GPU waited for (ms per iteration, mean over steady iterations)", "",
+                "| cause | before | after | Δ |", "|---|---:|---:|---:|"]
+        for c, x in doc["idle_by_cause"].items():
+            if x["before"] or x["after"]:
+                out.append(f"| {c.replace('_', ' ')} | {_val(x['before'], 'ms')} | {_val(x['after'], 'ms')} "
+                           f"| {_delta(x, 'ms')} |")
     out += ["", "## Streams", "", "| before (device/stream) | after (device/stream) | matched by | queue class "
             "| max depth | observed limit |", "|---|---|---|---|---:|---:|"]
     for s in doc["streams"]:
