@@ -22,11 +22,9 @@ class AnalysisConfig:
     # launch spikes (§6): slower than spike_us AND spike_factor × the thread's median launch time
     spike_us: float = 100.0
     spike_factor: float = 10.0
-    # case record verdict and diff (§V9): launch-bound when exposed launch overhead is at least this
-    # share of the iteration (domain.md §4's "10 % of the iteration" seed rule)
+    # case record verdict and diff (§V9): host- or launch-bound when host-bound time is at least this
+    # share of the iteration and the queue runs dry (domain.md §4's "10 % of the iteration" rule)
     launch_bound_share: float = 0.10
-    # below it but at least this share, with evidence the GPU waits on launches: partly launch-bound
-    partly_bound_share: float = 0.05
     # timeline (TUI)
     small_kernel_ns: int = 10_000      # drawn as a small kernel below this duration
     nvtx_depth: int = 3                # NVTX nesting levels drawn as lanes
