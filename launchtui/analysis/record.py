@@ -194,7 +194,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, opt.phase_level),
                         ri.sync_blocked_while_busy(trace, calls, gaps.busy, it))
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
-    idle["launch_limit"] = ri.launch_limit(facts, gaps, it)
+    idle["launch_limit"] = ri.launch_limit(trace, facts, gaps, it)
     gaps = gaps.light()    # the busy set is done with (5M peak)
     streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
                        opt.backpressure, set(devs), sp=sp)

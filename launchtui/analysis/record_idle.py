@@ -52,20 +52,26 @@ def steady_iterations(per_it: dict[str, np.ndarray], idle_ns: np.ndarray, launch
     return keep, [{"iteration": k, "reason": r} for k, r in sorted(why.items())]
 
 
-def launch_limit(facts: IdleFacts, gaps, it: itr.Iterations) -> dict:
-    """The figures of the check 'exposed launch time <= the launch calls in flight in the gaps +
-    launches x L' over the steady iterations (definitions.md §V7): by construction it holds; a
-    breach is a defect."""
+def launch_limit(trace, facts: IdleFacts, gaps, it: itr.Iterations) -> dict:
+    """The figures of the check 'exposed launch time <= the launch calls in flight in the gaps (and
+    the asynchronous copy calls whose ops ended a gap) + launches x L' over the steady iterations
+    (definitions.md §V7): by construction it holds; a breach is a defect."""
+    from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH
     c, st = facts.causes, facts.steady
     in_flight = iv.measure_both_in(c.flight, (gaps.start, gaps.end), it.start, it.end)
     k = it.index_of(c.g0)
     tails = (c.tail == CAUSES.index("launch")) & (c.cut_dep > c.cut_tail) & (c.call >= 0) & ~c.sync & (k >= 0)
     tails[tails] = st[k[tails]]
+    api = trace.api
+    call = c.call[tails]
+    kind = api.kind[call]
+    other = (kind != API_LAUNCH) & (kind != API_GRAPH_LAUNCH)   # copy / memset calls: not in flight
+    copy_ns = float(np.maximum(np.minimum(c.cut_dep[tails], api.end[call]) - c.cut_tail[tails], 0)[other].sum())
     lat = c.latency.ns
     return {"launch_ms": round(float(facts.per_it["launch"][st].sum()) / 1e6, 6),
-            "in_flight_ms": round(float(in_flight[st].sum()) / 1e6, 6), "tails": int(tails.sum()),
+            "in_flight_ms": round((float(in_flight[st].sum()) + copy_ns) / 1e6, 6), "tails": int(tails.sum()),
             "latency_ms": lat / 1e6,
-            "bound_ms": round((float(in_flight[st].sum()) + int(tails.sum()) * lat) / 1e6, 6)}
+            "bound_ms": round((float(in_flight[st].sum()) + copy_ns + int(tails.sum()) * lat) / 1e6, 6)}
 
 
 def _stats(v: np.ndarray) -> dict:
