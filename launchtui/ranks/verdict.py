@@ -1,9 +1,9 @@
 """One verdict for the job from its ranks' case records (docs/definitions.md §R, *Job verdict*).
 
 Ranks of one job run one program; what differs between their records is mostly where each rank
-waited (the rank that enters a step first waits longest in its collectives, which is dependency idle,
-not host-bound time). A level per rank therefore flips between identical ranks whose shares sit near
-the line. The job gets one level: the records' common level when they agree, else §V9's rule on the
+waited (the rank that enters a step first waits longest in its collectives, a long collective kernel
+on the GPU, so its host-bound time is a smaller share of a longer step). A level per rank therefore
+flips between identical ranks whose shares sit near the line. The job gets one level: the records' common level when they agree, else §V9's rule on the
 job's evidence — the median rank's host-bound share, the main stream dry on most ranks, and no
 self-check failing on most ranks — with the spread across ranks shown beside it.
 """
