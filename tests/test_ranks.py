@@ -72,7 +72,7 @@ def test_generated_job_names_the_injected_straggler(job8, pool_doc):
     assert metrics["launches_per_iter"]["value"] == launches_per_iter(rank_config(5, straggler=True)) == 674
     assert metrics["launches_per_iter"]["median"] == 482
     assert "launches/iter 674" in s["reason"]
-    assert doc["verdict"].startswith("8 of 8 ranks read; 1 straggler: rank 5 (")
+    assert doc["verdict"].startswith("8 of 8 ranks read; ") and "; 1 straggler: rank 5 (" in doc["verdict"]
     # cross-rank kernel table: the optimizer's addcmul-style kernels are worst on rank 5
     ew = next(k for k in doc["kernels"] if k["kernel_name"] == "elementwise_kernel")
     assert ew["ranks"] == 8 and ew["launches"]["worst_rank"] == 5
@@ -93,7 +93,8 @@ def test_no_straggler_when_ranks_agree(tmp_path):
     make_ranks(tmp_path / "even", 4, "none")
     doc = run_job([str(tmp_path / "even")], workers=2, use_cache=False, progress=lambda i, r: None)
     assert doc["stragglers"] == []
-    assert doc["verdict"].startswith("4 of 4 ranks read; no stragglers")
+    assert doc["verdict"].startswith("4 of 4 ranks read; ") and doc["verdict"].endswith("; no stragglers: every "
+                                                                                        "rank within 3 MADs (and 5 %) of the median")
 
 
 @pytest.mark.slow
@@ -185,14 +186,14 @@ def test_cli_report_dir_text_and_json(job8, tmp_path):
     d, _ = job8
     p = _cli("report", d, env_cache=tmp_path / "c")
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("# 8 of 8 ranks read; 1 straggler: rank 5 (")
+    assert p.stdout.startswith("# 8 of 8 ranks read; ") and "; 1 straggler: rank 5 (" in p.stdout.splitlines()[0]
     assert "- rank 5: " in p.stdout and "launches/iter 674" in p.stdout
     assert "ranks" not in p.stderr  # no progress bar when stderr is not a terminal
     out = tmp_path / "job.json"
     p = _cli("report", d, "--json", "-o", out, env_cache=tmp_path / "c")
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    assert set(doc) == {"schema", "ranks", "kernels", "stragglers", "verdict", "run"}
+    assert set(doc) == {"schema", "ranks", "job", "skew", "kernels", "stragglers", "immaterial", "verdict", "run"}
     assert doc["run"]["engine"] == "process-pool" and doc["run"]["ranks"] == 8
     # workers filled the normal cache: a single rank opens from it
     assert any((tmp_path / "c" / "launchtui" / "models").iterdir())
@@ -294,7 +295,7 @@ def test_one_corrupt_rank_is_listed_and_the_others_go_on(tmp_path, job8):
     bad = [r for r in doc["ranks"] if r["status"] == "error"]
     assert [(r["rank"], r["rank_from"]) for r in bad] == [(3, "file name")]
     assert bad[0]["error"] and "\n" not in bad[0]["error"]
-    assert doc["verdict"].startswith("5 of 6 ranks read; 1 straggler: rank 5")
+    assert doc["verdict"].startswith("5 of 6 ranks read; ") and "; 1 straggler: rank 5" in doc["verdict"]
     p = _cli("report", d, env_cache=tmp_path / "c")
     assert p.returncode == 0 and "| 3 | file name | error: " in p.stdout
 

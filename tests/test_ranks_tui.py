@@ -40,11 +40,17 @@ def test_ranks_view_rows_sort_open_and_back(job4):
             t = scr.query_one(DataTable)
             assert t.row_count == 4
             head = str(scr.query_one("#ranks-header").render())
-            assert "4 of 4 ranks read; 1 straggler: rank 2" in head
+            assert head.startswith("4 of 4 ranks read; ") and "; 1 straggler: rank 2" in head
             col = [c.key.value for c in t.ordered_columns]
             lpi = col.index("launches_per_iter")
             assert [t.get_row_at(i)[lpi] for i in range(4)] == ["482.0", "482.0", "674.0", "482.0"]
             assert "launches/iter 674" in t.get_row_at(2)[col.index("straggler")]
+            # each rank's own record level and host-bound share, as `record DIR --json` has them
+            for i, row in enumerate(scr.doc["ranks"]):
+                cells = t.get_row_at(i)
+                assert cells[col.index("launch_bound_level")] == row["launch_bound_level"]
+                assert cells[col.index("host_bound_share")] == f"{row['host_bound_share'] * 100:.0f}%"
+            assert scr.doc["job"]["level"] and f"{scr.doc['job']['level']} job" in head
             # sort by launches/iter, descending: the straggler first
             scr.sort(lpi, True)
             await pilot.pause()

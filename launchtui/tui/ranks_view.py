@@ -28,7 +28,8 @@ RanksScreen DataTable { height: 1fr; }
 """
 
 # (key, title, row field or None for a computed cell)
-COLUMNS = (("rank", "Rank"), ("status", "Status"), ("launches_per_iter", "Launch/iter"),
+COLUMNS = (("rank", "Rank"), ("status", "Status"), ("launch_bound_level", "Level"),
+           ("host_bound_share", "Host-bound"), ("step_entry_ms", "Entry +ms"), ("launches_per_iter", "Launch/iter"),
            ("launch_api_ms_per_iter", "API ms/iter"), ("exposed_overhead_ms", "Exposed ms"),
            ("exposed_share", "Share"), ("queue_class", "Queue"), ("max_depth", "Max depth"),
            ("iteration_median_ms", "Iter ms"), ("straggler", "Straggler"), ("file", "File"))
@@ -46,7 +47,7 @@ def _cell(key: str, row: dict, reasons: dict) -> str:
     v = row.get(key)
     if v is None:
         return "–"
-    if key == "exposed_share":
+    if key in ("exposed_share", "host_bound_share"):
         return f"{v * 100:.0f}%"
     if isinstance(v, float):
         return f"{v:,.3f}" if key.endswith("_ms") or "_ms_" in key else f"{v:,.1f}"
@@ -73,7 +74,7 @@ class RanksScreen(Screen):
         super().__init__()
         self.doc = doc
         self.rows = {str(r["rank"]): r for r in doc["ranks"]}
-        self.reasons = {s["rank"]: s["reason"] for s in doc["stragglers"]}
+        self.reasons = {s["rank"]: s.get("headline", s["reason"]) for s in doc["stragglers"]}
         self.sort_col, self.reverse = 0, False
         self.table_busy = False
 
