@@ -238,8 +238,6 @@ def test_dlrm_entry_skew_is_the_reason_not_launch_api(dlrm):
 
 
 @pytest.mark.samples
-@pytest.mark.xfail(strict=False, reason="needs the record's launch-limit check fixed: on this base 5 of 8 dlrm "
-                                         "ranks breach 'launch time within the launch calls' by 1-9 µs")
 def test_dlrm_is_one_host_bound_job(dlrm):
     job = dlrm["job"]
     assert job["level"] == "host-bound" and job["differ"] == []
