@@ -434,7 +434,8 @@ def test_split_rows_qualify_on_their_short_names_launch_count(traces):
     most, total = max(r["launches"] for r in rows), sum(r["launches"] for r in rows)
     for names in ("short", "full"):
         doc = _record(trace, top=50, min_launches=most + 1, names=names)
-        got = {r["kernel_name"]: r["launches"] for r in doc["top"] if r["kernel_name"].startswith("elementwise_kernel<")}
+        got = {r["kernel_name"]: r["launches"] for r in doc["top"]
+               if r["kernel_name"].startswith("elementwise_kernel<")}
         assert got == {r["kernel_name"]: r["launches"] for r in rows}, names
         none = _record(trace, top=50, min_launches=total + 1, names=names)
         assert not [r for r in none["top"] if r["kernel_name"].startswith("elementwise_kernel<")]

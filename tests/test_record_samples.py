@@ -46,15 +46,16 @@ def test_b200_eager_is_dry():
     s = _stream(doc, 0, 7)
     assert s["queue_class"] == "dry" and s["max_depth"] == 2 and s["blocked_launches"] == 0
     assert doc["backpressure"] is False
-    # the decode steps repeat: found by the launch-sequence heuristic, and said to be one
-    assert doc["iterations"]["heuristic"] is True and doc["iterations"]["count"] >= 10
-    assert s["iteration_classes"]["dry"] == doc["iterations"]["count"]
-    # the one 141 µs launch at depth 0 precedes the first period: not counted (§V3), still marked a
-    # CPU stall on the timeline, never backpressure
-    assert s["cpu_stalls"] == 0
+    # one serving step, `execute_context_1(...)`, marks the iteration (§V1), not the repeating
+    # per-layer launch period inside it
+    it = doc["iterations"]
+    assert (it["source"], it["count"], it["heuristic"]) == ("step-like range", 1, False)
+    assert s["iteration_classes"] == {"saturated": 0, "dry": 1, "normal": 0}
+    # the one 141 µs launch at depth 0 lies inside the step: a CPU stall, never backpressure
+    assert s["cpu_stalls"] == 1
     _, streams = record_with_streams(open_trace(sample("kineto/b200__eager_trace.json.gz"), use_cache=False))
     v = next(x for x in streams if (x.device_id, x.stream_id) == (0, 7))
-    assert [e.max_depth for e in v.outside_stalls] == [0] and not v.blocked_calls
+    assert v.outside_stalls == [] and not v.blocked_calls
 
 
 def test_verdict_lines_on_v100_saturated_and_b200_dry():
