@@ -251,7 +251,9 @@ def test_top_rows_carry_rule_fixes_and_syncs(traces):
     trace, w, _ = traces("profiler_step")
     doc = _record(trace)
     rules = {r["kernel_name"]: r["fix_rule"] for r in doc["top"]}
-    assert rules["elementwise_kernel"] == "optimizer"
+    # the optimizer's elementwise_kernel functors, one row each (definitions.md §V4)
+    optim = [n for n in rules if n.startswith("elementwise_kernel<")]
+    assert optim and all(rules[n] == "optimizer" for n in optim)
     assert rules.get("triton_poi_fused_mul_add_0", "compiled") == "compiled"
     # top ranks by launch cost per iteration
     cost = [r["launch_cost_per_iteration_ms"] for r in doc["top"]]
@@ -391,23 +393,52 @@ def test_conclusion_too_little_is_null_and_diff_reads_it():
 
 
 def test_names_full_groups_the_top_rows_by_distinguishing_name(traces, tmp_path, capsys):
-    """`record --names full` ranks the optimizer's functors apart (elementwise_kernel<AddcmulFunctor>
-    ...), as `report --names full` does; the option is stated in the record."""
+    """`record --names full` ranks every kernel by its distinguishing name, as `report --names full`
+    does; the default ranks by short name except where one short name hides several functors
+    (the optimizer's elementwise_kernel<AddcmulFunctor> ...): those rows are the same in both
+    (definitions.md §V4). The option is stated in the record."""
     from launchtui.cli import main
     trace, w, _ = traces("profiler_step")
-    short, full = _record(trace), _record(trace, names="full")
+    short, full = _record(trace, top=20), _record(trace, names="full", top=20)
     assert short["options"]["names"] == "short" and full["options"]["names"] == "full"
-    assert "elementwise_kernel" in {r["kernel_name"] for r in short["top"]}
     full_names = [r["kernel_name"] for r in full["top"]]
-    assert all("<" in n and n.endswith("Functor>") for n in full_names if n.startswith("elementwise_kernel")), full_names
-    assert any(n.startswith("elementwise_kernel<") for n in full_names), full_names
-    # the rows split the short group: the full rows' launches never exceed the short row's
-    by_short = {r["kernel_name"]: r["launches"] for r in short["top"]}
-    for r in full["top"]:
-        base = r["kernel_name"].split("<")[0]
-        if base in by_short:
-            assert r["launches"] <= by_short[base]
+    for doc in (short, full):
+        names = [r["kernel_name"] for r in doc["top"]]
+        assert all("<" in n and n.endswith("Functor>") for n in names if n.startswith("elementwise_kernel")), names
+        assert any(n.startswith("elementwise_kernel<") for n in names), names
+    # the split rows are the same rows either way; a short name with one functor keeps its short name
+    by_full = {r["kernel_name"]: r for r in full["top"]}
+    for r in short["top"]:
+        if "<" in r["kernel_name"]:
+            assert r == by_full[r["kernel_name"]]
+    functors = {}
+    for kt in w.kernel_types:
+        functors.setdefault(kt.short, set()).add(kt.functor)
+    assert all("<" not in r["kernel_name"] or len(functors[r["kernel_name"].split("<")[0]]) > 1 for r in short["top"])
+    full = _record(trace, names="full")
+    full_names = [r["kernel_name"] for r in full["top"]]
     p = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
     assert main(["record", "--json", "--names", "full", "--no-cache", str(p)]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert [r["kernel_name"] for r in cli["top"]] == full_names
+
+
+def test_split_rows_qualify_on_their_short_names_launch_count(traces):
+    """definitions.md §V4: the launch count qualifies the short name's family (every functor on the
+    device), the time share each row; so splitting never hides a frequent family whose functors
+    each fall under --min-launches."""
+    trace, _, _ = traces("profiler_step")
+    every = _record(trace, top=50, min_launches=1, max_avg_us=1e12)
+    rows = [r for r in every["top"] if r["kernel_name"].startswith("elementwise_kernel<")]
+    assert len(rows) == 3
+    most, total = max(r["launches"] for r in rows), sum(r["launches"] for r in rows)
+    for names in ("short", "full"):
+        doc = _record(trace, top=50, min_launches=most + 1, names=names)
+        got = {r["kernel_name"]: r["launches"] for r in doc["top"]
+               if r["kernel_name"].startswith("elementwise_kernel<")}
+        assert got == {r["kernel_name"]: r["launches"] for r in rows}, names
+        none = _record(trace, top=50, min_launches=total + 1, names=names)
+        assert not [r for r in none["top"] if r["kernel_name"].startswith("elementwise_kernel<")]
+        miss = [r for r in none["near_misses"] if r["kernel_name"].startswith("elementwise_kernel<")]
+        assert none["top"] == [] and len(miss) == 3       # the nearest: one launch short
+        assert all(f"{total} launches < {total + 1} (elementwise_kernel, every functor)" in r["misses"] for r in miss)

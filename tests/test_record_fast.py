@@ -95,7 +95,7 @@ from launchtui.analysis import exposed as ex   # noqa: E402
 from launchtui.analysis import phases as ph   # noqa: E402
 from launchtui.analysis import record as rec   # noqa: E402
 from launchtui.analysis import record_top as top   # noqa: E402
-from launchtui.analysis.launches import kernel_groups   # noqa: E402
+from launchtui.analysis.launches import kernel_groups, name_ids, split_by_functor   # noqa: E402
 from launchtui.analysis.sources import dominant_sites   # noqa: E402
 from launchtui.trace.load import open_trace   # noqa: E402
 
@@ -157,10 +157,14 @@ def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
     want_source = dominant_sites(case, a, g, ng)
     rng = np.random.default_rng(1)
     for shown in ([0], list(range(ng)), sorted(rng.choice(ng, min(ng, 4), replace=False).tolist())):
-        phase, rules, source, full = top._shown_groups(case, it, opt, k, g, a, np.ones(len(k), bool), ng, shown)
+        phase, rules, source, names, median = top._shown_groups(case, it, opt, k, g, a, np.ones(len(k), bool), ng,
+                                                                shown)
         for i in shown:
             assert phase[i] == want_phase[i] and rules[i] == want_rules[i] and source[i] == want_source[i]
-            assert full[i] == case.strings[int(case.ops.full_name[k[g == i].min()])]
+            first = k[g == i].min()
+            assert names[i] == (case.strings[int(case.ops.name[first])], case.strings[int(case.ops.full_name[first])])
+            own = k[g == i]
+            assert median[i] == float(np.median(case.ops.end[own] - case.ops.start[own]))
     assert any(p is not None for p, _ in want_phase)
 
 
@@ -386,3 +390,48 @@ def test_rules_per_group_equal_the_three_tests():
         rule = rng.integers(0, 4, n).astype(np.int8)
         b = ph._best(keys, width, group, n_groups)
         assert ph._rules(b, keys, rule, group, n_groups) == _rules_direct(b, keys, rule, group, n_groups)
+
+
+def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case):
+    """definitions.md §V4: a short-name group whose launches carry several distinguishing names is
+    split by them, the others stay; every sum equals that of grouping each launch by its row name
+    directly (short name, or distinguishing name where the short name has several)."""
+    gr = kernel_groups(case)
+    sp = split_by_functor(case, gr)
+    ops, api = case.ops, case.api
+    k = gr.op_idx
+    np.testing.assert_array_equal(sp.op_idx, k)
+    short, dist = ops.name[k], name_ids(case, "full")[k]
+    several = {}
+    for d, s_, f in zip(ops.device[k].tolist(), short.tolist(), dist.tolist()):
+        several.setdefault((d, s_), set()).add(f)
+    row = [(d, f if len(several[d, s_]) > 1 else s_) for d, s_, f in zip(ops.device[k].tolist(), short.tolist(),
+                                                                         dist.tolist())]
+    assert len(set(row)) == len(sp) > len(gr)       # the scenarios' elementwise kernels carry functors
+    got = {(int(sp.device[i]), int(sp.name[i])): i for i in range(len(sp))}
+    assert set(got) == set(row)
+    for key, i in got.items():
+        mine = np.array([j for j, r in enumerate(row) if r == key])
+        assert (sp.op_group[mine] == i).all()
+        kk = k[mine]
+        assert sp.count[i] == len(mine)
+        assert sp.sum_api[i] == (api.end[ops.api[kk]] - api.start[ops.api[kk]]).sum()
+        assert sp.sum_kernel[i] == (ops.end[kk] - ops.start[kk]).sum()
+        assert sp.max_api[i] == (api.end[ops.api[kk]] - api.start[ops.api[kk]]).max()
+        assert (sp.span_start[i], sp.span_end[i]) == (ops.start[kk].min(), ops.end[kk].max())
+    assert split_by_functor(case, sp).count.tolist() == sp.count.tolist()   # nothing left to split
+
+
+def test_under_inside_counts_the_short_launches_inside():
+    from types import SimpleNamespace
+    rng = np.random.default_rng(5)
+    start = rng.integers(0, 1000, 50)
+    ops = SimpleNamespace(start=start, end=start + rng.integers(0, 30, 50))
+    trace = SimpleNamespace(ops=ops)
+    k = np.arange(50)
+    g = rng.integers(0, 4, 50)
+    for inside in (np.ones(50, bool), rng.random(50) < 0.5):
+        got = top._under_inside(trace, k, g, inside, 5, 10)
+        want = [sum(1 for j in range(50) if inside[j] and g[j] == i and ops.end[j] - ops.start[j] < 10)
+                for i in range(5)]
+        assert got.tolist() == want

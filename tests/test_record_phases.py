@@ -19,6 +19,7 @@ from launchtui.trace.load import open_trace
 from launchtui.trace.model import STACK_BACKWARD
 
 ALL_ROWS = RecordOptions(top=50, min_launches=1, max_avg_us=1e9)
+TOP_20 = RecordOptions(top=20)     # the cuDNN helpers rank below the eager elementwise functors
 
 
 @pytest.fixture(scope="module")
@@ -32,24 +33,30 @@ def autograd(tmp_path_factory):
 
 
 def _truth(w, steps):
-    """Per Nsight short name: (modal phase, its share, launched from the autograd thread) over the
+    """Per record row name: (modal phase, its share, launched from the autograd thread) over the
     device-0 kernel launches inside the steps: the launching thread's depth-1 range, else the main
     thread's at the launch call's start."""
     main = {th for th, n in zip(w.ranges["thread"].tolist(), w.ranges["name"].tolist())
             if w.range_names[n].startswith("ProfilerStep#")}
     assert len(main) == 1
     main = main.pop()
-    per: dict[str, list] = {}
+    per: dict[tuple, list] = {}
+    functors: dict[str, set] = {}
     for dev, a, kt, kind in zip(w.ops["device"].tolist(), w.ops["api"].tolist(), w.ops["ktype"].tolist(),
                                 w.ops["kind"].tolist()):
         if dev != 0 or a < 0 or kt < 0:
             continue
+        functors.setdefault(w.kernel_types[kt].short, set()).add(w.kernel_types[kt].functor)
         t, th = int(w.api["start"][a]), int(w.api["thread"][a])
         if not any(s <= t < e for s, e in steps):
             continue
         own = rc.enclosing_range_names(w, th, [t])[0]
         ph = own if own is not None or th == main else rc.enclosing_range_names(w, main, [t])[0]
-        per.setdefault(w.kernel_types[kt].short, []).append((ph, th != main and own is None and ph is not None))
+        typ = w.kernel_types[kt]
+        per.setdefault((typ.short, typ.functor), []).append((ph, th != main and own is None and ph is not None))
+    # the record's rows (definitions.md §V4): a short name launched (anywhere on the device) with
+    # several functors is one row per functor, `short<Functor>`
+    per = {(f"{short}<{fn}>" if len(functors[short]) > 1 else short): v for (short, fn), v in per.items()}
     out = {}
     for name, v in per.items():
         (ph, by_main), n = Counter(v).most_common(1)[0]
@@ -113,16 +120,17 @@ def _row(doc, name):
 def test_real_kineto_autograd_kernels_get_phases():
     """Before §V5's rules the phase of these rows was empty (launched from the autograd thread)."""
     v100 = build_record(open_trace(sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
-                                   use_cache=False))
+                                   use_cache=False), opt=TOP_20)
     r = _row(v100, "computeBOffsetsKernel")
     assert (r["phase"], r["phase_rule"]) == ("## backward ##", "main thread") and r["phase_share"] > 0.9
     assert _row(v100, "computeOffsetsKernel")["phase_rule"] == "range"
-    diff = build_record(open_trace(sample("kineto/trace_diff__test__test.json.gz"), use_cache=False))
+    diff = build_record(open_trace(sample("kineto/trace_diff__test__test.json.gz"), use_cache=False), opt=TOP_20)
     r = _row(diff, "splitKreduce_kernel")
     assert (r["phase"], r["phase_rule"]) == ("## backward ##", "main thread")
     # resnet50: the main thread holds only ProfilerStep, zero_grad and step; the autograd thread's
     # calls are linked to their forward ops by Sequence number
     tb = build_record(open_trace(sample(
-        "kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"), use_cache=False))
+        "kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"), use_cache=False),
+        opt=TOP_20)
     r = _row(tb, "computeOffsetsKernel")
     assert (r["phase"], r["phase_rule"]) == (BACKWARD_PHASE, "backward link") and r["phase_share"] > 0.5

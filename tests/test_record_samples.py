@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import sample, snapshot
-from launchtui.analysis.record import build_record, record_with_streams
+from launchtui.analysis.record import RecordOptions, build_record, record_with_streams
 from launchtui.analysis.record_markdown import render_markdown
 from launchtui.cli import main
 from launchtui.trace.load import open_trace
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.samples
 
 
 def _rec(rel: str, **kw):
-    return build_record(open_trace(sample(rel), use_cache=False))
+    return build_record(open_trace(sample(rel), use_cache=False), opt=RecordOptions(**kw))
 
 
 def _stream(doc, dev, stream):
@@ -23,7 +23,7 @@ def _stream(doc, dev, stream):
 
 
 def test_v100_saturates_at_observed_limit_1022():
-    doc = _rec("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    doc = _rec("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", top=20)
     it = doc["iterations"]
     assert (it["source"], it["count"]) == ("ProfilerStep", 5)
     s = _stream(doc, 0, 7)
@@ -46,15 +46,16 @@ def test_b200_eager_is_dry():
     s = _stream(doc, 0, 7)
     assert s["queue_class"] == "dry" and s["max_depth"] == 2 and s["blocked_launches"] == 0
     assert doc["backpressure"] is False
-    # the decode steps repeat: found by the launch-sequence heuristic, and said to be one
-    assert doc["iterations"]["heuristic"] is True and doc["iterations"]["count"] >= 10
-    assert s["iteration_classes"]["dry"] == doc["iterations"]["count"]
-    # the one 141 µs launch at depth 0 precedes the first period: not counted (§V3), still marked a
-    # CPU stall on the timeline, never backpressure
-    assert s["cpu_stalls"] == 0
+    # one serving step, `execute_context_1(...)`, marks the iteration (§V1), not the repeating
+    # per-layer launch period inside it
+    it = doc["iterations"]
+    assert (it["source"], it["count"], it["heuristic"]) == ("step-like range", 1, False)
+    assert s["iteration_classes"] == {"saturated": 0, "dry": 1, "normal": 0}
+    # the one 141 µs launch at depth 0 lies inside the step: a CPU stall, never backpressure
+    assert s["cpu_stalls"] == 1
     _, streams = record_with_streams(open_trace(sample("kineto/b200__eager_trace.json.gz"), use_cache=False))
     v = next(x for x in streams if (x.device_id, x.stream_id) == (0, 7))
-    assert [e.max_depth for e in v.outside_stalls] == [0] and not v.blocked_calls
+    assert v.outside_stalls == [] and not v.blocked_calls
 
 
 def test_verdict_lines_on_v100_saturated_and_b200_dry():
@@ -107,7 +108,7 @@ def test_h100_slice_saturated_by_command_buffer_full_with_unknown_limit():
                                       "CPU time, not GPU time")
     # emit_nvtx names (`aten::add, op_id = N`) group into phases without the suffix
     assert doc["top"] and all(r["phase"] and "op_id" not in r["phase"] for r in doc["top"])
-    assert {r["phase"] for r in doc["top"]} <= {"aten::add", "aten::mul", "aten::copy_", "aten::fill_"}
+    assert {r["phase"] for r in doc["top"]} <= {"aten::add", "aten::mul", "aten::gt", "aten::copy_", "aten::fill_"}
 
 
 def test_dlprof_emit_nvtx_phases_without_seq():
@@ -156,3 +157,36 @@ def test_record_cli_markdown_json_and_atomic_output(tmp_path, capsys):
     assert rep["record"]["streams"] == doc["streams"]
     assert snapshot(p) == before
     assert main(["record", str(p), "--phase-level", "0"]) == 2
+
+
+def test_tiny_kernels_are_not_hidden_by_a_few_long_instances():
+    """definitions.md §V4 on the expert's readings: a group qualifies by the share of its launches
+    under the threshold, and a short name hiding several functors ranks them apart."""
+    from launchtui.analysis.launches import kernel_groups
+    trace = open_trace(sample("kineto/v100_dfindex.json.gz"), use_cache=False)
+    # by short name the eager elementwise kernel averages over 10 µs: the nsys-ai rule drops it
+    gr = kernel_groups(trace)
+    name = [trace.strings[int(n)] for n in gr.name]
+    i = name.index("vectorized_elementwise_kernel")
+    assert gr.sum_kernel[i] / gr.count[i] >= 10_000
+    doc = build_record(trace)
+    rows = {r["kernel_name"]: r for r in doc["top"]}
+    fill = rows["vectorized_elementwise_kernel<FillFunctor>"]      # zero_grad's fills, 2,065 in 5 steps
+    assert (fill["launches"], fill["launches_per_iteration"]) == (2065, 413.0)
+    assert "zero_grad" in fill["phase"] and fill["fix_rule"] == "optimizer"
+    assert fill["median_kernel_us"] <= 3 and fill["share_under_threshold"] >= 0.5
+    assert "splitKreduce_kernel" not in rows
+    assert all(r["share_under_threshold"] >= 0.5 and r["median_kernel_us"] < 10 for r in doc["top"])
+    assert any(r["avg_kernel_us"] >= 10 for r in doc["top"])      # a mean the long instances inflate
+    # --names full ranks the same functor rows
+    full = build_record(trace, opt=RecordOptions(names="full"))
+    assert [r["kernel_name"] for r in full["top"]] == [r["kernel_name"] for r in doc["top"]]
+
+    res = build_record(open_trace(sample("kineto/resnet50_legacy_workers4.json.gz"), use_cache=False))
+    assert [r["kernel_name"].split("<")[0] for r in res["top"]] == ["vectorized_elementwise_kernel"] * 3
+    assert all(r["median_kernel_us"] <= 1 for r in res["top"])
+    # every vectorized_elementwise_kernel launch of a step, whatever the threshold: 990 per step
+    every = build_record(open_trace(sample("kineto/resnet50_legacy_workers4.json.gz"), use_cache=False),
+                         opt=RecordOptions(top=50, min_launches=1, max_avg_us=1e12))
+    assert sum(r["launches_per_iteration"] for r in every["top"]
+               if r["kernel_name"].startswith("vectorized_elementwise_kernel<")) == 990

@@ -90,12 +90,12 @@ def test_b200_all_launches_attributed():
     doc = source_table(trace, limit=0)
     c = doc["coverage"]
     assert (c["launches"], c["with_stack"], c["attributed"]) == (768, 768, 768)
-    # no ProfilerStep ranges: the table divides by the record's iterations (a launch period), not by
-    # a count of its own, so the two never disagree on "per iteration"
+    # no ProfilerStep ranges: the table divides by the record's iterations (one serving step,
+    # `execute_context_1(...)`), not by a count of its own, so the two never disagree on "per iteration"
     from launchtui.analysis.record import build_record
     rec = build_record(trace)["iterations"]
-    assert doc["per"] == "iteration" and doc["iterations"] == rec["count"] == 17
-    assert doc["iteration_source"] == rec["source"] + " (heuristic)" == "periodic launch sequence (heuristic)"
+    assert doc["per"] == "iteration" and doc["iterations"] == rec["count"] == 1
+    assert doc["iteration_source"] == rec["source"] == "step-like range"
     rows = {s["site"]: s for s in doc["sites"]}
     # checked by hand against the JSON: innermost non-torch frame enclosing each launch
     assert rows["flashinfer/fused_moe/core.py:1633 trtllm_fp4_block_scale_moe_op"]["launches"] == 216
@@ -224,5 +224,9 @@ def test_record_top_rows_name_their_call_site():
                               ".pt.trace.json.gz"))
     top = build_record(trace)["top"]
     assert top and all(r["source"] is not None for r in top)
-    assert top[0]["kernel_name"] == "computeOffsetsKernel"
-    assert top[0]["source"] == {"site": "resnet50_profiler_api.py:46 <module>", "share": 1.0}
+    # the optimizer's and zero_grad's elementwise functors (definitions.md §V4), each at its line
+    assert [(r["kernel_name"], r["source"]["site"]) for r in top] == [
+        ("vectorized_elementwise_kernel<AddFunctor>", "resnet50_profiler_api.py:51 <module>"),
+        ("vectorized_elementwise_kernel<MulScalarFunctor>", "resnet50_profiler_api.py:51 <module>"),
+        ("vectorized_elementwise_kernel<FillFunctor>", "resnet50_profiler_api.py:49 <module>")]
+    assert top[1]["source"]["share"] == 1.0

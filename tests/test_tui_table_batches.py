@@ -48,7 +48,13 @@ def test_batched_phases_equal_one_pass_on_samples(monkeypatch, rel):
     tr = open_trace(sample(rel), use_cache=False)
     out, _ = _rows_by_batch(monkeypatch, tr, 2)
     one = out.pop(1 << 62)
-    assert len(one) > 3 and all(r["nvtx_range"] for r in one)
+    if rel.startswith("kineto/b200"):
+        # the one `execute_context_1(...)` step is the iteration (definitions.md §V1): phases are the
+        # ranges inside it, the compiled graph's call and the all-gather; the rest has none
+        assert len(one) > 3 and sorted(r["nvtx_range"][:24] for r in one if r["nvtx_range"]) == [
+            "## Call CompiledFxGraph ", "nccl:_all_gather_base"]
+    else:
+        assert len(one) > 3 and all(r["nvtx_range"] for r in one)
     for rows in out.values():
         assert rows == one
 

@@ -1,10 +1,11 @@
 """Iterations: where each training / inference step starts and ends (docs/definitions.md §V1).
 
 Sources, in order: `ProfilerStep#N` ranges; a range the user names (`--iter NAME`, substring,
-case-insensitive) or a step-like range name found automatically; a repeating period of the
-launch sequence (a heuristic, flagged); else the whole window, said plainly.
+case-insensitive) or a step-like range name found automatically, even one that occurs once; a
+repeating period of the launch sequence (a heuristic, flagged); else the whole window, said plainly.
 Iteration k spans [start_k, end_k) on the trace clock (CPU time: that of the marking ranges, or
-of the launch calls that open each period).
+of the launch calls that open each period); a single marking range runs on to the end of the GPU
+work launched inside it.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.phases import normalise
+from launchtui.analysis.prose import dur, short
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 
@@ -27,6 +29,16 @@ SOURCE_NONE = "none"
 _PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 # whole-word step / iteration / batch, as in train_step, step_12, Iteration 3; not Optimizer.step
 _STEP_LIKE = re.compile(r"(?:^|[^a-z])(?:step|iter|iteration|batch)(?:[^a-z]|$)", re.I)
+# a serving step: vLLM's execute_model, execute_context_1(...)_generation_0(0); not ExecutionContext
+_EXECUTE = re.compile(r"^(?i:execute)(?![a-z])")
+# a forward pass: `forward` alone or ending a dotted / `::` path (Model.forward, ## forward ##); not
+# FSDP::pre_forward, _flash_attn_forward, layer_0_forward (a part of a model, not its pass), nor a
+# call path that passes through a forward (DLProf's funcStack markers)
+_FORWARD = re.compile(r"(?:\w+(?:\.|::))*forward", re.I)
+_BACKWARD = re.compile(r"\bbackward\b", re.I)
+_WORDS = ("step", "iter", "batch", "execute", "forward", "backward")     # a cheap first filter
+# a range occurring once marks the step when it holds at least this share of the launch calls
+SINGLE_MIN_LAUNCH_SHARE = 0.5
 _DIGITS = re.compile(r"\d+")
 
 # periodic detection: launches in segments identical to the modal one must cover this share
@@ -131,31 +143,92 @@ def named(trace: Trace, name: str, device: int | None = None) -> Iterations | No
     return _from_ranges(trace, idx, SOURCE_NAMED, name, f"ranges whose name contains {name!r}", device)
 
 
+def _step_like_patterns(trace: Trace) -> dict[int, str]:
+    """Per distinct range name that is step-like: its pattern (normalised, digits folded). A whole-word
+    `forward` counts only in a trace without a `backward` range: there it is one pass of inference,
+    while in training it is a phase of the step."""
+    rg = trace.ranges
+    texts = {}
+    for u in unique_sorted(rg.text).tolist():  # once per distinct name; most hold none of the words
+        raw = trace.strings[u]
+        low = raw.lower()
+        if any(w in low for w in _WORDS):
+            texts[u] = normalise(raw)
+    training = any(_BACKWARD.search(s) for s in texts.values())
+    out = {}
+    for u, s in texts.items():
+        if "optim" in s.lower():
+            continue
+        if _STEP_LIKE.search(s) or _EXECUTE.search(s) or (not training and _FORWARD.fullmatch(s.strip("# "))):
+            out[u] = _DIGITS.sub("#", s)
+    return out
+
+
 def step_like(trace: Trace, device: int | None = None) -> Iterations | None:
-    """The step-like name pattern (digits folded) with the most occurrences (at least 2) on one
-    thread; `optim` ranges are never steps."""
+    """The step-like name pattern (docs/definitions.md §V1) that marks the steps: of the patterns
+    with at least 2 occurrences on one thread, or with one holding at least half the launch calls,
+    and not lying inside another such pattern's ranges, the one with most occurrences (then the
+    longest in total, then the pattern). A single range runs on to the end of its GPU work."""
     rg = trace.ranges
     if not len(rg):
         return None
-    uniq = unique_sorted(rg.text)
-    pattern: dict[int, str] = {}
-    for u in uniq.tolist():  # once per distinct name
-        s = normalise(trace.strings[u])
-        if _STEP_LIKE.search(s) and "optim" not in s.lower():
-            pattern[u] = _DIGITS.sub("#", s)
+    pattern = _step_like_patterns(trace)
     if not pattern:
         return None
-    best = None
+    cands = []
+    starts = None    # launch-call starts, for a range occurring once
     for pat in sorted(set(pattern.values())):  # once per distinct pattern (few)
         ids = [u for u, p in pattern.items() if p == pat]
         idx = _outermost_on_one_thread(trace, np.nonzero(np.isin(rg.text, ids))[0], device)
-        if len(idx) >= 2 and (best is None or len(idx) > best[0]):
-            best = (len(idx), pat, ids)
-    if best is None:
+        if len(idx) == 1 and starts is None:
+            starts = trace.api.start[launch_sequence(trace, device)[0]]
+        if len(idx) >= 2 or (len(idx) == 1 and _share_inside(starts, rg.start[idx[0]], rg.end[idx[0]])
+                             >= SINGLE_MIN_LAUNCH_SHARE):
+            cands.append((pat, ids, idx))
+    # a part of another candidate's step drops out (of two on the very same ranges, the later pattern)
+    cands = [c for c in cands if not any(_inside(trace, c[2], o[2])
+                                         and (not _inside(trace, o[2], c[2]) or o[0] < c[0])
+                                         for o in cands if o is not c)]
+    if not cands:
         return None
-    _, pat, ids = best
+    pat, ids, idx = min(cands, key=lambda c: (-len(c[2]), -int((rg.end[c[2]] - rg.start[c[2]]).sum()), c[0]))
+    once = (" (it occurs once: the iteration runs to the end of the GPU work launched inside it)"
+            if len(idx) == 1 else "")
     return _from_ranges(trace, np.nonzero(np.isin(rg.text, ids))[0], SOURCE_STEP_LIKE, pat,
-                        f"step-like ranges {pat!r} found automatically", device)
+                        f"step-like ranges {pat!r} found automatically{once}", device)
+
+
+def _inside(trace: Trace, idx: np.ndarray, other: np.ndarray) -> bool:
+    """Whether every range of `idx` lies inside a range of `other`. Both come from
+    `_outermost_on_one_thread`: each on one thread, disjoint, in time order."""
+    rg = trace.ranges
+    if not len(idx) or not len(other) or rg.thread[idx[0]] != rg.thread[other[0]]:
+        return False
+    pos = np.searchsorted(rg.start[other], rg.start[idx], side="right") - 1
+    return bool((pos >= 0).all() and (rg.end[other][np.maximum(pos, 0)] >= rg.end[idx]).all())
+
+
+def _share_inside(t: np.ndarray, start: int, end: int) -> float:
+    """The share of times `t` (launch-call starts) inside [start, end)."""
+    return float(np.count_nonzero((t >= start) & (t < end))) / len(t) if len(t) else 0.0
+
+
+def _through_gpu_work(trace: Trace, it: Iterations, device: int | None) -> Iterations:
+    """A single marking range covers the GPU work launched inside it (definitions.md §V1): its
+    iteration ends at the later of the range's end and the last end of the device's ops whose
+    call (any thread) started inside it. A serving step's CPU range ends once its work is queued."""
+    if len(it) != 1:
+        return it
+    ops, api = trace.ops, trace.api
+    m = ops.api >= 0
+    if device is not None:
+        m &= ops.device == device
+    k = np.flatnonzero(m)
+    t = api.start[ops.api[k]]
+    k = k[(t >= it.start[0]) & (t < it.end[0])]
+    if len(k):
+        it.end = np.maximum(it.end, int(ops.end[k].max()))
+    return it
 
 
 def launch_sequence(trace: Trace, device: int | None = None):
@@ -223,7 +296,9 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
     starts = api.start[calls[pos]].astype(np.int64)
     note = (f"heuristic: the launch sequence repeats every {L} launches "
             f"({equal} of {len(pos) - 1} periods identical)")
-    return Iterations(SOURCE_PERIODIC, starts[:-1], starts[1:], True, trace.strings[int(names[c])], None, 0, note)
+    it = Iterations(SOURCE_PERIODIC, starts[:-1], starts[1:], True, trace.strings[int(names[c])], None, 0, note)
+    it.note += _enclosing_note(trace, it, unique_sorted(api.thread[calls]))
+    return it
 
 
 def whole(trace: Trace, window: tuple[int, int] | None) -> Iterations:
@@ -240,13 +315,37 @@ def find(trace: Trace, name: str | None = None, device: int | None = None,
     if name:
         it = named(trace, name, device)
         if it is not None:
-            return it
+            return _through_gpu_work(trace, it, device)
         miss = f"no range name contains {name!r}; "
     for source in (profiler_steps, step_like, periodic):  # lazily: the first that yields wins
         it = source(trace, device)
         if it is not None and len(it):
             it.note = miss + it.note
-            return it
+            return _through_gpu_work(trace, it, device) if source is step_like else it
     it = whole(trace, window)
     it.note = miss + it.note
     return it
+
+
+def _enclosing_note(trace: Trace, it: Iterations, threads: np.ndarray) -> str:
+    """When a range on a launching thread (`threads`) holds two or more whole periods, the period is
+    a part of something longer (a transformer layer inside one step): say so, naming the longest
+    such range (definitions.md §V1)."""
+    rg = trace.ranges
+    if not len(rg):
+        return ""
+    pp = np.flatnonzero((rg.kind == RANGE_PUSHPOP) & np.isin(rg.thread, threads))
+    if not len(pp):
+        return ""
+    # periods are contiguous and in time order: those inside [s, e) are a run of them
+    first = np.searchsorted(it.start, rg.start[pp], side="left")
+    last = np.searchsorted(it.end, rg.end[pp], side="right")
+    pp = pp[last - first >= 2]
+    if not len(pp):
+        return ""
+    span = rg.end[pp] - rg.start[pp]
+    best = min(pp[span == span.max()].tolist(), key=lambda r: (int(rg.start[r]), trace.strings[int(rg.text[r])]))
+    period = float(np.median(it.durations())) / 1e6
+    return (f"; the launch period ({dur(period)}) is shorter than the enclosing range "
+            f"{short(normalise(trace.strings[int(rg.text[best])]), 60)} ({dur(float(span.max()) / 1e6)}): "
+            f"likely a layer, not a step")

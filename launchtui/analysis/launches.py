@@ -70,11 +70,15 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
 
 
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
-    """Per-(device, name) aggregates of the launched kernels (definitions §3). One quantity at a
-    time, each per-launch array freed once summed: with all of them alive together this was the
-    cold report's peak at 5M launches (bench/MISSED.md)."""
+    """Per-(device, name) aggregates of the launched kernels (definitions §3)."""
+    return _aggregate(trace, *launch_group_ids(trace, sel, names))
+
+
+def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray, g: np.ndarray) -> KernelGroups:
+    """The sums of launches `k` in groups `g` (of `device`, `name`). One quantity at a time, each
+    per-launch array freed once summed: with all of them alive together this was the cold report's
+    peak at 5M launches (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
-    k, device, name, g = launch_group_ids(trace, sel, names)
     ng = len(device)
     big = np.iinfo(np.int64)
 
@@ -114,6 +118,39 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
         span_start=span_start, span_end=span_end,
         op_idx=k, op_group=g,
     )
+
+
+_FIELDS = ("device", "name", "count", "sum_api", "max_api", "min_api", "queue_count", "sum_queue", "sum_kernel",
+           "span_start", "span_end")
+
+
+def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
+    """Short-name groups whose launches carry more than one distinguishing name (§3: one short
+    name hiding several functors, `vectorized_elementwise_kernel` for fills, adds and casts alike)
+    split by that name; the other groups as they are, after them the split ones (definitions §V4).
+    The launches keep their order; only their group indices change."""
+    k, g, ng = gr.op_idx, gr.op_group, len(gr)
+    if not len(k):
+        return gr
+    d = name_ids(trace, "full")[k]      # first: "full" names are interned by this call
+    rep = np.zeros(ng, d.dtype)
+    rep[g] = d                           # one of each group's names; any other one marks it mixed
+    mixed = np.bincount(g[d != rep[g]], minlength=ng) > 0
+    if not mixed.any():
+        return gr
+    keep = ~mixed
+    new_id = np.cumsum(keep) - 1
+    m = np.flatnonzero(mixed[g])
+    width = len(trace.strings) + 1
+    key = gr.device[g[m]].astype(np.int64)
+    key *= width
+    key += d[m]
+    uniq, j = dense_groups(key)
+    sub = _aggregate(trace, k[m], uniq // width, uniq % width, j)
+    op_group = new_id[g]
+    op_group[m] = int(keep.sum()) + j
+    return KernelGroups(**{f: np.concatenate([getattr(gr, f)[keep], getattr(sub, f)]) for f in _FIELDS},
+                        op_idx=k, op_group=op_group)
 
 
 def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:

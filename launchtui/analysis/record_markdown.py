@@ -75,19 +75,20 @@ def _queue_and_top_md(doc: dict, out: list[str]) -> None:
                + (f"; outside the iterations (not judged): {', '.join(outside)}" if outside else ""))
     out += ["", "## Top small kernels (by launch cost per iteration)", ""]
     if doc["top"]:
-        out += ["| # | Kernel | Launches/iter | API avg (µs) | Queue avg (µs) | Kernel avg (µs) | Phase | Fix |",
-                "|---:|---|---:|---:|---:|---:|---|---|"]
+        out += ["| # | Kernel | Launches/iter | API avg (µs) | Queue avg (µs) | Kernel avg (µs) | Kernel median (µs) "
+                "| Phase | Fix |",
+                "|---:|---|---:|---:|---:|---:|---:|---|---|"]
         for i, r in enumerate(doc["top"], 1):
             out.append(f"| {i} | `{short(r['kernel_name'])}` | {r['launches_per_iteration']:,.1f} | "
                        f"{r['avg_api_us']:,.1f} | {r['avg_queue_us']:,.1f} | "
-                       f"{r['avg_kernel_us']:.3f} | {phase_label(r)} | {r['fix']} |")
+                       f"{r['avg_kernel_us']:.3f} | {r['median_kernel_us']:.3f} | {phase_label(r)} | {r['fix']} |")
     else:
         out.append(f"(empty) {doc['empty_reason']}")
         if doc["near_misses"]:
             out.append("Nearest misses:")
             for r in doc["near_misses"]:
                 out.append(f"- `{short(r['kernel_name'])}` (device {r['device_id']}): {r['launches']:,} launches at "
-                           f"{r['avg_kernel_us']:.1f} µs — {r['misses']}")
+                           f"{r['avg_kernel_us']:.1f} µs on average — {r['misses']}")
     for r in doc["nccl"]:
         out.append(f"- NCCL `{r['kernel_name']}`: {r['launches_per_iteration']:,.1f}/iter — {r['fix']}")
 
