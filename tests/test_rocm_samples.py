@@ -156,6 +156,13 @@ def test_cli_report_and_record(rel, capsys):
     assert main(["record", str(path), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["source"]["format"] == FORMATS[rel] and rec["launch_thread_cpu"]["available"] is False
+    if rel in (ROCPD, RPD):   # the file's `busy` view: summed op time per agent, wall time first op to last
+        (gpu_ns, wall_ns), = _ro(path).execute("SELECT GpuTime, WallTime FROM busy").fetchall()
+        t = read_trace(path)
+        busy_ns = round(rec["per_iteration"]["gpu_busy_ms"]["median"] * 1e6)   # a union: overlaps once
+        assert int((t.ops.end - t.ops.start).sum()) == gpu_ns and busy_ns <= gpu_ns
+        assert round(rec["per_iteration"]["iteration_ms"]["median"] * 1e6) == wall_ns
+        assert busy_ns == (gpu_ns if rel == RPD else 2213462)   # rocpd: dispatches overlap by 396 ns
     if rel == ROCPD:
         (row,) = rep["small_kernels"]
         assert (row["kernel_name"], row["device_id"], row["launch_count"], row["total_api_ms"]) == \
