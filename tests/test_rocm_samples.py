@@ -176,7 +176,7 @@ _spec.loader.exec_module(mm)
 
 
 @pytest.mark.parametrize("rel,variant", [(ROCPD, "rows+ids:1"), (RPD, "idperm:1"), (V1, "rows:2"),
-                                         (RPD_GZ, "rows+ids:1")])
+                                         pytest.param(RPD_GZ, "rows+ids:1", marks=pytest.mark.slow)])
 def test_another_layout_gives_identical_json(rel, variant, tmp_path):
     (r,) = mm.check_sample(sample(rel), [variant], tmp_path)
     assert r["same"], r["differs"]
