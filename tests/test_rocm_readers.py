@@ -298,3 +298,21 @@ def test_os_pids_by_reader():
     assert registry.NSIGHT.pid_shift == 24 and registry.reader_for("nsys-sqlite") is registry.NSIGHT
     assert registry.reader_for("rpd-sqlite") is registry.RPD and registry.facts_of("nope") == frozenset()
     assert registry.facts_of("kineto-json") == {registry.FACT_CALL_STACKS, registry.FACT_RANGES}
+
+
+def test_rocpd_roctx_control_calls_are_no_ranges(files, tmp_path):
+    clean = load(files, "rocpd")
+    con = _copy(files["rocpd"], tmp_path / "ctl.db")
+    T = {k: f'"rocpd_{k}_{rw.UUID}"' for k in ("string", "event", "region")}
+    for text in ("MARKER_CONTROL_API", "roctxProfilerPause"):
+        con.execute(f"INSERT INTO {T['string']} (guid, string) VALUES ('g', ?)", (text,))
+    ids = dict(con.execute(f"SELECT string, id FROM {T['string']}"))
+    con.execute(f"INSERT INTO {T['event']} (id, guid, category_id, stack_id, parent_stack_id, correlation_id, extdata) "
+                f"VALUES (999999, 'g', ?, 424242, 424242, 0, '{{\"message\": \"pause\"}}')", (ids["MARKER_CONTROL_API"],))
+    con.execute(f"INSERT INTO {T['region']} (guid, nid, pid, tid, start, end, name_id, event_id) "
+                f"VALUES ('g', 7, 4242, 4242, 100, 200, ?, 999999)", (ids["roctxProfilerPause"],))
+    con.commit()
+    con.close()
+    t = read_trace(tmp_path / "ctl.db")
+    assert len(t.ranges) == len(clean.ranges) and len(t.api) == len(clean.api) + 1
+    assert "roctxProfilerPause" in t.strings.values and "pause" not in t.strings.values

@@ -5,8 +5,8 @@ over them; a merged database holds several such sets. Each set is read on its ow
 event ids and correlation ids are per process) from its base tables:
 
 - `rocpd_region`: CPU-side calls (HIP runtime and compiler API, HSA, ...) with start and end; those
-  whose event category names a marker (`MARKER_CORE_RANGE_API`, ...) are roctx ranges, named by the
-  event's `extdata.message` as rocprofv3's own `range_markers` view does;
+  whose event category is a roctx core one (`MARKER_CORE_RANGE_API`, `MARKER_CORE_API`) are roctx
+  ranges, named by the event's `extdata.message` as rocprofv3's own `range_markers` view does;
 - `rocpd_kernel_dispatch` and `rocpd_memory_copy`: GPU ops, on the agent's device and the HIP stream;
 - `rocpd_event.stack_id`: the internal correlation id, equal on a call and on the ops it enqueued
   (`rocpd_event.correlation_id` is the external one, 0 unless the application set one).
@@ -91,7 +91,9 @@ def _regions(s: _Set, out: rb.Columns) -> None:
                           "event": s.col("region", "event_id", "-1")})
     c = rb.drop_reversed(c, s.t["region"], s.skipped)
     stack, cat = s.event_of(c["event"])
-    marker = np.isin(cat, [i for i, t in s.categories.items() if "MARKER" in t.upper()])
+    # roctx ranges; the other marker domains (MARKER_CONTROL_API: profiler pause/resume,
+    # MARKER_NAME_API: thread names) are calls like any other
+    marker = np.isin(cat, [i for i, t in s.categories.items() if "MARKER_CORE" in t.upper()])
     texts = s.text_of(c["name"], "string", "string")
     name = s.names.ids(c["name"], texts, rb.missing_name(s.t["region"], "name_id"))
     if (~marker).any():
