@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Metamorphic campaign: the same events in another layout give the same answer (definitions.md §9).
 
-Every real sample (../shared/samples/nsys/*.sqlite, ../shared/samples/kineto/*) is copied to a
-temporary folder and rewritten by `fixtures/layout.py` without changing its set of events:
+Every real sample (../shared/samples/nsys/*.sqlite, ../shared/samples/kineto/*, the SQLite
+databases of ../shared/samples/rocm/) is copied to a temporary folder and rewritten by
+`fixtures/layout.py` without changing its set of events (SQLite: Nsight, rocpd, RPD, rocprof v1):
 
-  rows:SEED   Nsight: every table's rows (CUPTI, NVTX, StringIds, the others) in a seeded order
-  idperm:SEED Nsight: the string ids dealt out again among themselves (dense, in another order)
-  ids         Nsight: every string id renumbered id * 11 + 3,000,003 (Nsight 2026.2's sparse ids)
+  rows:SEED   SQLite: every table's rows (CUPTI, NVTX, StringIds, the others) in a seeded order
+  idperm:SEED SQLite: the string ids dealt out again among themselves (dense, in another order)
+  ids         SQLite: every string id renumbered id * 11 + 3,000,003 (Nsight 2026.2's sparse ids)
   events:SEED Kineto: traceEvents in a seeded order
 
 `report --json` and `record --json` of the copy must equal those of an untouched copy byte for
@@ -51,11 +52,13 @@ def sample_files(samples: Path = SAMPLES) -> list[Path]:
         files += sorted((samples / "nsys").glob("*.sqlite"))
     if (samples / "kineto").is_dir():
         files += sorted(p for p in (samples / "kineto").iterdir() if p.is_file() and p.suffix != ".md")
+    if (samples / "rocm").is_dir():   # the AMD profilers' databases (their Chrome-trace exports aside)
+        files += sorted(p for p in (samples / "rocm").iterdir() if p.is_file() and layout.is_sqlite(p))
     return files
 
 
 def variants(path: Path, seeds=(1,)) -> list[str]:
-    if path.suffix == ".sqlite":
+    if layout.is_sqlite(path):
         return [f"rows:{s}" for s in seeds] + [f"idperm:{s}" for s in seeds] + ["ids"]
     return [f"events:{s}" for s in seeds]
 
@@ -174,7 +177,7 @@ def run(files: list[Path], seeds=(1,), keep: Path | None = None, extra: list[str
     with tempfile.TemporaryDirectory(prefix="metamorphic-") as tmp:
         for i, src in enumerate(files):
             work = (keep or Path(tmp)) / f"{i:02d}"
-            vs = variants(src, seeds) + [v for v in extra if (v.startswith("events") != (src.suffix == ".sqlite"))]
+            vs = variants(src, seeds) + [v for v in extra if (v.startswith("events") != layout.is_sqlite(src))]
             for r in check_sample(src, vs, work, keep=keep is not None):
                 results.append(r)
                 echo(f"{'same' if r['same'] else 'DIFF':4s}  {r['sample'][:60]:60s} {r['variant']:9s} "

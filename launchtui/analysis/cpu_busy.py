@@ -10,6 +10,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.trace import names as nm
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.registry import FACT_CPU_SAMPLING
 
 SOURCE_SCHED, SOURCE_SAMPLES = "SCHED_EVENTS", "COMPOSITE_EVENTS"
 STATE_RUNNING = 1            # ENUM_SAMPLING_THREAD_STATE
@@ -63,8 +64,9 @@ def launch_thread_cpu(trace: Trace, lo: int, hi: int, it_start: np.ndarray, it_e
                       blocking: np.ndarray | None = None) -> dict:
     """The record's `launch_thread_cpu` (definitions.md §V10) over the window [lo, hi) and its iterations;
     `blocking`: host_blocking_calls(trace) when the caller has it."""
-    if trace.source.format == "kineto-json":
-        return {"available": False, "reason": "not recorded: Kineto traces carry no CPU scheduling or sampling data"}
+    if not trace.provides(FACT_CPU_SAMPLING):
+        return {"available": False, "reason": f"not recorded: {trace.format_title()} traces carry no CPU scheduling or "
+                                              "sampling data"}
     runs, smp = trace.cpu_runs, trace.cpu_samples
     source = SOURCE_SCHED if len(runs) else SOURCE_SAMPLES if len(smp) else None
     if source is None:

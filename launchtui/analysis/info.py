@@ -4,6 +4,7 @@ from __future__ import annotations
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import (API_KIND_NAMES, OP_KIND_NAMES, OVERHEAD_COMMAND_BUFFER_FULL,
                                    RANGE_PUSHPOP, Trace)
+from launchtui.trace.registry import FACT_CPU_SAMPLING, facts_of
 
 
 def trace_info(trace: Trace) -> dict:
@@ -78,7 +79,7 @@ def render_info(info: dict) -> str:
         out.append(f"cpu       {cpu['sched_runs']:,} on-CPU runs of {cpu['sched_threads']} threads (SCHED_EVENTS), "
                    f"{cpu['samples']:,} samples of {cpu['sample_threads']} threads (COMPOSITE_EVENTS): the record's "
                    "launching-thread CPU busy %")
-    elif s["format"] == "nsys-sqlite":
+    elif FACT_CPU_SAMPLING in facts_of(s["format"]):   # the format could have recorded it; this capture did not
         out.append("cpu       no scheduling or sampling data: the record cannot say how busy the launching thread "
                    "is (record with nsys profile --cpuctxsw=process-tree --sample=process-tree)")
     for m in info["missing"]:

@@ -102,9 +102,7 @@ def _span(v: np.ndarray) -> str:
 
 def _processes(trace: Trace, codes: np.ndarray) -> str:
     """`process 123` / `processes 1, 2, …` (Nsight: the pid bits of globalPid), `no process` (-1)."""
-    keys = unique_sorted(trace.process_keys(codes))
-    if trace.source.format == "nsys-sqlite":
-        keys = np.where(keys >= 0, (keys >> 24) & 0xFFFFFF, -1)
+    keys = unique_sorted(trace.os_pids(trace.process_keys(codes)))
     shown = [str(k) if k >= 0 else "unknown" for k in keys.tolist()[:4]]
     return ("process " if len(keys) == 1 else "processes ") + ", ".join(shown) + (", …" if len(keys) > 4 else "")
 

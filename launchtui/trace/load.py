@@ -1,4 +1,4 @@
-"""Open any supported trace: format detection by content, never by extension."""
+"""Open any supported trace: the reader is chosen by content, never by extension (trace/registry.py)."""
 from __future__ import annotations
 
 import errno
@@ -7,12 +7,8 @@ import stat
 from pathlib import Path
 
 from launchtui.errors import TraceError, memory_message
+from launchtui.trace import registry, sqlite_probe
 from launchtui.trace.model import SourceInfo, Trace
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-NSYS_REP_MAGIC = b"NVIDIA Tegra Profiler Report "
-GZIP_MAGIC = b"\x1f\x8b"
-
 
 _NOT_REGULAR = {stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFIFO: "a FIFO",
                 stat.S_IFSOCK: "a socket"}
@@ -60,46 +56,32 @@ def _stat_problem(path: Path, e: OSError) -> str:
 
 
 def sniff(path: Path) -> str:
-    """'nsys-sqlite', 'nsys-rep', 'json' or 'unknown' from the first bytes."""
+    """The container from the first bytes (registry.SQLITE, SQLITE_GZ, JSON, NSYS_REP or UNKNOWN);
+    a gzip file is looked into."""
     with open(path, "rb") as f:
         head = f.read(64)
-    if head.startswith(SQLITE_MAGIC):
-        return "nsys-sqlite"
-    if head.startswith(NSYS_REP_MAGIC):
-        return "nsys-rep"
-    if head.startswith(GZIP_MAGIC):
-        return "json"
-    if head.lstrip()[:1] in (b"{", b"["):
-        return "json"
-    return "unknown"
+    return registry.container(head, lambda: registry.gzip_head(path))
 
 
 def source_info(path: Path, st: os.stat_result) -> SourceInfo:
     return SourceInfo(path=str(path), size=st.st_size, mtime_ns=st.st_mtime_ns, format="", producer="")
 
 
-# peak memory per byte of input, measured (issue 12: a 315 MB Kineto JSON needs 810 MB; an Nsight
-# export's columns need about its own size)
-PEAK_PER_BYTE = {"json": 2.6, "nsys-sqlite": 1.0, "nsys-rep": 8.0}
-
-
-def memory_estimate(path: Path, kind: str, size: int) -> int:
+def memory_estimate(path: Path, kind: str, size: int, reader: registry.Reader | None = None) -> int:
     """About how many bytes reading `path` needs at its peak (gzip: from the stored input size)."""
     n = size
-    if kind == "json":
+    if kind in (registry.JSON, registry.SQLITE_GZ):
         try:
             with open(path, "rb") as f:
-                if f.read(2) == GZIP_MAGIC and size >= 4:
+                if f.read(2) == registry.GZIP_MAGIC and size >= 4:
                     f.seek(-4, os.SEEK_END)  # ISIZE: uncompressed size mod 2**32
                     isize = int.from_bytes(f.read(4), "little")
                     n = isize if isize >= size else isize + (size // 2**32 + 1) * 2**32
         except OSError:
             pass
-    return int(n * PEAK_PER_BYTE.get(kind, 1.0))
-
-
-_UNSUPPORTED = ("not a supported trace: expected an Nsight Systems SQLite export, an .nsys-rep/.qdrep report, "
-                "or PyTorch-profiler JSON (.json / .json.gz)")
+    if reader is None:
+        reader = {registry.JSON: registry.KINETO, registry.NSYS_REP: registry.NSYS_REPORT}.get(kind, registry.NSIGHT)
+    return int(n * reader.peak_per_byte)
 
 
 def preflight(path: str | os.PathLike) -> None:
@@ -107,8 +89,8 @@ def preflight(path: str | os.PathLike) -> None:
     line before it takes over the terminal (a missing path must not flash a loading screen)."""
     path = Path(path)
     check_readable(path)
-    if sniff(path) == "unknown":
-        raise TraceError(path, _UNSUPPORTED)
+    if sniff(path) == registry.UNKNOWN:
+        raise TraceError(path, registry.UNSUPPORTED)
 
 
 def read_trace(path: str | os.PathLike, progress=None) -> Trace:
@@ -117,31 +99,38 @@ def read_trace(path: str | os.PathLike, progress=None) -> Trace:
     path = Path(path)
     st = check_readable(path)
     kind = sniff(path)
+    chosen: list[registry.Reader] = []
     try:
-        return _read(path, st, kind, progress)
+        return _read(path, st, kind, progress, chosen)
     except MemoryError:
-        raise TraceError(path, memory_message(memory_estimate(path, kind, st.st_size))) from None
+        reader = chosen[-1] if chosen else None
+        raise TraceError(path, memory_message(memory_estimate(path, kind, st.st_size, reader))) from None
 
 
-def _read(path: Path, st: os.stat_result, kind: str, progress) -> Trace:
+def _read(path: Path, st: os.stat_result, kind: str, progress, chosen: list) -> Trace:
+    """The reader the content asks for (trace/registry.py); an SQLite database by its tables, a
+    gzipped one read from a private decompressed copy in the user cache (never beside the file)."""
     src = source_info(path, st)
-    if kind == "nsys-sqlite":
-        from launchtui.trace.nsys_sqlite import read_nsys_sqlite
-        return read_nsys_sqlite(path, src, progress)
-    if kind == "json":
-        from launchtui.trace.kineto import read_kineto
-        return read_kineto(path, src, progress)
-    if kind == "nsys-rep":
-        from launchtui.trace.nsys_rep import export_report
-        sqlite_path = export_report(path, progress)
-        from launchtui.trace.nsys_sqlite import read_nsys_sqlite
-        trace = read_nsys_sqlite(sqlite_path, src, progress)
-        from launchtui.trace.nsys_rep import report_version
-        trace.source.extra["report_version"] = report_version(path)
-        trace.source.extra["exported_by_nsys"] = trace.source.version
-        trace.source.version = f"report {report_version(path)}"
+    if kind == registry.SQLITE:
+        reader = sqlite_probe.reader_of(path)
+    elif kind == registry.SQLITE_GZ:
+        with sqlite_probe.decompressed(path, progress) as plain:
+            reader = sqlite_probe.reader_of(plain, shown=path)
+            chosen.append(reader)
+            try:
+                trace = reader.read(plain, src, progress)
+            except TraceError as e:   # about the private copy: name the user's file
+                raise TraceError(path, e.problem) if e.path == str(plain) else e from None
+        trace.source.extra["container"] = "gzip (read from a private decompressed copy)"
         return trace
-    raise TraceError(path, _UNSUPPORTED)
+    elif kind == registry.JSON:
+        reader = registry.KINETO
+    elif kind == registry.NSYS_REP:
+        reader = registry.NSYS_REPORT
+    else:
+        raise TraceError(path, registry.UNSUPPORTED)
+    chosen.append(reader)
+    return reader.read(path, src, progress)
 
 
 def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True, defer_cache: bool = False) -> Trace:

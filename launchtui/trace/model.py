@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from launchtui.trace import registry
 from launchtui.trace.arrays import unique_rows, unique_sorted
 from launchtui.errors import printable
 
@@ -242,8 +243,8 @@ class SourceInfo:
     path: str
     size: int
     mtime_ns: int
-    format: str                 # "nsys-sqlite" | "kineto-json"
-    producer: str               # "Nsight Systems" | "PyTorch profiler (Kineto)"
+    format: str                 # the reader's format (trace/registry.py): "nsys-sqlite", "kineto-json", ...
+    producer: str               # "Nsight Systems", "PyTorch profiler (Kineto)", "rocprofv3", ...
     version: str = ""           # producer / schema version where known
     wall_offset_ns: int | None = None  # add to trace times for Unix-epoch ns, when known
     extra: dict = field(default_factory=dict)  # small facts worth showing (schema, rank, ...)
@@ -296,6 +297,25 @@ class Trace:
             return []
         pairs = unique_rows(np.stack([self.ops.device.astype(np.int64), self.ops.stream]).T).T
         return [(int(d), int(s)) for d, s in pairs.T]
+
+    def provides(self, fact: str) -> bool:
+        """Whether this trace's format can carry `fact` (registry.FACT_*) at all; whether this
+        capture recorded it is for the data to say."""
+        return fact in registry.facts_of(self.source.format)
+
+    def format_title(self) -> str:
+        """How messages name the trace's format: "Nsight Systems", "Kineto", "RPD", ..."""
+        r = registry.reader_for(self.source.format)
+        return r.title if r is not None else self.source.format
+
+    def os_pids(self, keys: np.ndarray) -> np.ndarray:
+        """OS process ids of reader process keys (`process_keys`; Nsight: the pid bits of a
+        globalPid); -1 stays -1."""
+        keys = np.asarray(keys, np.int64)
+        r = registry.reader_for(self.source.format)
+        if r is None or r.pid_mask == -1:
+            return keys
+        return np.where(keys >= 0, (keys >> r.pid_shift) & r.pid_mask, -1)
 
     def process_keys(self, codes: np.ndarray) -> np.ndarray:
         """The reader's int64 process keys of ops.pid / api.pid values (-1 stays -1)."""

@@ -166,7 +166,7 @@ def api_kind(name: str) -> int:
     if n.startswith(("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")):
         return API_GRAPH_LAUNCH
     if n.startswith(("cudaLaunch", "cuLaunch", "hipLaunch", "hipExtLaunch", "hipModuleLaunch",
-                     "hipExtModuleLaunch")):
+                     "hipExtModuleLaunch", "hipHccModuleLaunch")):
         return API_LAUNCH
     if any(k in n for k in _SYNC_NAMES) or n in ("Stream Sync", "Event Sync", "Context Sync",
                                                  "Stream Wait Event"):

@@ -65,14 +65,14 @@ def valid_export(path: Path) -> bool:
         with open(path, "rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
                 return False
-        from launchtui.trace.nsys_sqlite import _NSIGHT_MARKERS
+        from launchtui.trace.registry import NSIGHT_MARKERS
         from launchtui.trace.sqlite_columns import connect_readonly
         con = connect_readonly(path)
         try:
             names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
             con.close()
-        return any(m in names for m in _NSIGHT_MARKERS)
+        return any(m in names for m in NSIGHT_MARKERS)
     except (OSError, sqlite3.Error, ValueError):  # ValueError: undecodable text in a corrupt schema
         return False
 
@@ -149,3 +149,15 @@ def export_report(path: Path, progress=None) -> Path:
     os.replace(tmp, out)
     progress("nsys export done", 0)
     return out
+
+
+def read_report(path: Path, source, progress=None):
+    """Read a report through its SQLite export (cached beside the other exports in the user cache);
+    the trace shows the report's producing version, and the exporting nsys's."""
+    from launchtui.trace.nsys_sqlite import read_nsys_sqlite
+    sqlite_path = export_report(path, progress)
+    trace = read_nsys_sqlite(sqlite_path, source, progress)
+    trace.source.extra["report_version"] = report_version(path)
+    trace.source.extra["exported_by_nsys"] = trace.source.version
+    trace.source.version = f"report {report_version(path)}"
+    return trace

@@ -22,6 +22,7 @@ from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
+from launchtui.trace.registry import NSIGHT_MARKERS
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, GpuOps, Overheads, Ranges,
                                    SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.grouping import dense_groups
@@ -38,11 +39,6 @@ I32 = np.iinfo(np.int32)
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}
-
-_NSIGHT_MARKERS = ("StringIds", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS", "ThreadNames",
-                   "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS",
-                   "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU", "ProcessStreams")
-
 
 def resolve_tables(columns: dict[str, set[str]]) -> dict[str, str]:
     """Canonical name -> actual table name; `X_V<n>` variants accepted, the highest n wins."""
@@ -73,7 +69,7 @@ class _Reader:
             self.cleanup()
             raise TraceError(path, f"cannot read SQLite database ({_one_line(e)})") from None
         self.tables = resolve_tables(self.cols)
-        if not any(m in self.tables for m in _NSIGHT_MARKERS):
+        if not any(m in self.tables for m in NSIGHT_MARKERS):
             self.con.close()
             self.cleanup()
             raise TraceError(path, "SQLite database is not an Nsight Systems export (no StringIds, "
