@@ -9,28 +9,42 @@ import numpy as np
 from launchtui.analysis import intervals as iv
 from launchtui.trace import names as nm
 from launchtui.trace.arrays import unique_sorted
-from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 from launchtui.trace.registry import FACT_CPU_SAMPLING
 
 SOURCE_SCHED, SOURCE_SAMPLES = "SCHED_EVENTS", "COMPOSITE_EVENTS"
 STATE_RUNNING = 1            # ENUM_SAMPLING_THREAD_STATE
 BUSY_PCT, OFF_CPU_PCT, SYNC_PCT = 90.0, 50.0, 50.0   # the reading's bounds (§V10)
 MAX_THREADS = 8              # launching threads listed (most launches first); the rest are counted
-SYNC_COPIES = ("cudaMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "hipMemcpy", "cudaMemcpy2D")
+SYNC_COPIES = ("cudaMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "hipMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream",
+               "cudaMemset", "hipMemset", "hipMemcpyDtoH", "hipMemcpyHtoD")
 NOT_RECORDED = ("not recorded: capture with CPU sampling or context switches "
                 "(nsys profile --sample=process-tree --cpuctxsw=process-tree)")
 
 
 def host_blocking_calls(trace: Trace) -> np.ndarray:
     """Mask over API rows: calls that block the host until the GPU catches up (definitions.md §V6):
-    names containing `Synchronize`, synchronous copies, Kineto's Stream/Event/Context Sync."""
+    names containing `Synchronize`, synchronous copies and memsets (CUDA and HIP), Kineto's
+    Stream/Event/Context Sync, and asynchronous copies whose op is a device-to-host copy into
+    pageable memory (the driver copies through a staging buffer and returns when it is done)."""
     api, names = trace.api, trace.strings
     blocking = []
     for u in unique_sorted(api.name).tolist():  # once per distinct API name
         n = nm.api_display_name(names[u])
         if "Synchronize" in n or n in ("Stream Sync", "Event Sync", "Context Sync") or n in SYNC_COPIES:
             blocking.append(u)
-    return np.isin(api.name, blocking) if blocking else np.zeros(len(api), bool)
+    out = np.isin(api.name, blocking) if blocking else np.zeros(len(api), bool)
+    ops = trace.ops
+    pageable = [u for u in unique_sorted(ops.full_name[ops.kind == OP_MEMCPY]).tolist() if _to_pageable(names[u])]
+    if pageable:
+        a = ops.api[np.isin(ops.full_name, pageable) & (ops.kind == OP_MEMCPY) & (ops.api >= 0)]
+        out[a] = True
+    return out
+
+
+def _to_pageable(op_name: str) -> bool:
+    """A device-to-host copy into pageable memory, as Kineto names it: `Memcpy DtoH (Device -> Pageable)`."""
+    return "DtoH" in op_name and "-> Pageable" in op_name
 
 
 def launch_calls(trace: Trace, lo: int, hi: int) -> np.ndarray:
