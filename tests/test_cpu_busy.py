@@ -177,7 +177,8 @@ SQL_ON_CPU = """WITH ev AS (SELECT start, isSchedIn, LEAD(start) OVER w AS nxt, 
   SELECT TOTAL(MAX(0, MIN(nxt, ?) - MAX(start, ?))) FROM ev WHERE isSchedIn != 0 AND nin = 0"""
 SQL_SYNC = """SELECT TOTAL(MAX(0, MIN(r.end, ?) - MAX(r.start, ?))) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
   JOIN StringIds s ON s.id = r.nameId WHERE r.globalTid = ? AND (s.value LIKE '%Synchronize%'
-  OR s.value GLOB 'cudaMemcpy_v[0-9]*' OR s.value IN ('cudaMemcpy', 'cuMemcpyDtoH', 'cuMemcpyDtoH_v2'))"""
+  OR s.value GLOB 'cudaMemcpy_v[0-9]*' OR s.value GLOB 'cudaMemset_v[0-9]*'
+  OR s.value IN ('cudaMemcpy', 'cuMemcpyDtoH', 'cuMemcpyDtoH_v2', 'cudaMemset'))"""
 
 REAL = {  # sample: (main thread busy %, reading)
     "Sh1mwww__llama3-inference__real_inference_simulation.sqlite": (17.8, "mostly_off_cpu"),
