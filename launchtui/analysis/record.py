@@ -61,24 +61,6 @@ def _iterations_inside(trace: Trace, it: itr.Iterations, window: tuple[int, int]
 
 
 
-def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGaps, lo: int, hi: int,
-                          devs: dict[int, np.ndarray]):
-    """The queue class's `gaps(device)`: the primary's light gaps, another device's computed when
-    first asked for and dropped when the next device is (one device's ~2.5M gaps at 5M)."""
-    held: dict[int, ex.DeviceGaps] = {}
-
-    def gaps(d: int) -> ex.DeviceGaps | None:
-        if d == primary:
-            return primary_gaps
-        if d not in devs:
-            return None
-        if d not in held:
-            held.clear()
-            held[d] = ex.device_gaps(trace, d, lo, hi, devs[d], exposed=False)
-        return held[d]
-    return gaps
-
-
 def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
     """Host-blocking syncs inside the iterations (`m`: cpu_busy.host_blocking_calls): *Synchronize
     calls and synchronous copies."""
@@ -177,8 +159,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "gpu_busy_ms": _stats(fg.busy_ns, 1e6), "gpu_idle_ms": _stats(fg.idle_ns, 1e6),
                 "exposed_overhead_ms": _stats(fg.exposed_ns, 1e6), "iteration_ms": _stats(fg.iteration_ns, 1e6)}
 
-    streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
-                       opt.backpressure, set(devices), sp=shared.spikes(WHOLE, opt.backpressure))
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devices),
+                       sp=shared.spikes(WHOLE, opt.backpressure))
     del gaps
     api_totals = _api_totals(trace, it, devs[primary])
     launch_api_ms = sum(r["total_ms"] for r in api_totals)

@@ -92,10 +92,10 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share,
                          f"{sum(s['iteration_classes'].values())} iterations")
     s = _waiting_stream(doc)
     if s is not None:
-        pct, at = f"{s['waited_gap_share'] * 100:.0f} %", f"device {s['device_id']} stream {s['stream_id']}"
-        # not launch-bound: the gaps wait on launches, but they are too short to matter
-        parts.append(f"the GPU waits on launches: {pct} of idle gaps had the launch call in flight ({at})" if flagged
-                     else f"idle gaps wait on launches ({pct} had the launch call in flight, {at}) but add up to only "
+        pct, at = f"{s['dry_launch_share'] * 100:.0f} %", f"device {s['device_id']} stream {s['stream_id']}"
+        # not launch-bound: the GPU waits on launches, but the waits are too short to matter
+        parts.append(f"the GPU waits on launches: {pct} of launches start as their call returns ({at})" if flagged
+                     else f"launches start as their call returns ({pct}, {at}) but the waits add up to only "
                           f"{share * 100:.1f} % of the iteration")
     if flagged:
         if doc["top"]:
