@@ -178,11 +178,12 @@ def record_inputs(trace, sel, opt) -> tuple:
 
 
 def record_and_stalls(trace, sel, opt, shared=None) -> tuple[dict, frozenset]:
-    """The case record and the API indices of its CPU-stall spikes (the TUI's stall marks);
-    `shared`: the report's analysis.shared.Shared."""
+    """The case record and the API indices of its spikes that are not blocked calls (CPU stalls,
+    cold starts, slow calls without a pattern: the TUI's stall marks); `shared`: the report's
+    analysis.shared.Shared."""
     from launchtui.analysis.record import record_with_streams
     doc, streams = record_with_streams(trace, sel, opt, shared)
-    return doc, frozenset(e.worst_api for v in streams for e in v.stalls + v.outside_stalls)
+    return doc, frozenset(e.worst_api for v in streams for e in v.unblocked_spikes())
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:

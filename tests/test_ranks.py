@@ -56,8 +56,11 @@ def test_generated_job_names_the_injected_straggler(job8, pool_doc):
         assert r["launches_per_iter"] == gt["launches_per_iter"][r["rank"]]
         assert r["iterations"] == 4
         # the class from the case record, judged inside the iterations (definitions.md §V3): the burst
-        # that fills the queue to the generator's limit (the whole trace's max depth) runs after the steps
-        assert r["queue_class"] == "normal" and r["queues"]["max_depth"] == 1022
+        # that fills the queue to the generator's limit (the whole trace's max depth) runs after the steps.
+        # The straggler's extra optimizer launches leave its queue dry (most of its ops start as their
+        # call returns); the other ranks keep work queued
+        want = "dry" if r["rank"] == gt["straggler"]["rank"] else "normal"
+        assert r["queue_class"] == want and r["queues"]["max_depth"] == 1022
         assert r["max_depth"] < 1022   # the depth beside the class is judged on the same time
         assert 0 < r["exposed_share"] < 1 and r["exposed_overhead_ms"] > 0
         assert Path(r["file"]).name == gt["files"][r["rank"]]

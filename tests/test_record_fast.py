@@ -1,5 +1,5 @@
 """The record's cold-path shortcuts (issue 11) give what the direct computations give: the measure of
-an intersection without its pieces, the dry time's low-depth runs against the per-step set."""
+an intersection without its pieces, the queue class's empty runs and blocking tests against walks."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +7,7 @@ import pytest
 
 from launchtui.analysis import intervals as iv
 from launchtui.analysis import queue_class as qc
+from launchtui.analysis import stream_calls as sc
 from launchtui.analysis.index import StreamSeries
 
 
@@ -44,47 +45,74 @@ def test_measure_both_in_equals_the_measure_of_the_pieces(overlap):
         np.testing.assert_array_equal(both, want)
 
 
-def _low_steps(s, starts, ends):
-    """The per-step low set the runs replaced: [lo0, t0), then each step with depth <= 1."""
-    low = s.v <= 1
-    stop = np.append(s.t[1:], max(int(s.t[-1]), int(ends.max())))
-    lo0 = min(int(starts.min()), int(s.t[0]))
-    return np.concatenate([[lo0], s.t[low]]), np.concatenate([[int(s.t[0])], stop[low]])
+def _empty_by_walk(s, backlog, starts, ends):
+    """Per window, ns with nothing pending: a walk over every step of the series (depth 0 before its
+    first change) with the backlog counted until each of its ops starts."""
+    edges = sorted(set(s.t.tolist()) | set(backlog.tolist()) | set(starts.tolist()) | set(ends.tolist()))
+    out = np.zeros(len(starts), np.int64)
+    for a, b in zip(edges[:-1], edges[1:]):   # the pending count is constant on [a, b)
+        v = int(s.value_at(np.array([a]))[0]) + int((backlog > a).sum())
+        if v == 0:
+            for k, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist())):
+                out[k] += max(0, min(b, hi) - max(a, lo))
+    return out
 
 
-def test_dry_time_equals_the_union_and_the_intersected_pieces(case):
-    """A stream's busy time without its union (disjoint already) and its low-depth part: the figures
-    of the union and of the pieces of its intersection with the per-step low set (§V3)."""
-    from launchtui.analysis.queue import stream_series
-    ops = case.ops
-    lo, hi = int(ops.start.min()), int(ops.end.max())
-    edges = np.linspace(lo, hi, 6).astype(np.int64)
-    starts, ends = edges[:-1], edges[1:] - 7
-    for s in stream_series(case):
-        on = np.flatnonzero((ops.device == s.device) & (ops.stream == s.stream))
-        busy = iv.union(ops.start[on], ops.end[on])
-        total, low = qc._dry_time(s, case, starts, ends, on)
-        np.testing.assert_array_equal(total, iv.measure_in(*busy, starts, ends))
-        np.testing.assert_array_equal(low, iv.measure_in(*iv.intersect(busy, _low_steps(s, starts, ends)), starts, ends))
-
-
-def test_low_runs_cover_the_low_steps():
+def test_empty_runs_equal_a_walk_over_the_steps():
+    """queue_class._empty_runs (runs of depth 0, cut by the backlog's last start) measured in the
+    iterations equals a walk over every step (definitions.md §V3's empty time)."""
     rng = np.random.default_rng(17)
     for _ in range(300):
-        n = int(rng.integers(1, 80))
+        n = int(rng.integers(1, 60))
         t = np.cumsum(rng.integers(1, 20, n)).astype(np.int64) + int(rng.integers(-50, 50))
-        v = rng.choice([0, 1, 1, 2, 3, 7], n).astype(np.int32)
+        v = rng.choice([0, 0, 1, 2, 3], n).astype(np.int32)
+        v[-1] = 0                                   # every launched op starts: the series ends at 0
         s = StreamSeries(0, 7, t, v, 0.0, n, 0, 0)
+        backlog = np.sort(rng.integers(int(t[0]) - 40, int(t[-1]), int(rng.integers(0, 4)))).astype(np.int64)
         lo, hi = _windows(rng, int(t[-1]) + 40, int(rng.integers(1, 5)), False)
-        runs = qc._low_runs(s, lo, hi)
-        steps = _low_steps(s, lo, hi)
-        assert len(runs[0]) <= len(steps[0])
-        assert (runs[1] >= runs[0]).all() and (runs[0][1:] >= runs[1][:-1]).all()   # disjoint, sorted
-        np.testing.assert_array_equal(iv.union(*runs)[0], iv.union(*steps)[0])
-        np.testing.assert_array_equal(iv.union(*runs)[1], iv.union(*steps)[1])
-        busy = _random_set(rng, int(rng.integers(0, 40)), int(t[-1]) + 40)
-        np.testing.assert_array_equal(iv.measure_both_in(busy, runs, lo, hi),
-                                      iv.measure_in(*iv.intersect(busy, steps), lo, hi))
+        runs = qc._empty_runs(s, backlog, int(lo.min()), int(hi.max()))
+        assert (runs[1] > runs[0]).all() and (runs[0][1:] >= runs[1][:-1]).all()   # disjoint, sorted
+        np.testing.assert_array_equal(iv.measure_in(*runs, lo, hi), _empty_by_walk(s, backlog, lo, hi))
+
+
+def test_returns_on_op_start_equals_a_walk():
+    """ceiling.returns_on_op_start (one search over the stream's starts) equals a walk: an op
+    launched before the call (earlier in launch order) and not started when it began, starting
+    within the slack of its return."""
+    from launchtui.analysis.ceiling import returns_on_op_start
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        starts = np.sort(rng.integers(0, 400, n)).astype(np.int64)
+        pos = np.sort(rng.integers(0, n, int(rng.integers(1, 12))))
+        c0 = rng.integers(-20, 420, len(pos)).astype(np.int64)
+        c1 = c0 + rng.integers(0, 60, len(pos))
+        slack = int(rng.integers(0, 25))
+        want = [any(j < p and st >= a and abs(st - b) <= slack for j, st in enumerate(starts.tolist()))
+                for p, a, b in zip(pos.tolist(), c0.tolist(), c1.tolist())]
+        assert returns_on_op_start(starts, pos, c0, c1, slack).tolist() == want
+
+
+def test_time_at_or_above_with_backlog_equals_a_walk():
+    from launchtui.analysis.queue import time_at_or_above_with_backlog
+    rng = np.random.default_rng(23)
+    for _ in range(300):
+        n = int(rng.integers(2, 50))
+        t = np.cumsum(rng.integers(1, 20, n)).astype(np.int64)
+        v = rng.integers(0, 6, n).astype(np.int16)
+        s = StreamSeries(0, 7, t, v, 0.0, n, 0, 0)
+        backlog = np.sort(rng.integers(int(t[0]) - 30, int(t[-1]), int(rng.integers(0, 5)))).astype(np.int64)
+        x = int(rng.integers(1, 8))
+        lo, hi = (None, None) if rng.random() < 0.3 else (int(rng.integers(-40, 200)), int(rng.integers(100, 600)))
+        pts = sorted(set(t.tolist()) | set(backlog.tolist()))
+        a0 = pts[0] if lo is None else max(pts[0], lo)
+        a1 = int(t[-1]) if hi is None else min(int(t[-1]), hi)
+        want = 0
+        for a, b in zip(pts, pts[1:] + [pts[-1]]):
+            a, b = max(a, a0), min(b, a1)
+            if b > a and int(s.value_at(np.array([a]))[0]) + int((backlog > a).sum()) >= x:
+                want += b - a
+        assert time_at_or_above_with_backlog(s, backlog, x, lo, hi) == want
 
 
 # --- on synthetic traces: the shortcuts against the direct computations --------------------------
@@ -278,24 +306,40 @@ def test_positions_of_flagged_calls_equal_the_mask():
         ids = np.unique(rng.integers(0, 320, int(rng.integers(0, 12))))
         flagged = np.zeros(400, bool)
         flagged[ids] = True
-        np.testing.assert_array_equal(qc._positions_of(a_u, ids), np.flatnonzero(flagged[a_u]))
+        np.testing.assert_array_equal(sc.positions_of(a_u, ids), np.flatnonzero(flagged[a_u]))
 
 
-def test_gaps_ended_per_stream_equal_a_pass_per_stream(case):
-    for d, calls in ex.launch_devices(case).items():
-        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
-        g = ex.device_gaps(case, d, lo, hi, calls, full=False)
-        edges = np.linspace(lo, hi, 8).astype(np.int64)
-        starts, ends = edges[:-1], edges[1:] - 3
-        rows, ended, waited = qc._gaps_ended(g, starts, ends)
-        for st in set(g.next_stream.tolist()):
-            m = g.next_stream == st
-            gk = qc.in_windows(g.end[m], starts, ends)
-            ok = gk >= 0
-            np.testing.assert_array_equal(ended[rows[st]], np.bincount(gk[ok], minlength=len(starts)))
-            np.testing.assert_array_equal(waited[rows[st]],
-                                          np.bincount(gk[ok], weights=g.waited[m][ok], minlength=len(starts)))
-        assert ended.sum() > 0 and waited.sum() > 0
+def test_stream_calls_and_latency_equal_a_walk(case):
+    """stream_calls' per-call arrays (one entry per call, at its first op) and device_latency (from
+    the streams' ops) equal a walk over the ops and idle_causes.submission_latency (§V3)."""
+    from launchtui.analysis.idle_causes import submission_latency
+    from launchtui.analysis.queue import backlog_starts, depth_before_launch, stream_series
+    ops, api = case.ops, case.api
+    dbl = depth_before_launch(case)
+    lo, hi = int(ops.start.min()), int(ops.end.max())
+    edges = np.linspace(lo, hi, 8).astype(np.int64)
+    starts, ends = edges[:-1], edges[1:] - 3
+    for d in case.device_ids():
+        streams = [s.stream for s in stream_series(case) if s.device == d]
+        ons = sc.streams_ops(case, d, streams)
+        lat = sc.device_latency(case, ons)
+        assert lat == submission_latency(case, ex.device_ops(case, d)).ns
+        for st, on in zip(streams, ons):
+            np.testing.assert_array_equal(on, np.flatnonzero((ops.device == d) & (ops.stream == st)))
+            backlog = backlog_starts(case, on)
+            c = sc.stream_calls(case, on, dbl, backlog, starts, ends, lat + sc.DRY_SLACK_NS)
+            first = {}
+            for j, i in enumerate(on.tolist()):
+                if ops.api[i] >= 0:
+                    first.setdefault(int(ops.api[i]), j)
+            assert c.api.tolist() == sorted(first) and c.pos.tolist() == [first[a] for a in sorted(first)]
+            for a, p, dep, k, dry in zip(c.api.tolist(), c.pos.tolist(), c.depth.tolist(), c.k.tolist(),
+                                         c.dry.tolist()):
+                op = int(on[p])
+                t0 = int(api.start[a])
+                assert dep == int(dbl[op]) + 1 + sum(1 for b in backlog.tolist() if b > t0)
+                assert k == next((i for i, (x, y) in enumerate(zip(starts, ends)) if x <= t0 < y), -1)
+                assert dry == (int(ops.start[op]) - int(api.end[a]) <= lat + sc.DRY_SLACK_NS)
 
 
 def test_launch_calls_per_thread_equal_the_masks(case):

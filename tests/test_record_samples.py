@@ -77,10 +77,10 @@ def test_verdict_lines_on_v100_saturated_and_b200_dry():
     assert b["launch_bound_level"] == "partly launch-bound"
     assert b["conclusion"].startswith(f"partly launch-bound: exposed launch overhead is {b['overhead_share'] * 100:.1f} % "
                                       "of the iteration (>= 5 %, < 10 %)")
-    assert (f"the GPU waits on launches: {s['waited_gap_share'] * 100:.0f} % of idle gaps had the launch call in "
-            "flight (device 0 stream 7)") in b["conclusion"]
+    assert (f"the GPU waits on launches: {s['dry_launch_share'] * 100:.0f} % of launches start as their call "
+            "returns (device 0 stream 7)") in b["conclusion"]
     assert f"at most {b['amdahl_bound']:.2f}× faster" in b["conclusion"]
-    assert s["waited_gap_share"] > 0.5 and "back-pressured" not in b["conclusion"]
+    assert s["dry_launch_share"] > 0.5 and "back-pressured" not in b["conclusion"]
 
 
 def test_mi300_deep_queue_without_blocking_is_not_saturated():
@@ -95,16 +95,21 @@ def test_graph_replays_deepen_the_queue_without_blocking():
     assert s["max_depth"] == 1338 and s["queue_class"] != "saturated"
 
 
-def test_h100_slice_saturated_by_command_buffer_full_with_unknown_limit():
+def test_h100_slice_saturated_at_1139_counting_the_pre_capture_backlog():
+    """definitions.md §V3: 1,138 ops per device were launched before the slice and are still
+    pending when its first calls block; counted, the blocked calls cluster at 1139 (the oracle's
+    ceiling), and Nsight flagged them too. Without them the depth would read 1-82: no CPU stalls."""
     doc = _rec("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     for dev, stream in ((0, 7), (1, 15)):
         s = _stream(doc, dev, stream)
         assert s["queue_class"] == "saturated" and s["command_buffer_full"] > 0
         assert s["iteration_classes"] == {"saturated": 8, "dry": 0, "normal": 0}
-        assert s["observed_limit"] is None     # 1,138 ops launched before the slice were pending
-    # with the limit unknown, the conclusion gives the depth seen (inside the iterations) as a lower
-    # bound, never as the limit
-    assert doc["conclusion"].endswith("118 launch calls blocked at a depth of at least 698 — fewer launches free "
+        assert s["observed_limit"] == 1139 and s["band"] == [1128, 1150]
+        c = s["ceiling"]
+        assert c["backlog_ops"] == 1138 and c["in_band"] == c["slow_deep_calls"] >= 50
+        assert c["returns_on_op_start"] >= 0.85 and c["baseline_returns_on_op_start"] < 0.1
+        assert s["cpu_stalls"] == 0 and s["slow_no_pattern"] == 0
+    assert doc["conclusion"].endswith("118 launch calls blocked at depth 1139 — fewer launches free "
                                       "CPU time, not GPU time")
     # emit_nvtx names (`aten::add, op_id = N`) group into phases without the suffix
     assert doc["top"] and all(r["phase"] and "op_id" not in r["phase"] for r in doc["top"])

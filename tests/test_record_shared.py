@@ -13,6 +13,7 @@ from fixtures import synth
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import phases as ph
 from launchtui.analysis import queue_class as qc
+from launchtui.analysis.stream_calls import first_of_runs
 from launchtui.analysis.launches import groups_on_devices, kernel_groups
 from launchtui.analysis.record import build_record
 from launchtui.analysis.report import build_report
@@ -93,7 +94,7 @@ def test_in_windows_equals_the_search_per_time(overlap):
 def test_first_of_runs_equals_unique(sort):
     a = np.random.default_rng(7).integers(0, 500, 3000)
     a = np.sort(a) if sort else a
-    u, first = qc._first_of_runs(a)
+    u, first = first_of_runs(a)
     wu, wf = unique_sorted(a, return_index=True)
     np.testing.assert_array_equal(u, wu)
     np.testing.assert_array_equal(first, wf)

@@ -222,7 +222,8 @@ def _command_buffer_full(trace: Trace, calls: np.ndarray | None = None) -> np.nd
     return out
 
 
-command_buffer_full = _command_buffer_full  # public name for other analyses (queue class)
+command_buffer_full = _command_buffer_full  # public names for other analyses (queue class)
+first_ops = _first_ops
 
 
 def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options(), sp: list | None = None) -> dict:

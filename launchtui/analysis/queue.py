@@ -3,6 +3,11 @@
 pending = +1 at the start of the launch call of every matched GPU op (kernel, memcpy, memset; a
 graph launch adds one entry per op), -1 when the op starts on the GPU. Equal timestamps apply -1
 before +1. Ops without a launch row are left out (the depth is a lower bound near a sliced start).
+
+Where blocking is judged (§6, §V3), the depth also counts the stream's pre-capture backlog: its ops
+without a launch row that start before its first op with one. A stream runs its ops in launch
+order, so only those can have been launched before the capture; each is pending from the window
+start until it starts (`backlog_starts`, `backlog_pending`).
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from launchtui.trace.model import Trace
 
 DEFAULT_THRESHOLDS = CONFIG.thresholds
 __all__ = ["StreamSeries", "stream_series", "depth_before_launch", "queue_summary", "QueueStats",
-           "DEFAULT_THRESHOLDS"]
+           "DEFAULT_THRESHOLDS", "backlog_starts", "backlog_pending", "time_at_or_above_with_backlog"]
 
 
 def stream_series(trace: Trace) -> list[StreamSeries]:
@@ -28,6 +33,61 @@ def stream_series(trace: Trace) -> list[StreamSeries]:
 def depth_before_launch(trace: Trace) -> np.ndarray:
     """Per GPU op: pending ops on its stream just before its launch call started (-1 unmatched)."""
     return trace_index(trace).depth_before_launch
+
+
+def backlog_starts(trace: Trace, on: np.ndarray) -> np.ndarray:
+    """The stream's pre-capture backlog (§5): the starts, sorted, of its ops without a launch row
+    that start before its first op with one. `on`: the stream's ops in start order."""
+    called = trace.ops.api[on]
+    if not len(on) or called[0] >= 0:
+        return np.zeros(0, np.int64)
+    matched = np.flatnonzero(called >= 0)
+    if not len(matched):
+        return trace.ops.start[on]
+    head = trace.ops.start[on[:matched[0]]]
+    return head[head < trace.ops.start[on[matched[0]]]]    # strictly before: any order of equal starts
+
+
+def stream_ops(trace: Trace, device: int, stream: int) -> np.ndarray:
+    """The stream's ops in start order (a mask: for the few streams asked about one at a time)."""
+    ops = trace.ops
+    m = ops.device == device
+    m &= ops.stream == stream
+    return np.flatnonzero(m)
+
+
+def backlog_pending(backlog: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Per time: the backlog's ops still pending (not yet started; one starting at that time no
+    longer is, as -1 applies before +1 in §5)."""
+    return len(backlog) - np.searchsorted(backlog, times, side="right")
+
+
+def time_at_or_above_with_backlog(s: StreamSeries, backlog: np.ndarray, x: int, lo: int | None = None,
+                                  hi: int | None = None) -> int:
+    """ns inside [lo, hi) (default: the series' span) during which the pending depth plus the
+    backlog still pending is >= x: the time a stream spends at its blocking depth (§V3)."""
+    if not len(s.t):
+        return 0
+    t, v = s.t, s.v
+    if len(backlog):
+        # the backlog has started by its last start: only the series before it needs a merge
+        i = int(np.searchsorted(t, backlog[-1], side="right"))
+        head = np.concatenate([t[:i], backlog])
+        head.sort(kind="stable")          # two sorted runs: merged in one pass
+        head = head[np.concatenate([[True], head[1:] != head[:-1]])]
+        v_head = s.value_at(head).astype(np.int64) + backlog_pending(backlog, head)
+        t, v = np.concatenate([head, t[i:]]), np.concatenate([v_head, v[i:]])
+    lo_t = int(t[0]) if lo is None else max(int(t[0]), lo)
+    hi_t = int(t[-1]) if hi is None else min(int(t[-1]), hi)
+    if hi_t <= lo_t:
+        return 0
+    # steps clipped to [lo_t, hi_t], as _stats clips them: value v[i] holds on [t[i], t[i+1])
+    i0 = max(int(np.searchsorted(t, lo_t, side="right")) - 1, 0)
+    i1 = int(np.searchsorted(t, hi_t, side="left"))
+    dur = np.diff(t[i0:i1 + 1])
+    dur[0] -= lo_t - t[i0]
+    dur[-1] -= t[i1] - hi_t
+    return int(np.sum(dur, where=v[i0:i0 + len(dur)] >= x))
 
 
 @dataclass
@@ -79,14 +139,18 @@ def _stats(s: StreamSeries, lo: int | None, hi: int | None, thresholds) -> Queue
                       max_depth_graph_as_one=s.max_graph_as_one, graph_ops=s.graph_ops)
 
 
+def selection_bounds(trace: Trace, sel: Selection = WHOLE) -> tuple[int | None, int | None]:
+    """The selection's time bounds for the queue statistics (None: unbounded on that side)."""
+    if sel.ranges is not None:
+        w = time_window(sel, trace)
+        return w if w else (None, None)
+    return sel.t0, sel.t1
+
+
 def queue_summary(trace: Trace, sel: Selection = WHOLE, thresholds=DEFAULT_THRESHOLDS) -> list[QueueStats]:
     """Per-stream depth statistics, restricted to the selection's window and devices."""
     out = []
-    lo = sel.t0
-    hi = sel.t1
-    if sel.ranges is not None:
-        w = time_window(sel, trace)
-        lo, hi = (w if w else (None, None))
+    lo, hi = selection_bounds(trace, sel)
     for s in stream_series(trace):
         if sel.devices is not None and s.device not in sel.devices:
             continue

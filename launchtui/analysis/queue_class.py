@@ -2,40 +2,39 @@
 
 Judged within each iteration (time outside them, warm-up or profiler setup, never counts), then per
 stream: the class most iterations fall in, ties to the more severe; the count per class is kept.
-Per iteration:
-- saturated: launch calls block, i.e. launch spikes (backpressure.spikes: far above the thread's
-  median) at the stream's plateau depth, >= 3 of them and >= 5 % of the launches made there; or
-  Nsight recorded "command buffer full" for launches on the stream.
-- dry: pending <= 1 for most (> 50 %) of the stream's busy time, and most (> 50 %) of the device
-  idle gaps that this stream's ops end had the op's launch call still in flight when the GPU
-  went idle (the GPU waited for the launch).
-- normal otherwise.
-- Observed limit: the median depth (pending, the blocked call's own entry included) at which the
-  blocked calls were made. Unknown when ops launched before the capture window were still
-  pending (the depth is then a lower bound).
-- CPU stalls: launch spikes that are not blocked calls (below the plateau, or in an iteration that
-  does not saturate). Counted apart from backpressure.
+The depth a call is judged at counts its own entry and the stream's pre-capture backlog (§5).
+- Blocked calls: the slow launch calls that cluster at the stream's ceiling and return as a
+  pending op starts, or that Nsight flagged 'command buffer full' (ceiling.py), found over the
+  calls inside the iterations together (a few per iteration are too few to judge alone).
+- Per iteration: *saturated* when it holds >= MIN_BLOCKED blocked calls or one Nsight flagged;
+  *dry* when it has >= MIN_LAUNCHES launches on the stream and >= DRY_LAUNCH_SHARE of them are
+  dry (the op starts within L + DRY_SLACK_NS of its call returning: the GPU waited for the call),
+  or nothing is pending on the stream for >= EMPTY_SHARE of the iteration; else *normal*.
+- The other slow calls: *cold starts* (cold_start.py) apart; at depth <= SHALLOW_DEPTH *CPU
+  stalls* (the host was slow inside the call, not the queue); deeper ones *slow calls, no pattern*.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from itertools import groupby
 
 import numpy as np
 
+from launchtui.analysis import ceiling as ce
 from launchtui.analysis import intervals as iv
-from launchtui.analysis.intervals import in_window_order, in_windows
+from launchtui.analysis import stream_calls as sc
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full, spikes
-from launchtui.analysis.exposed import DeviceGaps, device_ops
-from launchtui.analysis.queue import StreamSeries, depth_before_launch, stream_series
-from launchtui.trace.arrays import unique_sorted
-from launchtui.trace.grouping import dense_groups
+from launchtui.analysis.cold_start import SHALLOW_DEPTH, ColdStart, cold_start
+from launchtui.analysis.intervals import in_window_order, in_windows
+from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
+from launchtui.analysis.stream_calls import DRY_SLACK_NS
 from launchtui.trace.model import Trace
 
-MIN_BLOCKED = 3
-MIN_BLOCKED_SHARE = 0.05
-DRY_SHARE = 0.5
-MIN_LAUNCHES = 10     # fewer launches on a stream are too little evidence for dry
+MIN_BLOCKED = 3           # blocked calls that make an iteration saturated (any Nsight-flagged one does)
+MIN_LAUNCHES = 10         # fewer launches on a stream in an iteration are too little evidence for dry
+DRY_LAUNCH_SHARE = 0.5
+EMPTY_SHARE = 0.4
+CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
 
 
 @dataclass
@@ -49,32 +48,41 @@ class StreamVerdict:
     cpu_stalls: int
     reason: str
     launches: int = 0
-    dry_time_share: float | None = None      # busy time with pending <= 1
-    waited_gap_share: float | None = None    # idle gaps ended by this stream with the launch in flight
+    dry_launch_share: float | None = None    # launches whose op started as the call returned
+    empty_time_share: float | None = None    # iteration time with nothing pending on the stream
+    dry_within_us: float | None = None       # L + DRY_SLACK_NS
     command_buffer_full: int = 0
+    band: tuple[int, int] | None = None      # the blocked calls' depth band around observed_limit
+    cold_starts: int = 0
+    slow_no_pattern: int = 0
+    ceiling: dict | None = None              # the evidence (ceiling.Ceiling.to_json), None without any
     iteration_classes: dict = field(default_factory=dict)   # class -> iterations judged so
-    stalls: list = field(default_factory=list, repr=False)          # Episodes (kind "spike")
+    stalls: list = field(default_factory=list, repr=False)          # Episodes: CPU stalls inside
     blocked_calls: list = field(default_factory=list, repr=False)   # ApiCalls indices
-    outside_stalls: list = field(default_factory=list, repr=False)  # Episodes outside the iterations
+    outside_stalls: list = field(default_factory=list, repr=False)  # Episodes outside, not blocked
+    other_spikes: list = field(default_factory=list, repr=False)    # Episodes inside: cold, no pattern
     outside_max_depth: int | None = None     # deeper outside the iterations than inside: that depth
-    outside_blocked: int = 0                 # launch spikes at that plateau outside the iterations
+    outside_blocked: int = 0                 # launch calls blocked outside the iterations
 
     def to_json(self) -> dict:
+        r = lambda x: None if x is None else round(x, 4)   # noqa: E731
         return {"device_id": self.device_id, "stream_id": self.stream_id, "queue_class": self.queue_class,
                 "max_depth": self.max_depth, "observed_limit": self.observed_limit,
+                "band": list(self.band) if self.band else None,
                 "blocked_launches": self.blocked_launches, "cpu_stalls": self.cpu_stalls,
-                "launches": self.launches,
-                "dry_time_share": None if self.dry_time_share is None else round(self.dry_time_share, 4),
-                "waited_gap_share": None if self.waited_gap_share is None else round(self.waited_gap_share, 4),
+                "cold_starts": self.cold_starts, "slow_no_pattern": self.slow_no_pattern,
+                "launches": self.launches, "dry_launch_share": r(self.dry_launch_share),
+                "empty_time_share": r(self.empty_time_share), "dry_within_us": self.dry_within_us,
                 "command_buffer_full": self.command_buffer_full, "reason": self.reason,
-                "iteration_classes": self.iteration_classes,
+                "iteration_classes": self.iteration_classes, "ceiling": self.ceiling,
                 "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked}
 
     def one_line(self) -> str:
         return f"device {self.device_id} stream {self.stream_id}: {self.queue_class} — {self.reason}"
 
-
-CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
+    def unblocked_spikes(self) -> list:
+        """Every launch spike on the stream that is not a blocked call (the timeline's stall marks)."""
+        return self.stalls + self.other_spikes + self.outside_stalls
 
 
 def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> int:
@@ -99,236 +107,196 @@ def _max_in_windows(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> in
     return int(max(at_start.max(initial=0), inside.max(initial=0)))
 
 
-def _first_of_runs(a: np.ndarray):
-    """`unique_sorted(a, return_index=True)`, without its sort when `a` is already non-decreasing
-    (a stream's ops are normally in launch order)."""
-    if len(a) < 2 or (a[1:] < a[:-1]).any():
-        return unique_sorted(a, return_index=True)
-    head = np.empty(len(a), bool)
-    head[0] = True
-    np.not_equal(a[1:], a[:-1], out=head[1:])
-    first = np.flatnonzero(head)
-    return a[first], first
-
-
-def _dry_time(s: StreamSeries, trace: Trace, starts: np.ndarray, ends: np.ndarray, m: np.ndarray):
-    """Per iteration: (busy ns of the stream, of which pending <= 1) (definitions.md §V3). `m`: the
-    stream's ops (a mask or op indices in start order)."""
-    ops = trace.ops
-    busy = ops.start[m], ops.end[m]
-    if not iv.disjoint_sorted(*busy):   # a stream runs one op at a time: normally no union to take
-        busy = iv.union(*busy)
-    if not len(s.t):
-        total = iv.measure_in(busy[0], busy[1], starts, ends)
-        return total, total
-    return iv.measure_in_and_both(busy, _low_runs(s, starts, ends), starts, ends)
-
-
-def _low_runs(s: StreamSeries, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The time with pending <= 1 as a disjoint sorted set: before the first change (depth 0),
-    [lo0, t0), then one interval per run of consecutive low steps. A run is measured as its steps
-    are, and a stream has few runs (1.8k for 500k steps at 1M kernels: the depth rarely leaves
-    0-2 for long), so the intersection with the busy time searches per run, not per step."""
-    low = (s.v <= 1).view(np.int8)
-    edge = np.diff(low, prepend=np.int8(0), append=np.int8(0))
+def _empty_runs(s: StreamSeries, backlog: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The time in [lo, hi) with nothing pending on the stream, as a disjoint sorted set: depth 0
+    before the first change and in each run of consecutive zero steps, and only once the
+    pre-capture backlog has started (its ops are pending from the window start)."""
+    zero = (s.v == 0).view(np.int8)
+    edge = np.diff(zero, prepend=np.int8(0), append=np.int8(0))
     first = np.flatnonzero(edge == 1)            # step index where a run begins
     past = np.flatnonzero(edge == -1)            # step index one past its end
     del edge
-    last_stop = max(int(s.t[-1]), int(ends.max()))   # the last step runs to the last iteration's end
-    lo0 = min(int(starts.min()), int(s.t[0]))
     rs = np.empty(len(first) + 1, np.int64)
     re = np.empty(len(first) + 1, np.int64)
-    rs[0], re[0] = lo0, int(s.t[0])
+    rs[0], re[0] = min(lo, int(s.t[0])), int(s.t[0])
     rs[1:] = s.t[first]
-    at_end = past == len(s.t)
     re[1:] = s.t[np.minimum(past, len(s.t) - 1)]
-    re[1:][at_end] = last_stop
-    return rs, re
-
-
-def _codes(values: np.ndarray) -> tuple[dict, np.ndarray]:
-    """({value: code}, code per element) for a column with few distinct values (a device's
-    streams): compact codes (uint16 while they fit), so each stream's selection compares those."""
-    uniq, code = dense_groups(values)
-    code = code.astype(np.uint16 if len(uniq) < 65536 else np.int64)
-    return {v: i for i, v in enumerate(uniq.tolist())}, code
-
-
-def _positions_of(a_u: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Positions in the sorted distinct `a_u` of the sorted `ids` it holds (a search per id: the
-    few flagged calls, not a lookup per call)."""
-    if not len(ids) or not len(a_u):
-        return np.zeros(0, np.int64)
-    p = np.searchsorted(a_u, ids)
-    ok = p < len(a_u)
-    p, ids = p[ok], ids[ok]
-    return p[a_u[p] == ids]
-
-
-def _gaps_ended(g: DeviceGaps, starts: np.ndarray, ends: np.ndarray):
-    """Per ending stream (-1: none): the device's idle gaps it ended, and of those the ones whose
-    launch call was in flight, per iteration (the op ending the gap starts in it) (§V3): one count
-    per (stream, iteration) for all streams, not a pass over every gap per stream."""
-    n_it = len(starts)
-    streams, code = dense_groups(g.next_stream)
-    key = code * (n_it + 1)
-    del code
-    key += in_windows(g.end, starts, ends)
-    key += 1                   # iteration -1 (outside) -> column 0, dropped
-    size = len(streams) * (n_it + 1)
-    ended = np.bincount(key, minlength=size).reshape(len(streams), n_it + 1)[:, 1:]
-    waited = np.bincount(key[g.waited], minlength=size).reshape(len(streams), n_it + 1)[:, 1:]
-    return {v: i for i, v in enumerate(streams.tolist())}, ended, waited
+    re[1:][past == len(s.t)] = max(hi, int(s.t[-1]))   # the last run lasts past the last change
+    if len(backlog):
+        np.maximum(rs, int(backlog[-1]), out=rs)
+    keep = re > rs
+    return rs[keep], re[keep]
 
 
 def _share(num, den) -> float | None:
     return float(num) / float(den) if den > 0 else None
 
 
-def classify(trace: Trace, gaps: Callable[[int], DeviceGaps | None], starts: np.ndarray, ends: np.ndarray,
-             opt: Options = Options(), devices=None, sp: list[Episode] | None = None) -> list[StreamVerdict]:
+@dataclass
+class _Inputs:
+    """What every stream's judgement reads."""
+    starts: np.ndarray
+    ends: np.ndarray
+    dbl: np.ndarray                 # queue.depth_before_launch
+    cbf_ids: np.ndarray             # API indices Nsight flagged 'command buffer full', sorted
+    cold_calls: frozenset           # API indices of cold-start calls
+    spikes: dict                    # (device, stream) -> its spike Episodes
+
+
+def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = Options(), devices=None,
+             sp: list[Episode] | None = None, cold: ColdStart | None = None) -> list[StreamVerdict]:
     """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
     each iteration [starts_k, ends_k) (time outside them never counts) and then over the
     iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
-    `gaps(device)`: its idle gaps over the iterations' span (exposed.device_gaps, light is enough),
-    asked for in device order, so a caller can hold one device's at a time; `sp`:
-    spikes(trace, opt=opt) of the whole trace when the caller has them."""
-    ops, api = trace.ops, trace.api
-    starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
-    n_it = len(starts)
-    dbl = depth_before_launch(trace)
+    `sp`: spikes(trace, opt=opt) of the whole trace, `cold`: cold_start(trace, sp), when the
+    caller has them."""
     sp = spikes(trace, opt=opt) if sp is None else sp
-    cbf_ids = np.flatnonzero(command_buffer_full(trace))    # the few calls Nsight flagged, sorted
+    if cold is not None:
+        cold_calls = frozenset(cold.calls.tolist())
+    elif any(0 <= e.max_depth < SHALLOW_DEPTH for e in sp):   # else no spike can be a cold start
+        cold_calls = frozenset(cold_start(trace, sp).calls.tolist())
+    else:
+        cold_calls = frozenset()
+    by_stream: dict = {}
+    for e in sp:
+        by_stream.setdefault((e.device, e.stream), []).append(e)
+    x = _Inputs(np.asarray(starts, np.int64), np.asarray(ends, np.int64), depth_before_launch(trace),
+                np.flatnonzero(command_buffer_full(trace)), cold_calls, by_stream)
     out = []
-    dev = dev_ops = stream_code = None
-    held_gaps = gap_counts = None
-    for s in stream_series(trace):  # one iteration per stream, in (device, stream) order
-        if devices is not None and s.device not in devices:
+    for dev, series in groupby(stream_series(trace), key=lambda s: s.device):   # (device, stream) order
+        if devices is not None and dev not in devices:
             continue
-        if s.device != dev:       # the device's ops once, then each stream's by index (no full-length masks)
-            dev = s.device
-            held_gaps = gap_counts = None      # the last device's, before this one's are computed
-            dev_ops = device_ops(trace, dev)
-            dev_ops = dev_ops.astype(np.int32) if len(ops) < 2**31 - 1 else dev_ops   # held: half the bytes
-            stream_code = _codes(ops.stream[dev_ops])
-        code = stream_code[0].get(s.stream)
-        on = dev_ops[stream_code[1] == code] if code is not None else dev_ops[:0]   # the stream's ops, ascending
-        called = ops.api[on]
-        matched = called >= 0
-        mine = on if matched.all() else on[matched]
-        if not len(mine):
-            continue
-        # one entry per launch call (a graph launch feeds several ops), inside the iterations
-        a_u, first = _first_of_runs(called if len(mine) == len(on) else called[matched])
-        del called, matched
-        k_call = in_windows(api.start[a_u], starts, ends)
-        depth_b = dbl[mine[first]]
-        del first
-        # the calls flagged 'command buffer full' (few), inside the iterations or not
-        at_cbf = _positions_of(a_u, cbf_ids)
-        cbf_out = a_u[at_cbf[k_call[at_cbf] < 0]]
-        at_cbf = at_cbf[k_call[at_cbf] >= 0]
-        max_depth = _max_in_windows(s, starts, ends)
-        tol = max(1, max_depth // 100)
-        per = lambda k, w=None: np.bincount(k, weights=w, minlength=n_it)  # noqa: E731 - per iteration
-        k_1 = k_call + 1           # 0: outside the iterations, a bin dropped (no filtered copies)
-        launches_k = np.bincount(k_1, minlength=n_it + 1)[1:]
-        zone_k = np.bincount(k_1[depth_b + 1 >= max_depth - tol], minlength=n_it + 1)[1:]
-        del k_1
-        stream_spikes = [e for e in sp if e.device == s.device and e.stream == s.stream]
-        sp_api = np.fromiter((e.worst_api for e in stream_spikes), np.int64, len(stream_spikes))
-        sp_depth = np.fromiter((e.max_depth for e in stream_spikes), np.int64, len(stream_spikes))
-        sp_k = in_windows(api.start[sp_api], starts, ends) if len(sp_api) else sp_api
-        plateau = (sp_k >= 0) & (sp_depth + 1 >= max_depth - tol)
-        plateau_k = per(sp_k[plateau])
-        cbf_calls = a_u[at_cbf]
-        cbf_k = per(k_call[at_cbf])
-        sat_k = (cbf_k > 0) | ((plateau_k >= MIN_BLOCKED) & (plateau_k >= MIN_BLOCKED_SHARE * zone_k))
-        # blocked: the plateau spikes and command-buffer-full calls of the saturated iterations
-        blocked = set(cbf_calls[sat_k[k_call[at_cbf]]].tolist())
-        blocked |= set(sp_api[plateau & sat_k[np.maximum(sp_k, 0)]].tolist())
-        stalls = [e for e, k in zip(stream_spikes, sp_k.tolist()) if k >= 0 and e.worst_api not in blocked]
-        # outside the iterations nothing is judged or counted; for the timeline's marks a spike there
-        # is a CPU stall unless >= MIN_BLOCKED of them sit at the whole trace's plateau (then only
-        # those below it are)
-        top = int(s.v.max()) if len(s.v) else 0
-        out_k = sp_k < 0
-        at_top = out_k & (sp_depth + 1 >= top - max(1, top // 100))
-        stall_out = out_k & ~at_top if at_top.sum() >= MIN_BLOCKED else out_k
-        outside = [e for e, x in zip(stream_spikes, stall_out.tolist()) if x]
-        limit = None
-        if blocked:
-            b = np.fromiter(sorted(blocked), np.int64, len(blocked))
-            inside = k_call >= 0     # the calls inside the iterations, as the depths were searched
-            limit = int(np.median(depth_b[inside][np.searchsorted(a_u[inside], b)] + 1))
-            del inside
-            # ops launched before the window and still pending make the depth a lower bound
-            if ((ops.api[on] < 0) & (ops.start[on] >= int(api.start[b].min()))).any():
-                limit = None
-        busy_k, low_k = _dry_time(s, trace, starts, ends, on)
-        g = gaps(s.device)
-        ended_k = waited_k = np.zeros(n_it)
-        if g is not None:
-            if g is not held_gaps:   # once per device: gaps per (ending stream, iteration)
-                held_gaps, gap_counts = g, _gaps_ended(g, starts, ends)
-            row = gap_counts[0].get(s.stream)
-            if row is None:
-                ended_k = waited_k = np.zeros(n_it, np.int64)
-            else:   # counts: compared and pooled as the float sums were
-                ended_k, waited_k = gap_counts[1][row], gap_counts[2][row]
-        dry_k = ((launches_k >= MIN_LAUNCHES) & (low_k > DRY_SHARE * busy_k) & (busy_k > 0)
-                 & (waited_k > DRY_SHARE * ended_k) & (ended_k > 0))
-        cls_k = np.where(sat_k, 0, np.where(dry_k, 1, 2))
-        counts = np.bincount(cls_k, minlength=3)
-        cls = CLASSES[int(np.argmax(counts))]      # argmax takes the first (most severe) of ties
-        n_launch = int(launches_k.sum())
-        # the stream's evidence: pooled over the iterations judged as the stream is
-        won = cls_k == CLASSES.index(cls)
-        dry_share = _share(low_k[won].sum(), busy_k[won].sum())
-        waited = _share(waited_k[won].sum(), ended_k[won].sum())
-        n_zone, n_plateau = int(zone_k.sum()), int(plateau_k.sum())
-        if cls == "saturated":
-            if len(cbf_calls) and not n_plateau:
-                reason = f"Nsight recorded 'command buffer full' for {len(cbf_calls)} launch calls"
-            else:
-                med = np.median([e.worst_api_ns for e in stream_spikes if e.worst_api in blocked] or [0]) / 1e3
-                reason = (f"{len(blocked)} launch calls blocked (median {med:.0f} µs) at depth "
-                          f"{limit} of {n_zone} made there")
-                if len(cbf_calls):
-                    reason += f"; Nsight recorded 'command buffer full' for {len(cbf_calls)}"
-            if limit is None:
-                reason += "; limit unknown: ops launched before the capture were still pending"
-        elif n_launch == 0:
-            reason = "no launches inside the iterations"
-        elif n_launch < MIN_LAUNCHES:
-            reason = f"too few launches ({n_launch}) to judge; max pending {max_depth}"
-        elif cls == "dry":
-            reason = (f"pending <= 1 for {dry_share:.0%} of busy time; {waited:.0%} of idle gaps "
-                      "ended by its ops had the launch call still in flight")
-        else:
-            bits = [f"max pending {max_depth}"]
-            if dry_share is not None:
-                bits.append(f"pending <= 1 for {dry_share:.0%} of busy time")
-            if waited is not None:
-                bits.append(f"{waited:.0%} of its idle gaps waited on a launch")
-            bits.append("no launch call blocked" if not n_plateau else
-                        f"{n_plateau} slow launches at the plateau of {n_zone} made there: not a pattern")
-            reason = "; ".join(bits)
-        if n_it > 1:
-            reason += "; iterations: " + ", ".join(f"{int(c)} {name}" for name, c in zip(CLASSES, counts) if c)
-        if stalls:
-            reason += f"; {len(stalls)} CPU stall{'s' if len(stalls) != 1 else ''} (slow launch at low depth)"
-        # deeper outside the iterations (an eval or inference burst after the steps): not judged, but
-        # said, so the timeline's full queue there does not contradict the class (definitions §V3)
-        out_depth = top if top > max_depth else None
-        out_calls = set(cbf_out.tolist()) | (set(sp_api[at_top].tolist()) if at_top.sum() >= MIN_BLOCKED else set())
-        out_blocked = len(out_calls) if out_depth is not None else 0
-        if out_blocked:   # only with evidence of backpressure there, not for any deeper moment
-            reason += f"; outside the iterations (not judged) pending reaches {out_depth} and {out_blocked} launch calls block there"
-        out.append(StreamVerdict(s.device, s.stream, cls, max_depth, limit, len(blocked), len(stalls), reason,
-                                 launches=n_launch, dry_time_share=dry_share, waited_gap_share=waited,
-                                 command_buffer_full=len(cbf_calls), stalls=stalls,
-                                 blocked_calls=sorted(blocked), outside_stalls=outside,
-                                 outside_max_depth=out_depth, outside_blocked=out_blocked,
-                                 iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}))
+        series = list(series)
+        ons = sc.streams_ops(trace, dev, [s.stream for s in series])
+        latency = sc.device_latency(trace, ons)
+        for s, on in zip(series, ons):
+            v = _judge_stream(trace, s, on, x, latency)
+            if v is not None:
+                out.append(v)
     return out
+
+
+def _iteration_classes(s: StreamSeries, calls: sc.Calls, blocked: np.ndarray, cbf: np.ndarray,
+                       backlog: np.ndarray, x: _Inputs) -> tuple[np.ndarray, dict]:
+    """Per iteration: the class code (index into CLASSES), and the counts it was judged from."""
+    starts, ends = x.starts, x.ends
+    n_it = len(starts)
+    k_1 = calls.k + 1          # 0: outside the iterations, a bin dropped (no filtered copies)
+    per = lambda sel: np.bincount(k_1[sel], minlength=n_it + 1)[1:]   # noqa: E731 - per iteration
+    f = {"launches": np.bincount(k_1, minlength=n_it + 1)[1:], "dry": per(calls.dry),
+         "blocked": per(blocked), "cbf": per(cbf), "length": ends - starts}
+    rs, re = _empty_runs(s, backlog, int(starts.min()), int(ends.max()))
+    f["empty"] = iv.measure_in(rs, re, starts, ends)
+    sat = (f["cbf"] > 0) | (f["blocked"] >= MIN_BLOCKED)
+    dry = (f["launches"] >= MIN_LAUNCHES) & ((f["dry"] >= DRY_LAUNCH_SHARE * f["launches"])
+                                             | (f["empty"] >= EMPTY_SHARE * f["length"]))
+    return np.where(sat, 0, np.where(dry, 1, 2)), f
+
+
+def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, latency: int) -> StreamVerdict | None:
+    """The stream's verdict (None: no launched op on it); `on`: its ops in start order."""
+    backlog = backlog_starts(trace, on)
+    calls = sc.stream_calls(trace, on, x.dbl, backlog, x.starts, x.ends, latency + DRY_SLACK_NS)
+    if calls is None:
+        return None
+    eps = sorted(x.spikes.get((s.device, s.stream), []), key=lambda e: e.worst_api)
+    slow = sc.positions_of(calls.api, np.fromiter((e.worst_api for e in eps), np.int64, len(eps)))
+    cbf = sc.positions_of(calls.api, x.cbf_ids)
+    inside = calls.k >= 0
+    slack = latency + ce.RETURN_SLACK_NS
+    c_in = sc.judge_scope(trace, calls, on, inside, slow, cbf, slack)
+    c_out = sc.judge_scope(trace, calls, on, ~inside, slow, cbf, slack)
+    del inside
+    cls_k, f = _iteration_classes(s, calls, c_in.blocked, cbf[calls.k[cbf] >= 0], backlog, x)
+    counts = np.bincount(cls_k, minlength=3)
+    cls = CLASSES[int(np.argmax(counts))]      # argmax takes the first (most severe) of ties
+    won = cls_k == CLASSES.index(cls)          # the stream's evidence: pooled over its class's iterations
+    kinds = _sort_spikes(eps, calls, c_in, c_out, x.cold_calls)
+    max_depth = _max_in_windows(s, x.starts, x.ends)
+    top = int(s.v.max()) if len(s.v) else 0
+    out_depth = top if top > max_depth else None
+    v = StreamVerdict(
+        s.device, s.stream, cls, max_depth, c_in.depth if c_in.found else None, len(c_in.blocked),
+        len(kinds["stall"]), "", launches=int(f["launches"].sum()),
+        dry_launch_share=_share(f["dry"][won].sum(), f["launches"][won].sum()),
+        empty_time_share=_share(f["empty"][won].sum(), f["length"][won].sum()),
+        dry_within_us=round((latency + DRY_SLACK_NS) / 1e3, 3), command_buffer_full=int(f["cbf"].sum()),
+        band=c_in.band if c_in.found else None, cold_starts=len(kinds["cold"]), slow_no_pattern=len(kinds["none"]),
+        ceiling=c_in.to_json(len(backlog), latency) if c_in.slow_deep or c_in.command_buffer_full else None,
+        iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}, stalls=kinds["stall"],
+        blocked_calls=calls.api[c_in.blocked].tolist(), outside_stalls=kinds["outside"],
+        other_spikes=kinds["cold"] + kinds["none"], outside_max_depth=out_depth,
+        outside_blocked=len(c_out.blocked) if out_depth is not None else 0)
+    dur = trace.api.end[v.blocked_calls] - trace.api.start[v.blocked_calls]
+    v.reason = _reason(v, c_in, int(f["launches"].max()), len(x.starts), len(backlog),
+                       float(np.median(dur)) / 1e3 if len(dur) else 0.0)
+    return v
+
+
+def _sort_spikes(eps: list, calls: sc.Calls, c_in: ce.Ceiling, c_out: ce.Ceiling, cold: frozenset) -> dict:
+    """The stream's spikes by what they are: blocked ones are left out; inside the iterations a
+    cold start, a CPU stall (at depth <= SHALLOW_DEPTH) or no pattern; outside, any not blocked."""
+    blocked = set(calls.api[c_in.blocked].tolist()) | set(calls.api[c_out.blocked].tolist())
+    ids = np.fromiter((e.worst_api for e in eps), np.int64, len(eps))     # sorted, as `eps` is
+    pos = np.minimum(np.searchsorted(calls.api, ids), max(len(calls.api) - 1, 0))
+    out = {"stall": [], "cold": [], "none": [], "outside": []}
+    for e, p in zip(eps, pos.tolist()):   # spikes are rare events
+        if calls.api[p] != e.worst_api or e.worst_api in blocked:
+            continue
+        if calls.k[p] < 0:
+            out["outside"].append(e)
+        elif e.worst_api in cold:
+            out["cold"].append(e)
+        else:
+            out["stall" if calls.depth[p] <= SHALLOW_DEPTH else "none"].append(e)
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _blocked_words(v: StreamVerdict, c: ce.Ceiling, median_us: float) -> str:
+    if not c.clustered:
+        return (f"Nsight recorded 'command buffer full' for {c.command_buffer_full} launch calls "
+                f"(median depth {c.depth})")
+    out = (f"{v.blocked_launches} launch calls blocked (median {median_us:.0f} µs) at depth {c.depth} "
+           f"(band {c.band[0]}-{c.band[1]}): {c.in_band} of {c.slow_deep} slow calls at depth >= "
+           f"{ce.DEEP_DEPTH} sit there and {_pct(c.returns_share)} of them return as a pending op starts "
+           f"(normal calls: {_pct(c.baseline)})")
+    if c.command_buffer_full:
+        out += f"; Nsight recorded 'command buffer full' for {c.command_buffer_full}"
+    return out
+
+
+def _reason(v: StreamVerdict, c_in: ce.Ceiling, most: int, n_it: int, backlog: int, median_us: float) -> str:
+    """The verdict's evidence in words (definitions.md §V3); `most`: the most launches in one iteration."""
+    queue = (f"{_pct(v.dry_launch_share)} of launches start within {v.dry_within_us:g} µs of their call "
+             f"returning; nothing pending {_pct(v.empty_time_share)} of the time")
+    if v.queue_class == "saturated":
+        bits = [_blocked_words(v, c_in, median_us)]
+    elif v.launches == 0:
+        bits = ["no launches inside the iterations"]
+    elif most < MIN_LAUNCHES:
+        per = f", at most {most} per iteration" if n_it > 1 else ""
+        bits = [f"too few launches to judge ({v.launches}{per}); max pending {v.max_depth}"]
+    else:
+        bits = [queue if v.queue_class == "dry" else f"max pending {v.max_depth}; {queue}"]
+        if c_in.found:       # blocked calls in too few iterations to make the class
+            bits.append(_blocked_words(v, c_in, median_us))
+    if c_in.slow_deep and not c_in.found:
+        bits.append(f"no full queue: {c_in.why_not}")
+    if backlog and (c_in.found or c_in.slow_deep):
+        bits.append(f"the depth counts {backlog:,} ops launched before the capture until they start")
+    if n_it > 1:
+        bits.append("iterations: " + ", ".join(f"{int(n)} {c}" for c, n in v.iteration_classes.items() if n))
+    for n, words in ((v.cpu_stalls, f"CPU stall{'s' if v.cpu_stalls != 1 else ''} (slow launch at depth "
+                                    f"<= {SHALLOW_DEPTH})"),
+                     (v.cold_starts, f"cold start{'s' if v.cold_starts != 1 else ''} (first launches)"),
+                     (v.slow_no_pattern, f"slow call{'s' if v.slow_no_pattern != 1 else ''}, no pattern")):
+        if n:
+            bits.append(f"{n} {words}")
+    if v.outside_blocked:   # deeper outside the iterations with blocked calls there: said, not judged
+        bits.append(f"outside the iterations (not judged) pending reaches {v.outside_max_depth} and "
+                    f"{v.outside_blocked} launch calls block there")
+    return "; ".join(bits)

@@ -66,24 +66,6 @@ def _iterations_inside(trace: Trace, it: itr.Iterations, window: tuple[int, int]
 
 
 
-def _one_device_at_a_time(trace: Trace, primary: int, primary_gaps: ex.DeviceGaps, lo: int, hi: int,
-                          devs: dict[int, np.ndarray]):
-    """The queue class's `gaps(device)`: the primary's light gaps, another device's computed when
-    first asked for and dropped when the next device is (one device's ~2.5M gaps at 5M)."""
-    held: dict[int, ex.DeviceGaps] = {}
-
-    def gaps(d: int) -> ex.DeviceGaps | None:
-        if d == primary:
-            return primary_gaps
-        if d not in devs:
-            return None
-        if d not in held:
-            held.clear()
-            held[d] = ex.device_gaps(trace, d, lo, hi, devs[d], full=False)
-        return held[d]
-    return gaps
-
-
 def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
     """Host-blocking syncs inside the iterations (`m`: cpu_busy.host_blocking_calls): *Synchronize
     calls and synchronous copies."""
@@ -195,10 +177,8 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
                         ri.sync_blocked_while_busy(trace, calls, gaps.busy, it))
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = ri.launch_limit(trace, facts, gaps, it)
-    gaps = gaps.light()    # the busy set is done with (5M peak)
-    streams = classify(trace, _one_device_at_a_time(trace, primary, gaps, lo, hi, devs), it.start, it.end,
-                       opt.backpressure, set(devs), sp=sp)
-    del gaps
+    del gaps    # the busy set and the gaps are done with (5M peak)
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold)
     share = facts.pooled(f.iteration_ns)
     api_totals = _api_totals(trace, it, calls)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)

@@ -8,9 +8,10 @@ from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
-from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary
+from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary, selection_bounds
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.analysis.shared import Shared
+from launchtui.analysis.stream_calls import selection_ceilings
 from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
 
 SCHEMA_VERSION = 1
@@ -85,6 +86,8 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
     launches = launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum()))
     # GPU ops that joined no launch call: what failed to join and why (only then: §V8 launch_join)
     lj = launch_join(trace, sel) if not launches["kernel_launches"] and not launches["graph_launched_ops"] else None
+    # each stream's blocking depth where its calls block (definitions §V3): fixed thresholds miss it
+    ceilings = selection_ceilings(trace, bp["spikes"], *selection_bounds(trace, sel), sel.devices)
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),
@@ -94,7 +97,8 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
         **({"launch_join": lj} if lj else {}),
         "small_kernels": compute,
         "small_kernels_nccl": nccl,
-        "queues": [q.to_json() for q in queue_summary(trace, sel, opt.thresholds)],
+        "queues": [dict(q.to_json(), ceiling=ceilings.get((q.device_id, q.stream_id)))
+                   for q in queue_summary(trace, sel, opt.thresholds)],
         "backpressure": {
             "threshold": bp["threshold"], "full": bp["full"], "spike_us": bp["spike_us"],
             "spike_factor": bp["spike_factor"],
@@ -168,6 +172,13 @@ def render_text(doc: dict) -> str:
             extra = "  (graph replays as one entry: max %d)" % q["max_depth_graph_as_one"] if q["graph_ops"] else ""
             out.append(f"{q['device_id']:>6} {q['stream_id']:>8} {q['max_depth']:>6} {q['mean_depth']:>9.1f} "
                        + " ".join(f"{q['time_at_or_above_ns'][str(x)] / 1e6:>11.3f}" for x in ths) + extra)
+            c = q.get("ceiling")
+            if c:
+                pre = (f"; the depth counts {c['backlog_ops']:,} ops launched before the capture"
+                       if c["backlog_ops"] else "")
+                out.append(f"{'':>15} launch calls block at depth {c['depth']} (band {c['band'][0]}-{c['band'][1]}, "
+                           f"{c['blocked_calls']} calls{pre}): {c['time_at_or_above_band_ns'] / 1e6:.3f} ms "
+                           f"at >= {c['band'][0]}")
     out.append("")
     bp = doc["backpressure"]
     out.append(f"-- Backpressure (pending >= {bp['threshold']}, saturated >= {bp['full']}; spikes > "

@@ -1,0 +1,191 @@
+"""One stream's launch calls as the queue class and the report judge them (docs/definitions.md §V3).
+
+Per call (one entry per call: a graph launch's ops count at its first op): its first op's position
+in the stream's ops, its depth (pending before it, its own entry and the stream's pre-capture
+backlog still pending, §5), its iteration, and whether it was dry (its op started within
+L + DRY_SLACK_NS of its return). L is the device's submission latency as
+idle_causes.submission_latency defines it, computed here from the streams' ops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis import ceiling as ce
+from launchtui.analysis.backpressure import command_buffer_full, first_ops
+from launchtui.analysis.exposed import device_ops
+from launchtui.analysis.idle_causes import DEFAULT_LATENCY_NS, MIN_LATENCY_SAMPLES
+from launchtui.analysis.intervals import in_windows
+from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
+                                      time_at_or_above_with_backlog)
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import dense_groups
+from launchtui.trace.model import API_LAUNCH, Trace
+
+DRY_SLACK_NS = 10_000     # an op starting within L + this of its call's return waited for the call
+
+
+def first_of_runs(a: np.ndarray):
+    """`unique_sorted(a, return_index=True)`, without its sort when `a` is already non-decreasing
+    (a stream's ops are normally in launch order)."""
+    if len(a) < 2 or (a[1:] < a[:-1]).any():
+        return unique_sorted(a, return_index=True)
+    head = np.empty(len(a), bool)
+    head[0] = True
+    np.not_equal(a[1:], a[:-1], out=head[1:])
+    first = np.flatnonzero(head)
+    return a[first], first
+
+
+def positions_of(a_u: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions in the sorted distinct `a_u` of the sorted `ids` it holds (a search per id: the
+    few flagged calls, not a lookup per call)."""
+    if not len(ids) or not len(a_u):
+        return np.zeros(0, np.int64)
+    p = np.searchsorted(a_u, ids)
+    ok = p < len(a_u)
+    p, ids = p[ok], ids[ok]
+    return p[a_u[p] == ids]
+
+
+def stream_codes(values: np.ndarray) -> tuple[dict, np.ndarray]:
+    """({value: code}, code per element) for a column with few distinct values (a device's
+    streams): compact codes (uint16 while they fit), so each stream's selection compares those."""
+    uniq, code = dense_groups(values)
+    code = code.astype(np.uint16 if len(uniq) < 65536 else np.int64)
+    return {v: i for i, v in enumerate(uniq.tolist())}, code
+
+
+@dataclass
+class Calls:
+    """One stream's launch calls, one entry per call (a graph launch's ops at its first op)."""
+    api: np.ndarray        # API indices, sorted
+    pos: np.ndarray        # each call's first op's position in the stream's ops (start order)
+    depth: np.ndarray      # §V3 depth: pending before the call + its own entry + backlog pending
+    k: np.ndarray          # the iteration holding the call's start, -1 none
+    dry: np.ndarray        # its op started within L + DRY_SLACK_NS of its return (or before)
+    kernel: np.ndarray     # a kernel launch call (not a graph launch, a copy or a memset)
+
+
+def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray, dry_ns: int) -> Calls | None:
+    """`on`: the stream's ops in start order; `dbl`: queue.depth_before_launch."""
+    ops, api = trace.ops, trace.api
+    called = ops.api[on]
+    matched = called >= 0
+    if matched.all():
+        a_u, pos = first_of_runs(called)
+    elif matched.any():
+        a_u, first = first_of_runs(called[matched])
+        pos = np.flatnonzero(matched)[first]
+    else:
+        return None
+    del called, matched
+    op1 = on[pos]
+    c1 = api.end[a_u]
+    depth = dbl[op1].astype(np.int64)
+    depth += 1
+    c0 = api.start[a_u]
+    if len(backlog):
+        depth += backlog_pending(backlog, c0)
+    dry = ops.start[op1] - c1 <= dry_ns
+    return Calls(a_u, pos, depth, in_windows(c0, starts, ends), dry, api.kind[a_u] == API_LAUNCH)
+
+
+def judge_scope(trace: Trace, calls: Calls, on: np.ndarray, scope: np.ndarray, slow: np.ndarray,
+                cbf: np.ndarray, slack_ns: int) -> ce.Ceiling:
+    """The ceiling over the calls of one scope; `scope`: per call, in it; `slow`, `cbf`: positions."""
+    ops, api = trace.ops, trace.api
+    held = {}
+
+    def returns(p: np.ndarray) -> np.ndarray:
+        if "starts" not in held:            # the stream's op starts: only when a cluster is tested
+            held["starts"] = ops.start[on]
+        a = calls.api[p]
+        return ce.returns_on_op_start(held["starts"], calls.pos[p], api.start[a], api.end[a], slack_ns)
+
+    def normal() -> np.ndarray:
+        m = calls.kernel & scope
+        m[slow] = False
+        p = np.flatnonzero(m)
+        return p[::-(-len(p) // ce.BASELINE_CALLS)] if len(p) > ce.BASELINE_CALLS else p
+    return ce.find(calls.depth, slow[scope[slow]], cbf[scope[cbf]], normal, returns)
+
+
+def streams_ops(trace: Trace, device: int, streams: list[int]) -> list[np.ndarray]:
+    """Each stream's ops on the device, ascending (start order): the device's ops once, then each
+    stream's by a compact code (no full-length mask per stream)."""
+    ops = trace.ops
+    dev_ops = device_ops(trace, device)
+    dev_ops = dev_ops.astype(np.int32) if len(ops) < 2**31 - 1 else dev_ops   # held: half the bytes
+    by_value, code = stream_codes(ops.stream[dev_ops])
+    return [dev_ops[code == by_value[st]] if st in by_value else dev_ops[:0] for st in streams]
+
+
+def device_latency(trace: Trace, ons: list[np.ndarray]) -> int:
+    """The device's submission latency L, as idle_causes.submission_latency defines it (median op
+    start - call end over kernel launches onto a stream idle when the call returned), from its
+    streams' ops (`ons`, each in start order: no sort of the device's ops by stream)."""
+    ops, api = trace.ops, trace.api
+    samples = []
+    for on in ons:   # one iteration per stream
+        a = ops.api[on]
+        ok = a >= 0
+        ok[ok] = api.kind[a[ok]] == API_LAUNCH
+        prev_end = np.empty(len(on), np.int64)
+        prev_end[:1] = np.iinfo(np.int64).min
+        prev_end[1:] = ops.end[on[:-1]]
+        i = np.flatnonzero(ok)
+        a1 = api.end[a[i]]
+        st = ops.start[on[i]]
+        keep = (prev_end[i] <= a1) & (st >= api.start[a[i]])
+        samples.append(st[keep] - a1[keep])
+    lat = np.concatenate(samples) if samples else np.zeros(0, np.int64)
+    if len(lat) < MIN_LATENCY_SAMPLES:
+        return DEFAULT_LATENCY_NS
+    return max(0, int(np.median(lat)))
+
+
+def selection_ceilings(trace: Trace, sp: list, lo: int | None = None, hi: int | None = None,
+                       devices=None) -> dict:
+    """(device, stream) -> its ceiling over the launch calls starting in [lo, hi) (None: unbounded),
+    for the streams whose calls there block (ceiling.find): depth, band, blocked calls, and the time
+    at or above the band's low end counting the backlog. `sp`: the launch spikes of that window.
+    Only streams with MIN_SLOW spikes or an Nsight-flagged call are looked at (`devices`: only
+    theirs)."""
+    ops = trace.ops
+    by: dict = {}
+    for e in sp:
+        by.setdefault((e.device, e.stream), []).append(e)
+    cbf_ids = np.flatnonzero(command_buffer_full(trace))
+    first = first_ops(ops.api, cbf_ids) if len(cbf_ids) else cbf_ids
+    first = first[first >= 0]
+    keys = {k for k, eps in by.items() if len(eps) >= ce.MIN_SLOW}
+    keys |= set(zip(ops.device[first].tolist(), ops.stream[first].tolist()))
+    keys = {k for k in keys if devices is None or k[0] in devices}
+    if not keys:
+        return {}
+    series = {(s.device, s.stream): s for s in stream_series(trace)}
+    dbl = depth_before_launch(trace)
+    win = (np.array([-(1 << 62) if lo is None else lo], np.int64), np.array([(1 << 62) if hi is None else hi], np.int64))
+    out = {}
+    for dev in sorted({d for d, _ in keys}):   # per device with a candidate stream
+        streams = [st for d, st in series if d == dev]
+        ons = streams_ops(trace, dev, streams)
+        latency = device_latency(trace, ons)
+        for st, on in zip(streams, ons):
+            if (dev, st) not in keys:
+                continue
+            backlog = backlog_starts(trace, on)
+            calls = stream_calls(trace, on, dbl, backlog, *win, latency + DRY_SLACK_NS)
+            eps = sorted(by.get((dev, st), []), key=lambda e: e.worst_api)
+            slow = positions_of(calls.api, np.fromiter((e.worst_api for e in eps), np.int64, len(eps)))
+            c = judge_scope(trace, calls, on, calls.k >= 0, slow, positions_of(calls.api, cbf_ids),
+                            latency + ce.RETURN_SLACK_NS)
+            if c.found:
+                out[(dev, st)] = {"depth": c.depth, "band": list(c.band), "blocked_calls": len(c.blocked),
+                                  "time_at_or_above_band_ns": time_at_or_above_with_backlog(
+                                      series[(dev, st)], backlog, c.band[0], lo, hi),
+                                  "depth_counts": ce.DEPTH_COUNTS, "backlog_ops": len(backlog)}
+    return out
