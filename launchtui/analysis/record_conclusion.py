@@ -192,8 +192,8 @@ def _queue_parts(doc: dict) -> list[str]:
 def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple[bool | None, str]:
     """(launch_bound, one line the user should take away) (docs/definitions.md §V9)."""
     why = cannot_judge(doc)
-    if why:
-        return None, f"cannot judge: {why}"
+    if why:   # the queue's own evidence still holds: blocking is judged on the calls, not the idle
+        return None, "; ".join([f"cannot judge: {why}"] + (_queue_parts(doc) if doc.get("streams") else []))
     level = bound_level(doc, share_min)
     if doc.get("too_little"):
         return False, (f"{LEVEL_NOT} (at most {doc['too_little_bound'] * 100:.2f} % of the window: the launch calls "
@@ -219,7 +219,9 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
             parts.append("checks lower the level: " + "; ".join(c["detail"] for c in failed))
     parts += _queue_parts(doc)
     fixes = doc.get("fixes") or []
-    if fixes:
+    if level not in BOUND_LEVELS and busy >= GPU_BOUND_BUSY:
+        parts.append("the GPU's own work sets the pace: fewer or cheaper launches would not shorten the step")
+    elif fixes:
         f = fixes[0]
         parts.append(f"first fix: {f['fix']}" + (f" (`{short(f['phase'], 40)}`)" if f.get("phase") else ""))
     if level in BOUND_LEVELS and doc["gain"]["realistic"]:
