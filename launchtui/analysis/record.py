@@ -173,7 +173,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
     h = ex.gap_histogram(gaps, it.start, it.end)
     blocking = cpu_busy.host_blocking_calls(trace)
-    idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, opt.phase_level),
+    idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, calls, opt.phase_level),
                         ri.sync_blocked_while_busy(trace, calls, gaps.busy, it))
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = ri.launch_limit(trace, facts, gaps, it)

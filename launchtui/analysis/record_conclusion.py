@@ -17,6 +17,7 @@ from launchtui.analysis.prose import dur, short
 LEVEL_LAUNCH, LEVEL_HOST, LEVEL_NOT = "launch-bound", "host-bound", "not launch-bound"
 BOUND_LEVELS = (LEVEL_LAUNCH, LEVEL_HOST)
 GPU_BOUND_BUSY = 0.95       # busy at least this share of the step: the GPU sets the pace
+DRY_PHASE = 0.5             # a phase whose launches run dry this often sets its own pace (§V3's launch test)
 CAUSE_WORDS = {
     "launch": "launch calls (call cost and submission)",
     "host": "host work between launches (Python, dispatch)",
@@ -153,10 +154,26 @@ def bound_level(doc: dict, share_min: float = CONFIG.launch_bound_share) -> str 
         return LEVEL_NOT
     hb = doc["idle_by_cause"]["host_bound"]
     failed = {c["name"] for c in doc["checks"] if not c["ok"]}
+    if failed:
+        return LEVEL_NOT
     ms = main_stream(doc)
-    if hb["share"] >= share_min and ms is not None and ms["queue_class"] == "dry" and not failed:
+    if hb["share"] >= share_min and ms is not None and ms["queue_class"] == "dry":
         return LEVEL_LAUNCH if hb["dominant"] == "launch" else LEVEL_HOST
+    ph = bound_phase(doc, share_min)
+    if ph is not None:
+        return LEVEL_LAUNCH if 2 * ph["launch_ms_per_iteration"] >= ph["host_bound_ms_per_iteration"] else LEVEL_HOST
     return LEVEL_NOT
+
+
+def bound_phase(doc: dict, share_min: float = CONFIG.launch_bound_share) -> dict | None:
+    """The phase that is host- or launch-bound on its own: its host-bound time is >= share_min of
+    the iteration and its launches run dry (>= half start as their call returns), while the rest of
+    the step keeps the queue busy: the CPU sets that phase's pace (an unfused optimizer)."""
+    hb = doc["idle_by_cause"]["host_bound"]
+    for p in doc["idle_by_cause"]["by_phase"]:
+        if p["share_of_host_bound"] * hb["share"] >= share_min and (p.get("dry_launch_share") or 0) >= DRY_PHASE:
+            return p
+    return None
 
 
 def _dominant_idle(doc: dict) -> tuple[str, float] | None:
@@ -203,10 +220,16 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
     busy = 1 - ib["idle_share"]
     waits = (f"the GPU waits on the host {hb['share'] * 100:.1f} % of the iteration "
              f"(launch calls {hb['launch_share'] * 100:.1f} %, host work between launches {hb['host_share'] * 100:.1f} %)")
-    if level in BOUND_LEVELS:
-        ms = main_stream(doc)
+    ms = main_stream(doc)
+    if level in BOUND_LEVELS and ms is not None and ms["queue_class"] == "dry":
         parts = [f"{level}: {waits}{_phase_note(doc)}; the queue runs dry (device {ms['device_id']} "
                  f"stream {ms['stream_id']})"]
+    elif level in BOUND_LEVELS:
+        p = bound_phase(doc, share_min)
+        parts = [f"{level} in `{short(p['phase'] or '(no range)', 40)}`: {dur(p['host_bound_ms_per_iteration'])}/iteration "
+                 f"of GPU waiting on the host there ({p['share_of_host_bound'] * hb['share'] * 100:.1f} % of the "
+                 f"iteration), and {p['dry_launch_share'] * 100:.0f} % of its launches start as their call returns; "
+                 f"the rest of the step keeps the queue busy; over the step {waits}"]
     else:
         dom = _dominant_idle(doc)
         head = (f"GPU-bound (busy {busy * 100:.1f} %)" if busy >= GPU_BOUND_BUSY else

@@ -89,30 +89,56 @@ def gain(share: float) -> dict:
     return {"amdahl_bound": round(1 / (1 - share), 3), "realistic": [round(1 / (1 - share / 2), 3), round(1 / (1 - share), 3)]}
 
 
-def by_phase(trace, facts: IdleFacts, it: itr.Iterations, level: int = 1) -> list[dict]:
+def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, level: int = 1) -> list[dict]:
     """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations:
-    the fixes are ranked by the time they address, not taken from the top kernel row."""
+    the fixes are ranked by the time they address, not taken from the top kernel row. Each phase
+    also says how many of its kernel launches ran dry (the op started within L + DRY_SLACK_NS of its
+    call's return): a phase whose launches run dry sets its own pace on the CPU (§V9)."""
+    from launchtui.analysis.stream_calls import DRY_SLACK_NS
     c = facts.causes
     k = it.index_of(c.g0)
     inside = (k >= 0) & (c.op >= 0)
     inside[inside] = facts.steady[k[inside]]
-    ops = c.op[inside]
+    ending = c.op[inside]
     hb = c.host_bound_per_gap()[inside]
     launch_part = c.launch_per_gap()[inside]
-    if not len(ops) or not hb.sum():
+    if not len(ending) or not hb.sum():
         return []
+    launched = _steady_launched_ops(trace, calls, it, facts.steady)
+    ops = np.concatenate([ending, launched])
     main = main_thread(trace, ops, it.base_depth, it.start)
     keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
+    gk, lk = keys[:len(ending)], keys[len(ending):]
     n_steady = max(int(facts.steady.sum()), 1)
-    total = np.bincount(keys + 1, weights=hb, minlength=len(texts) + 1)
-    launch = np.bincount(keys + 1, weights=launch_part, minlength=len(texts) + 1)
+    width = len(texts) + 1
+    total = np.bincount(gk + 1, weights=hb, minlength=width)
+    launch = np.bincount(gk + 1, weights=launch_part, minlength=width)
+    a = trace.ops.api[launched]
+    dry = (trace.ops.start[launched] - trace.api.end[a]) <= c.latency.ns + DRY_SLACK_NS
+    n_launch = np.bincount(lk + 1, minlength=width)
+    n_dry = np.bincount(lk + 1, weights=dry, minlength=width)
     names = [None] + list(texts)
     all_hb = float(hb.sum())
     order = sorted(range(len(total)), key=lambda i: (-total[i], names[i] or ""))
     return [{"phase": names[i], "host_bound_ms_per_iteration": round(total[i] / n_steady / 1e6, 3),
              "launch_ms_per_iteration": round(launch[i] / n_steady / 1e6, 3),
-             "share_of_host_bound": round(total[i] / all_hb, 4)}
+             "share_of_host_bound": round(total[i] / all_hb, 4),
+             "launches_per_iteration": round(n_launch[i] / n_steady, 1),
+             "dry_launch_share": round(n_dry[i] / n_launch[i], 4) if n_launch[i] else None}
             for i in order[:MAX_PHASES] if total[i] > 0]
+
+
+def _steady_launched_ops(trace, calls: np.ndarray, it: itr.Iterations, steady: np.ndarray) -> np.ndarray:
+    """The ops launched by the device's kernel launch calls that start inside a steady iteration."""
+    from launchtui.trace.model import API_LAUNCH
+    ops, api = trace.ops, trace.api
+    calls = calls[api.kind[calls] == API_LAUNCH]
+    k = it.index_of(api.start[calls])
+    ok = k >= 0
+    ok[ok] = steady[k[ok]]
+    mark = np.zeros(len(api) + 1, bool)
+    mark[calls[ok]] = True
+    return np.flatnonzero(mark[ops.api])
 
 
 def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations) -> np.ndarray:
