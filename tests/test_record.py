@@ -354,10 +354,10 @@ def test_conclusion_launch_bound_burst_and_back_pressured_limit(traces):
 
 
 def test_conclusion_not_launch_bound_and_whole_window_wording(traces):
-    trace, w, _ = traces("step_like")     # the main stream keeps work: host bubbles, not host-bound
+    trace, w, _ = traces("limit_700")     # the GPU sets the pace: not launch-bound, whatever blocks
     doc = _record(trace)
     assert doc["launch_bound"] is False and doc["launch_bound_level"] == "not launch-bound"
-    assert "back-pressured" not in doc["conclusion"] and "faster" not in doc["conclusion"]
+    assert "GPU-bound" in doc["conclusion"] and "faster" not in doc["conclusion"]
     trace, w, _ = traces("whole")
     doc = _record(trace)
     assert doc["iterations"]["source"] == "none"        # JSON keeps its source value

@@ -138,14 +138,15 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             panel, tl = scr.verdict.panel, scr.timeline
             doc = scr.verdict.result.doc
             assert panel.form == ONE and len(panel.lines) == 1 and tl.content_height >= 6
-            assert panel.lines[0] == (f"Verdict: {doc['launch_bound_level']} ({doc['overhead_share']:.1%} exposed)"
+            assert panel.lines[0] == (f"Verdict: {doc['launch_bound_level']} (host-bound "
+                                      f"{doc['idle_by_cause']['host_bound']['share']:.1%})"
                                       f" · queues: {len(doc['streams'])} normal · V: details")
             assert panel.lines[0] in screen_text(app)
             await pilot.press("V")
             await settle(app, pilot)
             assert panel.expanded and panel.form == FULL
             text = screen_text(app)
-            assert "Verdict: launch-bound: exposed launch overhead" in text and "GPU 0 stream 7: normal" in text
+            assert "Verdict: launch-bound in `Optimizer.step#AdamW.step`" in text and "GPU 0 stream 7: normal" in text
             await pilot.press("V")
             await settle(app, pilot)
             assert not panel.expanded and panel.form == ONE and tl.content_height >= 6

@@ -207,7 +207,6 @@ def one_line(doc: dict) -> tuple[str, Style]:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
-    from launchtui.analysis.record_conclusion import cause_line
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
     queues = ", ".join(f"{k} {c}" for c, k in n.items() if k) or "none"
     if doc.get("too_little"):
@@ -215,8 +214,7 @@ def one_line(doc: dict) -> tuple[str, Style]:
     elif doc.get("launch_bound_level") is None:
         head = "cannot judge"
     else:
-        head = (f"{doc['launch_bound_level']} (host-bound {doc['idle_by_cause']['host_bound']['share']:.1%}, "
-                f"{cause_line(doc, 2)})")
+        head = f"{doc['launch_bound_level']} (host-bound {doc['idle_by_cause']['host_bound']['share']:.1%})"
     return f"Verdict: {head} · queues: {queues} · V: details", HEAD
 
 
@@ -241,9 +239,10 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
         styles.append(HEAD)
     else:
         hb = doc["idle_by_cause"]["host_bound"]
-        figures = (f"{cause_line(doc)} · GPU waits on the host {hb['per_iteration_ms']['median']:,.3f} ms/iter = "
-                   f"{hb['share']:.1%} of {pi['iteration_ms']['median']:,.3f} ms · {pi['launches']['median']:,.0f} "
-                   f"launches/iter · backpressure {'yes' if doc['backpressure'] else 'no'}")
+        figures = (f"{pi['launches']['median']:,.0f} launches/iter · GPU waits on the host "
+                   f"{hb['per_iteration_ms']['median']:,.3f} ms/iter = {hb['share']:.1%} of "
+                   f"{pi['iteration_ms']['median']:,.3f} ms · {cause_line(doc)} · backpressure "
+                   f"{'yes' if doc['backpressure'] else 'no'}")
         # what to conclude first (the record's conclusion), then the figures it rests on when there is room
         conclusion = doc.get("conclusion")
         lines.append(f"Verdict: {conclusion or figures}")
