@@ -26,12 +26,13 @@ def configured_cache_dir() -> Path:
 
 def untrusted_reason(d: Path) -> str | None:
     """Why `d` may not hold the cache (another owner, writable by group or others), or None. A
-    missing directory is created private first."""
+    missing directory is created private first; one that cannot be created is left to the cache's
+    users, which then work without it (nothing to trust or distrust)."""
     try:
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = d.stat()
-    except OSError as e:
-        return f"cannot be created ({e.strerror or e})"
+    except OSError:
+        return None
     if not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
     if hasattr(os, "getuid") and st.st_uid != os.getuid():

@@ -54,7 +54,8 @@ def test_a_period_inside_a_range_that_is_no_step_is_likely_a_layer(tmp_path, ran
     it = build_record(open_trace(path, use_cache=False))["iterations"]
     assert it["source"] == itr.SOURCE_PERIODIC and it["heuristic"] is True
     assert it["median_ns"] == period == 283_000 and it["count"] >= 10
-    assert it["note"].endswith(f"; the launch period (283.0 µs) is shorter than the enclosing range {range_name} "
+    from launchtui.analysis.phases import normalise
+    assert it["note"].endswith(f"; the launch period (283.0 µs) is shorter than the enclosing range {normalise(range_name)} "
                                f"({(r.end - r.start) / 1e6:,.3f} ms): {LIKELY_LAYER}")
 
 

@@ -343,7 +343,7 @@ def test_conclusion_launch_bound_burst_and_back_pressured_limit(traces):
     c = doc["conclusion"]
     assert c.startswith(f"launch-bound: the GPU waits on the host {share * 100:.1f} % of the iteration")
     assert f"first fix: {doc['fixes'][0]['fix']}" in c and f"{1 / (1 - share):.2f}× faster" in c
-    assert "launches/iteration; GPU waits on the host" in doc["verdict"][0]
+    assert "launches/iteration; host-bound" in doc["verdict"][0]
     md = render_markdown(doc).splitlines()
     assert md[2] == f"**Verdict:** {c}"
     trace, w, variant = traces("limit_700")

@@ -102,14 +102,15 @@ def test_h100_slice_saturated_at_1139_counting_the_pre_capture_backlog():
     for dev, stream in ((0, 7), (1, 15)):
         s = _stream(doc, dev, stream)
         assert s["queue_class"] == "saturated" and s["command_buffer_full"] > 0
-        assert s["iteration_classes"] == {"saturated": 8, "dry": 0, "normal": 0}
+        n_it = doc["iterations"]["count"]
+        assert s["iteration_classes"] == {"saturated": n_it, "dry": 0, "normal": 0}
         assert s["observed_limit"] == 1139 and s["band"] == [1128, 1150]
         c = s["ceiling"]
         assert c["backlog_ops"] == 1138 and c["in_band"] == c["slow_deep_calls"] >= 50
         assert c["returns_on_op_start"] >= 0.85 and c["baseline_returns_on_op_start"] < 0.1
         assert s["cpu_stalls"] == 0 and s["slow_no_pattern"] == 0
-    assert doc["conclusion"].endswith("118 launch calls blocked at depth 1139 — fewer launches free "
-                                      "CPU time, not GPU time")
+    assert ("118 launch calls blocked at depth 1139 — fewer launches free CPU time, not GPU time"
+            in doc["conclusion"])
     # emit_nvtx names (`aten::add, op_id = N`) group into phases without the suffix
     assert doc["top"] and all(r["phase"] and "op_id" not in r["phase"] for r in doc["top"])
     assert {r["phase"] for r in doc["top"]} <= {"aten::add", "aten::mul", "aten::gt", "aten::copy_", "aten::fill_"}
@@ -177,7 +178,7 @@ def test_tiny_kernels_are_not_hidden_by_a_few_long_instances():
     rows = {r["kernel_name"]: r for r in doc["top"]}
     fill = rows["vectorized_elementwise_kernel<FillFunctor>"]      # zero_grad's fills, 2,065 in 5 steps
     assert (fill["launches"], fill["launches_per_iteration"]) == (2065, 413.0)
-    assert "zero_grad" in fill["phase"] and fill["fix_rule"] == "optimizer"
+    assert "zero_grad" in fill["phase"] and fill["fix_rule"] == "zero_grad"
     assert fill["median_kernel_us"] <= 3 and fill["share_under_threshold"] >= 0.5
     assert "splitKreduce_kernel" not in rows
     assert all(r["share_under_threshold"] >= 0.5 and r["median_kernel_us"] < 10 for r in doc["top"])

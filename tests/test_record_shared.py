@@ -156,7 +156,7 @@ def test_cause_measures_equal_their_pieces_and_cover_the_gaps():
         flight = iv.union(calls_s, calls_s + rng.integers(1, 400, len(calls_s)))
         gc = GapCauses(g0, g1, call.copy(), call, ct, cd, rng.random(n) < 0.1,
                        rng.choice([CAUSES.index(c) for c in ("launch", "sync", "cold_start")], n).astype(np.int8),
-                       (ct - g0) >= 100_000, flight, Latency(5_000, 30, True))
+                       (ct - g0) >= 100_000, (call < 0) & (rng.random(n) < 0.5), flight, Latency(5_000, 30, True))
         w = np.sort(rng.choice(10**6, 8, replace=False)).astype(np.int64)
         starts, ends = w[0::2], w[1::2]
         got = gc.measure_in(starts, ends)

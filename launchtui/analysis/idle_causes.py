@@ -10,14 +10,16 @@ what the GPU waited for (domain.md §12). With L the trace's own submission late
   the rest is the host between launches: *host* (per-op overhead) when the stretch is shorter
   than HOST_STALL_NS, else a *host stall* (data loading, Python work between GPU bursts).
 - tail [max(g0, a0), e), e = min(g1, max(g0, a1 + L)): the call and its submission: *launch*;
-  *sync* when the call is a copy or memset that blocked the host (a pageable or synchronous copy
-  stages the data first), *cold start* when it is a cold-start launch call (cold_start.py).
+  *sync* when the call is a copy that blocked the host (a pageable or synchronous copy stages the
+  data first), *cold start* when it is a cold-start launch call (cold_start.py).
 - [e, g1): the op could have started and did not: *dependency* (an event or cross-stream wait,
   a collective, unrecorded work, or a queue that held it).
 - a host sync (on the thread that made the call) in flight when the GPU went idle, the call
   following within HOST_STALL_NS of its return: head and tail are *sync* instead (the host
   restarting a queue the sync drained); longer host work after a sync stays a host stall.
-- the ending op has no launch row, or nothing ends the gap: *unattributed*.
+- the ending op is a unified-memory migration (the driver moves pages on demand; it never has a
+  launch call): *migration*.
+- the ending op has no other launch row, or nothing ends the gap: *unattributed*.
 The parts of a gap are disjoint and cover it, so the causes add up to the idle time.
 """
 from __future__ import annotations
@@ -29,9 +31,9 @@ import numpy as np
 from launchtui.analysis import intervals as iv
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
-from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 
-CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "unattributed")
+CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
 HOST_BOUND = ("launch", "host")        # what CUDA graphs / torch.compile remove
 HOST_STALL_NS = 1_000_000              # one host stretch this long is not per-op dispatch (domain.md §1)
 DEFAULT_LATENCY_NS = 5_000             # when the trace shows too few launches onto an idle stream
@@ -149,6 +151,7 @@ class GapCauses:
     sync: np.ndarray          # bool: a host sync drained the queue
     tail: np.ndarray          # int8 per gap: the tail's cause, an index into CAUSES
     stall: np.ndarray         # bool: the head is one host stall (>= HOST_STALL_NS)
+    migration: np.ndarray     # bool: ended by a unified-memory migration (no launch row by nature)
     flight: tuple[np.ndarray, np.ndarray]   # the device's launch calls in flight (disjoint, sorted)
     latency: Latency
 
@@ -161,8 +164,9 @@ class GapCauses:
         att = self.call >= 0
         normal = self._normal()
         sy = att & self.sync
-        parts = [(g0[~att], g1[~att], "unattributed"), (cd[att], g1[att], "dependency"),
-                 (g0[sy], cd[sy], "sync")]
+        mig = self.migration
+        parts = [(g0[~att & ~mig], g1[~att & ~mig], "unattributed"), (g0[mig], g1[mig], "migration"),
+                 (cd[att], g1[att], "dependency"), (g0[sy], cd[sy], "sync")]
         for code in np.unique(self.tail[normal]).tolist():
             m = normal & (self.tail == code)
             parts.append((ct[m], cd[m], CAUSES[code]))
@@ -246,20 +250,45 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
         sync[att] = sync_in_flight(trace, call[att], g0[att])
     stall = (cut_tail - g0) >= HOST_STALL_NS
     flight = iv.union(api.start[calls], api.end[calls])
-    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, call, cold_calls), stall, flight,
-                     lat)
+    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls), stall,
+                     _migrations(trace, nxt, att), flight, lat)
 
 
-def _tail_causes(trace: Trace, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
+def _migrations(trace: Trace, op: np.ndarray, att: np.ndarray) -> np.ndarray:
+    """Per gap: ended by a unified-memory migration op without a launch row (Nsight copy kinds
+    11-13, named `[CUDA memcpy Unified ...]`)."""
+    ops, names = trace.ops, trace.strings
+    cand = ~att & (op >= 0)
+    out = np.zeros(len(op), bool)
+    if cand.any():
+        o = op[cand]
+        uniq = np.unique(ops.full_name[o])
+        um = uniq[[("Unified" in names[int(u)]) for u in uniq.tolist()]]
+        out[cand] = (ops.kind[o] == OP_MEMCPY) & np.isin(ops.full_name[o], um)
+    return out
+
+
+def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
     """Per gap, the cause of its tail by the ending op's call: a kernel or graph launch is launch
-    (cold start when it is a cold-start call); a copy or memset call is sync when it blocked the
-    host (it lasted longer than the spike rule's floor, §6: a pageable or synchronous copy), else
-    launch (an asynchronous copy costs what a launch costs)."""
-    api = trace.api
+    (cold start when it is a cold-start call); a copy call is sync when it blocked the host: a
+    synchronous copy, a copy to or from pageable memory (Kineto names it `Pageable`), or, where
+    the trace does not say the memory kind (Nsight's op names), a call longer than the spike floor
+    (§6); any other call (an asynchronous pinned copy, a memset) is a submission like a launch."""
+    api, ops = trace.api, trace.ops
     c = np.maximum(call, 0)
     kind = api.kind[c]
     launch = (kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)
-    blocking = ~launch & ((api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3)
+    copy = ~launch & (call >= 0) & (ops.kind[np.maximum(op, 0)] == OP_MEMCPY)
+    blocking = np.zeros(len(call), bool)
+    if copy.any():
+        names = trace.strings
+        opn = ops.full_name[np.maximum(op, 0)]
+        uniq = np.unique(opn[copy])
+        pageable = uniq[[("Pageable" in names[int(u)]) for u in uniq.tolist()]]
+        typed = uniq[[("->" in names[int(u)]) for u in uniq.tolist()]]       # the name says the memory kind
+        long_call = (api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3
+        blocking = copy & (np.isin(opn, pageable) | host_blocking_calls(trace)[c]
+                           | (long_call & ~np.isin(opn, typed)))
     out = np.where(blocking, CAUSES.index("sync"), CAUSES.index("launch")).astype(np.int8)
     if cold_calls is not None and len(cold_calls):
         pos = np.minimum(np.searchsorted(cold_calls, call), len(cold_calls) - 1)

@@ -45,6 +45,7 @@ _DIGITS = re.compile(r"\d+")
 PERIOD_MIN_COVERAGE = 0.8
 PERIOD_MIN_LAUNCHES = 4
 PERIOD_MAX_CANDIDATES = 64
+PERIOD_MIN_SHARE = 0.5   # periods holding fewer of the device's launches leave the whole window instead
 
 
 @dataclass
@@ -293,9 +294,12 @@ def periodic(trace: Trace, device: int | None = None) -> Iterations | None:
     if best is None:
         return None
     _, c, pos, L, equal = best
+    held = int(pos[-1] - pos[0])
+    if held < PERIOD_MIN_SHARE * n:   # the periods would judge a small part of the trace as all of it
+        return None
     starts = api.start[calls[pos]].astype(np.int64)
     note = (f"heuristic: the launch sequence repeats every {L} launches "
-            f"({equal} of {len(pos) - 1} periods identical)")
+            f"({equal} of {len(pos) - 1} periods identical; the periods hold {held:,} of the {n:,} launches)")
     it = Iterations(SOURCE_PERIODIC, starts[:-1], starts[1:], True, trace.strings[int(names[c])], None, 0, note)
     it.note += _enclosing_note(trace, it, unique_sorted(api.thread[calls]))
     return it

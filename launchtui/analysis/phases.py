@@ -21,9 +21,14 @@ from launchtui.trace.model import RANGE_PUSHPOP, Trace
 _EMIT_NVTX_SUFFIX = re.compile(r",\s*(?:stashed seq|seq|op_id|sizes|input_op_ids|input_dims)\s*=.*$", re.S)
 
 
+_MODULE_INDEX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=[.)\s]|$)")   # `blocks.18.` in a dotted module path
+
+
 def normalise(name: str) -> str:
-    """`aten::mul, seq = 3, op_id = 7, sizes = [[2], []]` -> `aten::mul`."""
-    return _EMIT_NVTX_SUFFIX.sub("", name).strip()
+    """`aten::mul, seq = 3, op_id = 7, sizes = [[2], []]` -> `aten::mul`; a module path's numeric
+    component folds to N (`FSDP::pre_forward (blocks.18._checkpoint_wrapped_module)` ->
+    `... (blocks.N._checkpoint_wrapped_module)`), so one phase's layers add up, not rank apart."""
+    return _MODULE_INDEX.sub(".N", _EMIT_NVTX_SUFFIX.sub("", name).strip())
 
 
 def normalised_text(trace: Trace) -> np.ndarray:

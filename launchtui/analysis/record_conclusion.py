@@ -25,6 +25,7 @@ CAUSE_WORDS = {
     "sync": "host syncs and blocking copies",
     "dependency": "dependencies (queued work starting late: events, other streams, collectives, unrecorded work)",
     "cold_start": "cold start (first launches loading code)",
+    "migration": "unified-memory migrations (pages moved on demand)",
     "unattributed": "ops whose launch the trace does not hold",
 }
 
@@ -38,9 +39,9 @@ def verdict_lines(doc: dict) -> list[str]:
             f"device {s['device_id']} stream {s['stream_id']}: {s['queue_class']}" for s in doc["streams"]]
     ib = doc["idle_by_cause"]
     hb = ib["host_bound"]
-    lines = [f"{pi['launches']['median']:,.0f} launches/iteration; GPU waits on the host "
-             f"{hb['per_iteration_ms']['median']:.3f} ms/iteration = {hb['share']:.1%} of "
-             f"{pi['iteration_ms']['median']:.3f} ms (launch calls {hb['launch_share']:.1%}, host between "
+    lines = [f"{pi['launches']['median']:,.0f} launches/iteration; host-bound "
+             f"{hb['mean_per_iteration_ms']:.3f} ms/iteration (mean) = {hb['share']:.1%} of the iteration "
+             f"(launch calls {hb['launch_share']:.1%}, host between "
              f"launches {hb['host_share']:.1%}; at most {_amdahl(doc)})"
              + (" [iterations: heuristic]" if it["heuristic"] else "")
              + (" [no iteration marks: whole window]" if it["source"] == itr.SOURCE_NONE else "")]
@@ -50,7 +51,8 @@ def verdict_lines(doc: dict) -> list[str]:
 
 
 SHORT_CAUSE = {"launch": "launch", "host": "host", "host_stall": "host stalls", "sync": "sync",
-               "dependency": "dependency", "cold_start": "cold start", "unattributed": "unattributed"}
+               "dependency": "dependency", "cold_start": "cold start", "migration": "migration",
+               "unattributed": "unattributed"}
 
 
 def cause_line(doc: dict, limit: int = 4) -> str:
@@ -131,7 +133,8 @@ def cannot_judge(doc: dict) -> str | None:
     if lim.get("sampled"):
         return f"GPU idle not measurable here: {lim['reason']}"
     failed = {c["name"] for c in doc.get("checks", []) if not c["ok"]}
-    if "idle is measurable" in failed:
+    if "idle is measurable" in failed and doc["idle_by_cause"]["idle_share"] >= CONFIG.launch_bound_share:
+        # idle under the line cannot make the GPU host-bound, whatever its causes: that is judged
         return "GPU idle not measurable here: most idle time ends at ops whose launch the trace does not hold"
     return None
 

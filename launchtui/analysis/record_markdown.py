@@ -21,7 +21,8 @@ def phase_label(r: dict, width: int = 50) -> str:
 
 CAUSE_LABELS = {"launch": "Launch calls", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",
                 "sync": "Syncs and blocking copies", "dependency": "Dependency (queued work late)",
-                "cold_start": "Cold start (first launches)", "unattributed": "Unattributed (no launch row)"}
+                "cold_start": "Cold start (first launches)", "migration": "Unified-memory migrations",
+                "unattributed": "Unattributed (no launch row)"}
 
 
 def _idle_md(doc: dict, out: list[str]) -> None:
@@ -30,13 +31,13 @@ def _idle_md(doc: dict, out: list[str]) -> None:
     hb = ib["host_bound"]
     out += ["", f"## What the GPU waited for (device {ib['device_id']}, {ib['steady_iterations']} steady "
                 f"iteration{'s' if ib['steady_iterations'] != 1 else ''})", "",
-            "| idle by cause | ms/iteration (median) | share of the iteration |", "|---|---:|---:|"]
+            "| idle by cause | ms/iteration (mean) | share of the iteration |", "|---|---:|---:|"]
     for c in CAUSES:
-        if ib["share"][c] or ib["per_iteration_ms"][c]["median"]:
-            out.append(f"| {CAUSE_LABELS[c]} | {_fmt_ms(ib['per_iteration_ms'][c]['median'])} | {ib['share'][c]:.1%} |")
+        if ib["share"][c] or ib["mean_per_iteration_ms"][c]:
+            out.append(f"| {CAUSE_LABELS[c]} | {_fmt_ms(ib['mean_per_iteration_ms'][c])} | {ib['share'][c]:.1%} |")
     g = doc["gain"]
     out.append(f"\n**Host-bound** (launch calls + host between launches, what CUDA graphs / torch.compile remove): "
-               f"{dur(hb['per_iteration_ms']['median'])}/iteration = {hb['share']:.1%}"
+               f"{dur(hb['mean_per_iteration_ms'])}/iteration (mean) = {hb['share']:.1%}"
                + (f"; removing it: {g['realistic'][0]:.2f}–{g['realistic'][1]:.2f}×" if g["realistic"] else ""))
     lat = ib["latency"]
     out.append(f"Submission latency L = {lat['us']:g} µs ({lat['source']}, {lat['samples']:,} launches onto an idle stream)")
@@ -127,13 +128,14 @@ def render_markdown(doc: dict) -> str:
                    f"{dur(pi['launch_api_ms']['median'])}/iter · iteration: {dur(pi['iteration_ms']['median'])}**")
     else:
         hb = doc["idle_by_cause"]["host_bound"]
-        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · GPU waits on the host: "
-                   f"{dur(hb['per_iteration_ms']['median'])}/iter = {hb['share']:.1%} of "
-                   f"{dur(pi['iteration_ms']['median'])} (exposed launch overhead {doc['overhead_share']:.1%}) · "
+        out.append(f"**Launches/iteration: {pi['launches']['median']:,.0f} · host-bound (launch calls + host "
+                   f"between launches): {dur(hb['mean_per_iteration_ms'])}/iter (mean) = {hb['share']:.1%} of the "
+                   f"iteration (exposed launch overhead {doc['overhead_share']:.1%}) · "
                    f"Amdahl bound: {doc['amdahl_bound']:.3f}×**")
         out.append(f"Rule of thumb: {rt['launches']:,.0f} launches × {rt['launch_cost_us']:g} µs = "
                    f"{dur(rt['estimate_ms'])} against 10 % of the iteration = {dur(rt['ten_percent_ms'])}: "
-                   + ("launch throughput is probably a bottleneck" if rt["flag"] else "below"))
+                   + ("reaches it (a second opinion; the measured host-bound time decides, see Checks)"
+                      if rt["flag"] else "below"))
     out += ["", "| per iteration | median | min | max |", "|---|---:|---:|---:|"]
     for key, label in (("launches", "Launches"), ("launch_api_ms", "Launch API (ms)"), ("gpu_busy_ms", "GPU busy (ms)"),
                        ("gpu_idle_ms", "GPU idle (ms)"), ("exposed_overhead_ms", "Exposed launch overhead (ms)"),

@@ -38,7 +38,7 @@ BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 tempor
 I32 = np.iinfo(np.int32)
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
-             9: "HtoH", 10: "PtoP"}
+             9: "HtoH", 10: "PtoP", 11: "Unified HtoD", 12: "Unified DtoH", 13: "Unified DtoD"}
 
 def resolve_tables(columns: dict[str, set[str]]) -> dict[str, str]:
     """Canonical name -> actual table name; `X_V<n>` variants accepted, the highest n wins."""

@@ -239,9 +239,9 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
         styles.append(HEAD)
     else:
         hb = doc["idle_by_cause"]["host_bound"]
-        figures = (f"{pi['launches']['median']:,.0f} launches/iter · GPU waits on the host "
-                   f"{hb['per_iteration_ms']['median']:,.3f} ms/iter = {hb['share']:.1%} of "
-                   f"{pi['iteration_ms']['median']:,.3f} ms · {cause_line(doc)} · backpressure "
+        figures = (f"{pi['launches']['median']:,.0f} launches/iter · host-bound "
+                   f"{hb['mean_per_iteration_ms']:,.3f} ms/iter = {hb['share']:.1%} of the iteration · "
+                   f"{cause_line(doc)} · backpressure "
                    f"{'yes' if doc['backpressure'] else 'no'}")
         # what to conclude first (the record's conclusion), then the figures it rests on when there is room
         conclusion = doc.get("conclusion")
