@@ -16,6 +16,7 @@ import numpy as np
 
 from launchtui.analysis.config import CONFIG
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
 MODULE_LOAD_PREFIXES = ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGetKernel", "cuModuleGetFunction",
@@ -55,23 +56,22 @@ def _module_loads(trace: Trace) -> np.ndarray:
 
 def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     """(mask over API rows: the launch call that first launched each (device, kernel full name),
-    the number of kernel launch calls). The first by call start, then API index for equal starts
-    of one name (a rule on the data: equal starts on one thread cannot happen)."""
+    the number of kernel launch calls). API rows are in the model's total order (start first), so
+    the first call is the lowest API index: a minimum per group over a lookup table, no sort."""
     ops, api = trace.ops, trace.api
     launched = np.flatnonzero(ops.api >= 0)
     a = ops.api[launched]
     kind_ok = api.kind[a] == API_LAUNCH
     launched, a = launched[kind_ok], a[kind_ok]
     first = np.zeros(len(api), bool)
-    n_calls = int(len(unique_sorted(a))) if len(a) else 0
     if not len(a):
         return first, 0
+    n_calls = int(np.count_nonzero(np.bincount(a, minlength=len(api))))
     key = ops.device[launched].astype(np.int64) * (1 << 32) + ops.full_name[launched].astype(np.int64)
-    o = np.lexsort((a, api.start[a], key))
-    k = key[o]
-    head = np.ones(len(k), bool)
-    head[1:] = k[1:] != k[:-1]
-    first[a[o][head]] = True
+    _, g = dense_groups(key)
+    firsts = np.full(int(g.max()) + 1, len(api), np.int64)
+    np.minimum.at(firsts, g, a)
+    first[firsts] = True
     return first, n_calls
 
 

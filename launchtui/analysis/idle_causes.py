@@ -206,22 +206,28 @@ class GapCauses:
             out["launch"] += in_flight
         return out
 
+    def _head_flight(self) -> np.ndarray:
+        """ns of launch calls in flight inside each normal gap's head (0 elsewhere), computed once."""
+        if getattr(self, "_hf", None) is None:
+            normal = self._normal()
+            out = np.zeros(len(self.g0), np.int64)
+            if normal.any():
+                out[normal] = _measure_each(self.flight, self.g0[normal], self.cut_tail[normal])
+            self._hf = out
+        return self._hf
+
     def launch_per_gap(self) -> np.ndarray:
         """ns of the launch cause per gap: its launch tail and the launch calls in flight in its head."""
         normal = self._normal()
-        out = np.zeros(len(self.g0), np.int64)
-        if normal.any():
-            out[normal] = _measure_each(self.flight, self.g0[normal], self.cut_tail[normal])
-        return out + np.where(normal & (self.tail == CAUSES.index("launch")), self.cut_dep - self.cut_tail, 0)
+        return self._head_flight() + np.where(normal & (self.tail == CAUSES.index("launch")),
+                                              self.cut_dep - self.cut_tail, 0)
 
     def host_bound_per_gap(self) -> np.ndarray:
         """ns of launch + host (per-op) per gap: what the GPU waited for the host, charged to the
-        gap's ending op (its phase and call site rank the fixes)."""
-        normal = self._normal()
-        head_host = np.where(normal & ~self.stall, self.cut_tail - self.g0, 0)
-        if normal.any():   # a short head's launch calls are in head_host already
-            head_host[normal & ~self.stall] -= _measure_each(self.flight, self.g0[normal & ~self.stall],
-                                                             self.cut_tail[normal & ~self.stall])
+        gap's ending op (its phase and call site rank the fixes). A short head is host-bound whole
+        (its launch calls included); a host stall's head only by its launch calls."""
+        short = self._normal() & ~self.stall
+        head_host = np.where(short, self.cut_tail - self.g0 - self._head_flight(), 0)
         return head_host + self.launch_per_gap()
 
 
