@@ -39,6 +39,12 @@ MAIN_BINDINGS = [
     Binding("a", "all_occurrences", "All occurrences", id="all_occurrences", show=False),
     Binding("b", "mark(1)", "Backpressure", id="backpressure_next"),
     Binding("B", "mark(-1)", "Prev backpressure", id="backpressure_prev", show=False),
+    Binding("x", "idle_cause(1)", "Idle cause", id="idle_cause_next"),
+    Binding("X", "idle_cause(-1)", "Prev idle cause", id="idle_cause_prev", show=False),
+    Binding("greater_than_sign", "idle_gap(1)", "Next smaller idle gap", id="idle_gap_next", key_display=">",
+            show=False),
+    Binding("less_than_sign", "idle_gap(-1)", "Next larger idle gap", id="idle_gap_prev", key_display="<",
+            show=False),
     Binding("n", "instance(1)", "Next instance", id="instance_next"),
     Binding("N", "instance(-1)", "Prev instance", id="instance_prev", show=False),
     Binding("v", "mark_range", "Range", id="mark_range"),
@@ -78,6 +84,10 @@ def help_notes() -> str:
         f"(pending launches; █ = at or above the backpressure threshold {threshold}, label = peak in view, "
         "! ≥ threshold).\n"
         "API row: █ height = share of time in launch calls; ! = a launch slower than the spike threshold.\n"
+        "Idle row (under the title of the verdict's device): each cell is the cause holding most of its GPU\n"
+        "idle time (> launch, - host, = host stalls, | sync, ~ dependency, * cold start, ? unattributed; dim: under\n"
+        "half the cell idle); x / X cycle the cause (the panel's order) and jump to its largest gap, > / < the\n"
+        "next smaller / larger gap of it.\n"
         "Axis: ━ backpressure episode (red saturated, orange approaching), ▲ launch spike, △ CPU stall (a slow\n"
         "launch at low depth, not backpressure), ╎ iteration boundary ({ / } jump), [ ] selected range.\n"
         "Verdict panel: the case record (launchtui record); m/M and u/U change the table's minimum launches and\n"
@@ -114,7 +124,8 @@ def help_sections(keymap: dict | None = None) -> list[tuple[str, list[tuple[str,
 
 _PRETTY = {"question_mark": "?", "plus": "+", "minus": "-", "equals_sign": "=", "slash": "/",
            "left_square_bracket": "[", "right_square_bracket": "]", "left_curly_bracket": "{",
-           "right_curly_bracket": "}", "comma": ",", "full_stop": "."}
+           "right_curly_bracket": "}", "comma": ",", "full_stop": ".", "greater_than_sign": ">",
+           "less_than_sign": "<"}
 
 
 def pretty_key(k: str) -> str:

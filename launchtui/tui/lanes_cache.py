@@ -16,14 +16,17 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.analysis.backpressure import Episode
+from launchtui.analysis.idle_lane import CauseSet, IdleLane
 from launchtui.analysis.intervals import Intervals, RangeMax
 from launchtui.analysis.lanes import ApiLane, ArrayEvents, HwLane, LaneEvents, Lanes, NvtxLane, QueueLane, Rest
 
 SUFFIX = ".lanes"
+IDLE_SUFFIX = ".idle"      # + the device id: the idle row of the record's device (idle_lane.py)
 _CLASSES = {c.__name__: c for c in (Lanes, ApiLane, HwLane, QueueLane, NvtxLane, Episode, Intervals, RangeMax,
-                                     ArrayEvents, LaneEvents, Rest)}
+                                     ArrayEvents, LaneEvents, Rest, IdleLane, CauseSet)}
 _SLOTS = {Intervals: ("s", "e", "cum"), RangeMax: ("v", "B", "empty", "levels"), ArrayEvents: ("idx", "s", "e"),
-          LaneEvents: ("idx", "cum", "src"), Rest: ("all", "others")}   # LaneEvents: not the trace's columns
+          LaneEvents: ("idx", "cum", "src"), Rest: ("all", "others"),   # LaneEvents: not the trace's columns
+          CauseSet: ("s", "cum")}
 
 
 def path_for(entry: Path) -> Path:
@@ -130,5 +133,42 @@ def store(entry: Path | None, options, lanes: Lanes, marks: list) -> None:
         if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
             return   # the cache's bound holds the entry with what is stored beside it
         flatfile.write(path_for(entry), header, arrays)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _idle_path(entry: Path, device: int) -> Path:
+    return entry.with_name(f"{entry.name}{IDLE_SUFFIX}{device}")
+
+
+def load_idle(entry: Path | None, device: int, inputs: str, trace) -> IdleLane | None:
+    """The idle row stored beside `entry` for `inputs` (a digest of the record's device, iterations
+    and options), memory-mapped; None when absent or stale. Building it costs seconds at 5M ops
+    (the record's gaps and causes once more), and its arrays are a few per gap."""
+    if entry is None:
+        return None
+    from launchtui.trace import flatfile
+    try:
+        header, arrays = flatfile.read(_idle_path(entry, device))
+        if header.get("identity") != _identity(entry, inputs):
+            return None
+        lane = _decode(header["lane"], arrays, trace)
+        return lane if isinstance(lane, IdleLane) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store_idle(entry: Path | None, inputs: str, lane: IdleLane) -> None:
+    """Write it beside `entry` (atomically; one file per device, the last inputs win)."""
+    if entry is None:
+        return
+    from launchtui.trace import flatfile
+    arrays: dict = {}
+    try:
+        header = {"identity": _identity(entry, inputs), "lane": _encode(lane, arrays)}
+        from launchtui.trace.cache import max_bytes
+        if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
+            return
+        flatfile.write(_idle_path(entry, lane.device), header, arrays)
     except (OSError, TypeError, ValueError):
         pass

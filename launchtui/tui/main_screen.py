@@ -6,7 +6,7 @@ bottom:
 
     #header     two lines: the file, producer, GPUs; the GPU-op window and what is selected
     #timeline   NVTX, API, HW and queue rows on one time axis (1fr)
-    #legend     glyph legend (hidden on short terminals: `-short` breakpoint)
+    #legend     glyph legend, the idle row's entry first while on it (hidden on short terminals: `-short`)
     #details    what lies under the cursor, or the table row under the table cursor
     #stats      totals of the selection
     #verdict    the verdict panel (tui/verdict.py): the case record's headline, iterations, one verdict
@@ -33,13 +33,15 @@ from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
 from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
-from launchtui.tui.messages import CursorMoved, KernelChosen, SiteChosen, SourcesReady, TableReady, TableRowMoved
+from launchtui.tui.idle_view import IdleView
+from launchtui.tui.messages import (CursorMoved, IdleReady, KernelChosen, SiteChosen, SourcesReady, TableReady,
+                                    TableRowMoved)
 from launchtui.tui.sources_view import SourcesPane
 from launchtui.tui.widgets.kernel_table import KernelTable
 from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.verdict import VerdictReady, VerdictView
-from launchtui.tui.widgets.timeline import LEGEND, Timeline
+from launchtui.tui.widgets.timeline import LEGEND, Timeline, legend
 from launchtui.errors import printable
 
 CSS = """
@@ -91,6 +93,8 @@ class MainScreen(Screen):
         self.export = ExportFlow(self)
         self.verdict = VerdictView(self)
         self.sources = SourcesPane(self)
+        self.idle = IdleView(self)
+        self._legend_key = (False, None)
         self.highlight_label: str | None = None   # the call site whose launches are highlighted
 
     @property
@@ -213,6 +217,8 @@ class MainScreen(Screen):
             a = lanes.interval_at(row.lane, t0, t1)
             lines = details.describe_api(tr, a, row.lane, origin) if a >= 0 else \
                 [f"no launch call on thread {details.thread_label(tr, row.lane.thread)} at the cursor", "", ""]
+        elif row.kind == "idle":
+            lines = self.idle.describe_at(t0, t1, origin)
         elif row.kind == "queue":
             lines = details.describe_queue(tr, row.lane, t0, t1, self.loaded.marks, origin, tl.threshold)
         elif row.kind == "nvtx":
@@ -224,6 +230,15 @@ class MainScreen(Screen):
         if self.context:
             head += f" │ {self.context}"
         self.details.set_lines([head] + lines[:3])
+        self._update_legend(row.kind)
+
+    def _update_legend(self, kind: str) -> None:
+        """The legend with the idle row's entry once it is drawn, first while the cursor is on that row
+        (the line is cut at the width); set only when that changes (Static.update relayouts)."""
+        key = (self.idle.lane is not None, "idle" if kind == "idle" else None)
+        if key != self._legend_key:
+            self._legend_key = key
+            self.query_one("#legend", Static).update(legend(idle=key[0], first=key[1]))
 
     def _site_details(self) -> None:
         from launchtui.tui.sources_view import describe_site
@@ -307,6 +322,7 @@ class MainScreen(Screen):
         if m.final:
             self.table_busy = False
             self.sources.selection_changed()
+            self.idle.kick()
             after = getattr(self.app, "after_first_table", None)
             if after is not None:
                 after(self.loaded)
@@ -632,6 +648,24 @@ class MainScreen(Screen):
                 self.table_waits = False
                 self.refresh_selection()
             self.update_stats()
+            self.idle.request(m.result.doc)     # after the table worker, when one was just started
+
+    # ---- GPU idle by cause (definitions.md §T7) ----------------------------------------------------
+    def on_idle_ready(self, m: IdleReady) -> None:
+        if self.idle.ready(m):
+            self.update_details()
+
+    def action_idle_cause(self, direction: int) -> None:
+        self._idle_said(self.idle.cycle(direction))
+
+    def action_idle_gap(self, direction: int) -> None:
+        self._idle_said(self.idle.step(direction))
+
+    def _idle_said(self, why: str | None) -> None:
+        if why:
+            self.notify(why)
+            self.context = why
+            self.update_details()
 
     def action_verdict_setting(self, what: str, direction: int = 1) -> None:
         label = self.verdict.change(what, direction)

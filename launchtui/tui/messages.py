@@ -83,3 +83,13 @@ class SourcesReady(Message):
         super().__init__()
         self.gen = gen
         self.doc = doc
+
+
+class IdleReady(Message):
+    """The idle row's worker finished for request `gen` (`lane`: analysis.idle_lane.IdleLane, None
+    when the record judges no device)."""
+
+    def __init__(self, gen: int, lane) -> None:
+        super().__init__()
+        self.gen = gen
+        self.lane = lane

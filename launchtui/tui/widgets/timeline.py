@@ -23,6 +23,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.tui import format as tfmt
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
+from launchtui.tui.widgets import idle_row
 
 PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
 
@@ -78,10 +79,15 @@ LABEL_SEL_STYLE = Style(color="#000000", bgcolor="#d0d0d0", bold=True)
 LABEL_DEV_STYLE = Style(color="#ffffff", bold=True)
 LABEL_WARN_STYLE = Style(color="#ff3030", bold=True)
 
-def legend(cfg=CONFIG) -> str:
-    """The glyph legend, with the thresholds of the analysis config."""
-    return (f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen │ API █ busy launching "
-            f"! spike │ queue ▁▇ pending █ ≥{cfg.queue_threshold} │ axis ━ episode ▲ spike △ CPU stall ╎ iteration")
+def legend(cfg=CONFIG, idle: bool = False, first: str | None = None) -> str:
+    """The glyph legend, with the thresholds of the analysis config; `idle`: with the idle row's
+    entry; `first`: the row kind whose entry leads (the cursor's row: the line is cut at the width)."""
+    parts = {"hw": f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen",
+             "idle": idle_row.legend_entry() if idle else "",
+             "api": "API █ busy launching ! spike", "queue": f"queue ▁▇ pending █ ≥{cfg.queue_threshold}",
+             "axis": "axis ━ episode ▲ spike △ CPU stall ╎ iteration"}
+    order = sorted(parts, key=lambda k: k != first)     # stable: the others keep their order
+    return " │ ".join(parts[k] for k in order if parts[k])
 
 
 LEGEND = legend()
@@ -100,7 +106,7 @@ def cells_to_strip(text: str, codes: np.ndarray, styles=STYLES) -> Strip:
 
 @dataclass
 class Row:
-    kind: str            # nvtx | dev | api | hw | queue | note
+    kind: str            # nvtx | dev | api | idle | hw | queue | note
     lane: object
     label: str
     device: int | None = None
@@ -160,6 +166,7 @@ class Timeline(Widget, can_focus=True):
         self._marks_cache = {}
         self.iteration_marks = np.zeros(0, np.int64)   # iteration boundaries (ns), set by the verdict panel
         self.stall_apis = frozenset()                   # spikes the verdict calls CPU stalls, not backpressure
+        self.idle = None             # analysis.idle_lane.IdleLane of the record's device (its idle row)
         self.on_change = None        # called synchronously when the cursor row changes (else a message)
         self.build_rows()
         self.selected = self._first_data_row()
@@ -183,6 +190,8 @@ class Timeline(Widget, can_focus=True):
             name = tr.devices.get(d, "")
             title = "no GPU ops" if d < 0 else f"GPU {d}" + (f" · {name}" if name and name != f"GPU {d}" else "")
             rows.append(Row("dev", None, title, d))
+            if self.idle is not None and self.idle.device == d:   # the device's summary, under its title
+                rows.append(Row("idle", self.idle, idle_row.LABEL, d))
             for lane in lanes.api.get(d, []):
                 tid = int(th.tid[lane.thread]) if lane.thread < len(th) else lane.thread
                 rows.append(Row("api", lane, f"API  {tid}", d))
@@ -216,6 +225,21 @@ class Timeline(Widget, can_focus=True):
         else:
             self.build_rows()
             self.selected, self.row_offset = sel, off
+        self.refresh()
+
+    def set_idle(self, lane) -> None:
+        """Draw the idle row of `lane` (None: none). The cursor stays on its row and the rows scroll
+        as a fresh layout would (the same screen whether the row or the lanes came first)."""
+        key = self.current_row.key if self.rows else None
+        self.idle = lane
+        for k in [k for k in self._cache if k[0][0] == "idle"]:    # strips of the row it replaces
+            del self._cache[k]
+        self.build_rows()
+        keys = [r.key for r in self.rows]
+        if key in keys and self.rows[keys.index(key)].kind not in ("dev", "note"):
+            self.selected = keys.index(key)
+        self.row_offset = 0
+        self._ensure_row_visible()
         self.refresh()
 
     def _first_data_row(self) -> int:
@@ -393,6 +417,9 @@ class Timeline(Widget, can_focus=True):
                     glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
                     codes[hit] = S_HIGHLIGHT
             return cells_to_strip("".join(glyph.tolist()), codes)
+        if row.kind == "idle":
+            text, codes = idle_row.cells(row.lane, edges)
+            return cells_to_strip(text, codes, idle_row.STYLES)
         if row.kind == "queue":
             lane = row.lane
             v = lane.bin_max(edges)

@@ -1,0 +1,210 @@
+"""The idle row's state on a MainScreen: which lane is drawn, its worker, stepping through the
+largest gaps of a cause (x / X, > / <) and the details of the gap under the cursor (definitions.md §T7).
+
+The lane is the record's device's (the verdict panel's words and the row agree): it is requested
+when a verdict arrives and computed once the table worker is done (their temporaries never peak
+together), from beside the model entry when stored there (tui/lanes_cache.py).
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from launchtui.tui.messages import IdleReady
+
+def lane_inputs(doc: dict | None) -> tuple | None:
+    """(device, iteration starts, ends, base depth) of the record, None when it judges no device."""
+    if not doc or doc.get("empty") or doc.get("device_id") is None or not doc.get("iterations"):
+        return None
+    it = doc["iterations"]
+    if not it.get("starts_ns"):
+        return None
+    return int(doc["device_id"]), tuple(it["starts_ns"]), tuple(it["ends_ns"]), int(it.get("base_depth", 0))
+
+
+def _digest(inputs: tuple) -> str:
+    from launchtui.analysis.backpressure import Options
+    return hashlib.sha256(repr((inputs, Options())).encode()).hexdigest()
+
+
+def compute(trace, inputs: tuple, entry=None):
+    """The idle lane for `inputs` (lane_inputs): mapped from beside the model entry, else built and
+    stored there, then mapped back (its built arrays go: only the pages a frame reads stay)."""
+    from launchtui.analysis.idle_lane import build_idle_lane
+    from launchtui.tui import lanes_cache
+    device, starts, ends, base = inputs
+    key = _digest(inputs)
+    lane = lanes_cache.load_idle(entry, device, key, trace)
+    if lane is None:
+        lane = build_idle_lane(trace, device, np.array(starts, np.int64), np.array(ends, np.int64), base)
+        if entry is not None:
+            lanes_cache.store_idle(entry, key, lane)
+            lane = lanes_cache.load_idle(entry, device, key, trace) or lane
+    return lane
+
+
+class IdleView:
+    """The screen forwards its keys, the verdict's and table's arrivals and the worker's message here."""
+
+    def __init__(self, screen) -> None:
+        self.screen = screen
+        self.lane = None
+        self.inputs = None        # of the lane drawn or being computed
+        self.want = None          # inputs waiting for the table worker (when `pending`)
+        self.pending = False
+        self.running = False
+        self.gen = 0
+        self.cause: int | None = None   # index into CAUSES of the cause being stepped
+        self.pos = -1
+        self.shares: dict = {}    # the record's idle share per cause: the order x cycles in
+
+    @property
+    def busy(self) -> bool:
+        return self.pending or self.running
+
+    # ---- computing -------------------------------------------------------------------------------
+    def request(self, doc: dict | None) -> None:
+        """A verdict arrived: its device's lane, unless that one is drawn or on its way."""
+        ib = (doc or {}).get("idle_by_cause") or {}
+        self.shares = dict(ib.get("share") or {})
+        inputs = lane_inputs(doc)
+        if inputs == (self.want if self.pending else self.inputs):
+            return
+        self.want, self.pending = inputs, True
+        self.kick()
+
+    def kick(self) -> None:
+        """Start the wanted lane's worker once no table worker runs."""
+        scr = self.screen
+        if not self.pending or scr.table_busy:
+            return
+        self.pending = False
+        inputs = self.inputs = self.want
+        self.gen += 1
+        gen = self.gen
+        self.running = True
+        if inputs is None:
+            scr.post_message(IdleReady(gen, None))
+            return
+        trace, entry = scr.loaded.trace, scr.loaded.results_entry
+
+        def work() -> None:
+            scr.post_message(IdleReady(gen, compute(trace, inputs, entry)))
+        scr.run_worker(work, thread=True, exclusive=True, group="idle")
+
+    def ready(self, m: IdleReady) -> bool:
+        if m.gen != self.gen:
+            return False
+        self.running = False
+        self.lane = m.lane
+        self.cause, self.pos = None, -1
+        self.screen.timeline.set_idle(m.lane)
+        return True
+
+    # ---- stepping --------------------------------------------------------------------------------
+    def order(self) -> list[int]:
+        """Causes with gaps, as the panel ranks them (share of the iteration), then by time drawn."""
+        from launchtui.analysis.idle_lane import CAUSES
+        lane = self.lane
+        have = [k for k in range(len(CAUSES)) if lane is not None and lane.n_gaps[k] > 0]
+        return sorted(have, key=lambda k: (-self.shares.get(CAUSES[k], 0.0), -int(lane.total_ns[k]), k))
+
+    def cycle(self, direction: int) -> str | None:
+        """x / X: the next / previous cause; lands on its largest gap. A message when there is none."""
+        why = self._unavailable()
+        if why:
+            return why
+        order = self.order()
+        if not order:
+            return f"GPU {self.lane.device} has no idle gaps inside the verdict's iterations."
+        if self.cause in order:
+            self.cause = order[(order.index(self.cause) + direction) % len(order)]
+        else:
+            self.cause = order[0]
+        self.pos = 0
+        self._show()
+        return None
+
+    def step(self, direction: int) -> str | None:
+        """> / <: the next smaller / larger gap of the cause being stepped (wraps around)."""
+        why = self._unavailable()
+        if why:
+            return why
+        if self.cause is None:
+            return self.cycle(1)
+        n = len(self.lane.top[self.cause])
+        self.pos = (self.pos + direction) % n
+        self._show()
+        return None
+
+    def _unavailable(self) -> str | None:
+        if self.lane is None:
+            return ("Computing the idle gaps by cause…" if self.busy else
+                    "No idle row: the verdict judges no device here.")
+        return None
+
+    def _show(self) -> None:
+        from launchtui.tui.format import fmt_duration as fd
+        from launchtui.tui.widgets.idle_row import word
+        lane, scr, c = self.lane, self.screen, self.cause
+        tl = scr.timeline
+        k = int(lane.top[c][self.pos])
+        g0, g1 = int(lane.g0[k]), int(lane.g1[k])
+        n, held = len(lane.top[c]), int(lane.n_gaps[c])
+        of = f"the {n:,} largest of {held:,}" if held > n else f"{held:,}"
+        scr.context = (f"{word(c)} {fd(int(lane.top_ns[c][self.pos]))} in gap {self.pos + 1} of {of}, largest "
+                       f"first; x / X cause, > / < smaller / larger")
+        j = tl.row_index("idle")
+        if j >= 0:
+            tl.select_row(j)
+        w = g1 - g0
+        v = tl.view
+        if w < 3 * v.ns_per_col or w > 0.6 * v.width * v.ns_per_col:
+            v.fit(g0 - w, g1 + w, margin=0)     # the gap in the middle third of the view
+        a, b = lane.largest_piece(c, k)
+        scr.jump(a + (b - a) // 2)              # the cursor on the cause's part of the gap
+
+    # ---- details -----------------------------------------------------------------------------------
+    def describe_at(self, t0: int, t1: int, origin) -> list[str]:
+        """The details panel's three lines for the idle row at the cursor cell [t0, t1)."""
+        from launchtui.tui.details import fmt_time
+        from launchtui.tui.format import fmt_duration as fd
+        from launchtui.tui.widgets.idle_row import word
+        lane = self.lane
+        k = lane.gap_at(t0, t1) if lane is not None else -1
+        if k < 0:
+            return [f"GPU {lane.device} is not idle at the cursor (or outside the gaps the verdict measures: "
+                    "from its first op to the last iteration's end)" if lane is not None else "", "", ""]
+        g0, g1 = int(lane.g0[k]), int(lane.g1[k])
+        split = lane.gap_split(k)
+        order = [c for c in np.argsort(-split, kind="stable").tolist() if split[c] > 0]
+        l1 = (f"GPU {lane.device} idle {fd(g1 - g0)} at {fmt_time(g0, origin)}: "
+              + " · ".join(f"{word(c)} {fd(int(split[c]))}" for c in order))
+        return [l1, *self._ending(int(lane.op[k]), order[0] if order else None)]
+
+    def _ending(self, op: int, cause: int | None) -> list[str]:
+        """The op that ended the gap and its launch call; the phase and what the main cause means."""
+        from launchtui.analysis.idle_lane import CAUSES, op_phase
+        from launchtui.analysis.record_conclusion import CAUSE_WORDS
+        from launchtui.trace.model import OP_KIND_NAMES
+        from launchtui.tui.details import thread_label
+        from launchtui.tui.format import fmt_duration as fd
+        tr = self.screen.loaded.trace
+        means = f"mostly {CAUSE_WORDS[CAUSES[cause]]}" if cause is not None else ""
+        if op < 0:
+            return ["no op ends this gap inside the trace", means]
+        ops, api = tr.ops, tr.api
+        kind, name = OP_KIND_NAMES[int(ops.kind[op])], tr.strings[int(ops.name[op])]
+        l2 = f"ended by {kind} {name} on stream {int(ops.stream[op])}"
+        a = int(ops.api[op])
+        if a < 0:
+            l2 += ": its launch call is not in the trace (launched before the capture, or a sampled trace)"
+        else:
+            wait = int(ops.start[op]) - int(api.end[a])
+            l2 += (f": its {tr.strings[int(api.name[a])]} ({fd(int(api.end[a] - api.start[a]))}) "
+                   + (f"returned {fd(wait)} before it started" if wait >= 0 else "was still in flight when it started")
+                   + f" (thread {thread_label(tr, int(api.thread[a]))})")
+        level = self.screen.verdict.settings.phase_level
+        phase = op_phase(tr, self.lane, op, level)
+        return [l2, f"phase {phase or '(outside every range)'} (level {level}) │ {means}"]
