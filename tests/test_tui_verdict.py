@@ -127,8 +127,9 @@ def test_v100_verdict_panel_and_phase_levels():
 
 def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
     """80×24: the panel takes one line so the timeline keeps 6 rows of lanes; V shows every line
-    (squeezing the timeline), V again fits it back. 90×28: the conclusion and one line per class."""
-    from launchtui.tui.verdict import COMPACT, FULL, ONE
+    (squeezing the timeline), V again fits it back. 90×28: the level and idle split, the conclusion
+    and one line per class. Every form leads with the level and what the GPU waited for."""
+    from launchtui.tui.verdict import COMPACT, FULL, ONE, level_word, one_line, split
     path, trace = synth
 
     async def go():
@@ -138,22 +139,25 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             panel, tl = scr.verdict.panel, scr.timeline
             doc = scr.verdict.result.doc
             assert panel.form == ONE and len(panel.lines) == 1 and tl.content_height >= 6
-            assert panel.lines[0] == (f"Verdict: {doc['launch_bound_level']} (host-bound "
-                                      f"{doc['idle_by_cause']['host_bound']['share']:.1%})"
-                                      f" · queues: {len(doc['streams'])} normal · V: details")
+            # the level and the largest idle cause, fitted to 80 columns with the V hint kept
+            assert panel.lines[0] == one_line(doc, 80)[0]
+            assert panel.lines[0].startswith(f"Verdict: {level_word(doc)} · {split(doc, 1)}")
+            assert panel.lines[0].endswith(" · V: details") and len(panel.lines[0]) <= 80
             assert panel.lines[0] in screen_text(app)
             await pilot.press("V")
             await settle(app, pilot)
             assert panel.expanded and panel.form == FULL
             text = screen_text(app)
-            assert "Verdict: launch-bound in `Optimizer.step#AdamW.step`" in text and "GPU 0 stream 7: normal" in text
+            assert panel.lines[0] == f"Verdict: {level_word(doc)} · {split(doc)}"
+            assert f"Verdict: {level_word(doc)} · idle" in text and "GPU 0 stream 7: normal" in text
             await pilot.press("V")
             await settle(app, pilot)
             assert not panel.expanded and panel.form == ONE and tl.content_height >= 6
             await pilot.resize_terminal(90, 28)
             await settle(app, pilot)
             assert panel.form == COMPACT and tl.content_height >= 6
-            assert panel.lines[0].startswith("Verdict: launch-bound") and panel.lines[1:] == [
+            assert panel.lines[0] == f"Verdict: {level_word(doc)} · {split(doc)}"
+            assert panel.lines[1] == " " + doc["conclusion"].split(": ", 1)[1] and panel.lines[2:] == [
                 " normal: " + ", ".join(f"GPU {s['device_id']} s{s['stream_id']}" for s in doc["streams"])]
             await pilot.resize_terminal(140, 48)
             await settle(app, pilot)

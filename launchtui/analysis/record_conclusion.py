@@ -55,12 +55,14 @@ SHORT_CAUSE = {"launch": "launch", "host": "host", "host_stall": "host stalls", 
                "unattributed": "unattributed"}
 
 
-def cause_line(doc: dict, limit: int = 4) -> str:
+def cause_line(doc: dict, limit: int = 4, marks: dict | None = None) -> str:
     """'idle 42.4 %: host 31.5 · launch 5.5 · host stalls 3.3 · sync 1.0' (% of the iteration),
-    largest first: the split every screen leads with."""
+    largest first: the split every screen leads with. `marks`: a symbol per cause before its word
+    (the TUI's idle row)."""
     ib = doc["idle_by_cause"]
     parts = sorted(((v, c) for c, v in ib["share"].items() if v >= 0.0005), key=lambda x: (-x[0], x[1]))[:limit]
-    return f"idle {ib['idle_share'] * 100:.1f} %: " + " · ".join(f"{SHORT_CAUSE[c]} {v * 100:.1f}" for v, c in parts)
+    return f"idle {ib['idle_share'] * 100:.1f} %: " + " · ".join(
+        f"{marks[c] + ' ' if marks else ''}{SHORT_CAUSE[c]} {v * 100:.1f}" for v, c in parts)
 
 
 def _amdahl(doc: dict) -> str:

@@ -201,31 +201,58 @@ def _cpu_side_lines(doc: dict) -> list[str]:
     return lines
 
 
-def one_line(doc: dict) -> tuple[str, Style]:
-    """The verdict in one line for the smallest terminals: the level, the share, the queue classes."""
+def level_word(doc: dict) -> str:
+    """The record's level (§V9) in the panel's first words."""
+    if doc.get("launch_bound_level"):
+        return doc["launch_bound_level"]
+    return "too little activity to judge" if doc.get("too_little") else "cannot judge"
+
+
+def split(doc: dict, limit: int = 4) -> str:
+    """What the GPU waited for, largest first, with the idle row's symbol before each cause (the
+    panel leads with it; the row draws the same causes in the same words)."""
+    from launchtui.analysis.record_conclusion import cause_line
+    from launchtui.tui.widgets.idle_row import GLYPHS
+    return cause_line(doc, limit, GLYPHS)
+
+
+def one_line(doc: dict, width: int | None = None) -> tuple[str, Style]:
+    """The verdict in one line for the smallest terminals: the level, the largest idle causes, the
+    queue classes; at `width`, fewer causes, then no queues, so "V: details" stays on screen."""
     if doc and doc.get("gpu_recorded") is False:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
-    queues = ", ".join(f"{k} {c}" for c, k in n.items() if k) or "none"
-    if doc.get("too_little"):
-        head = "too little activity to judge"
-    elif doc.get("launch_bound_level") is None:
-        head = "cannot judge"
-    else:
-        head = f"{doc['launch_bound_level']} (host-bound {doc['idle_by_cause']['host_bound']['share']:.1%})"
-    return f"Verdict: {head} · queues: {queues} · V: details", HEAD
+    queues = "queues: " + (", ".join(f"{k} {c}" for c, k in n.items() if k) or "none")
+    head = f"Verdict: {level_word(doc)}"
+    has = bool(doc.get("idle_by_cause"))
+    tries = [(2, queues), (1, queues), (1, "")] if has else [(0, queues), (0, "")]
+    for limit, q in tries:
+        line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, "V: details") if p)
+        if width is None or len(line) <= width:
+            break
+    return line, HEAD
 
 
-def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple[list[str], list[Style]]:
-    """The record in a few lines. FULL: headline, figures, iterations, one verdict per stream, the top
-    kernels. COMPACT: the conclusion and one line per queue class. ONE: a single line (`one_line`)."""
+def _conclusion_rest(doc: dict) -> str:
+    """The record's conclusion without the level it starts with (the first line says it)."""
+    text = doc.get("conclusion") or ""
+    for lead in (f"{level_word(doc)}: ", "cannot judge: "):
+        if text.startswith(lead):
+            return text[len(lead):]
+    return text
+
+
+def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
+                width: int | None = None) -> tuple[list[str], list[Style]]:
+    """The record in a few lines, led by the level and what the GPU waited for. FULL: that, the
+    conclusion, the figures, iterations, one verdict per stream, the top kernels. COMPACT: that, the
+    conclusion and one line per queue class. ONE: a single line (`one_line`) fitted to `width`."""
     from launchtui.analysis.cpu_busy import cpu_line
     from launchtui.analysis.record_markdown import phase_label
-    from launchtui.analysis.record_conclusion import cause_line
     if form == ONE:
-        line, style = one_line(doc)
+        line, style = one_line(doc, width)
         return [line], [style]
     if doc and doc.get("gpu_recorded") is False:
         lines = _cpu_side_lines(doc)[:2 if form == COMPACT else None]
@@ -239,16 +266,15 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL) -> tuple
         styles.append(HEAD)
     else:
         hb = doc["idle_by_cause"]["host_bound"]
-        figures = (f"{pi['launches']['median']:,.0f} launches/iter · host-bound "
-                   f"{hb['mean_per_iteration_ms']:,.3f} ms/iter = {hb['share']:.1%} of the iteration · "
-                   f"{cause_line(doc)} · backpressure "
-                   f"{'yes' if doc['backpressure'] else 'no'}")
-        # what to conclude first (the record's conclusion), then the figures it rests on when there is room
-        conclusion = doc.get("conclusion")
-        lines.append(f"Verdict: {conclusion or figures}")
+        lines.append(f"Verdict: {level_word(doc)} · {split(doc)}")
         styles.append(HEAD)
-        if conclusion and form == FULL:
-            lines.append(f" {figures}")
+        if _conclusion_rest(doc):
+            lines.append(f" {_conclusion_rest(doc)}")
+            styles.append(Style())
+        if form == FULL:
+            lines.append(f" {pi['launches']['median']:,.0f} launches/iter · host-bound "
+                         f"{hb['mean_per_iteration_ms']:,.3f} ms/iter = {hb['share']:.1%} of the iteration"
+                         f" · backpressure {'yes' if doc['backpressure'] else 'no'}")
             styles.append(Style())
     if form == COMPACT:
         more, more_styles = _class_lines(doc)
@@ -307,7 +333,7 @@ class VerdictPanel(TextPanel):
         self.doc, self.settings = doc, settings
         room = self.room()
         for form in ((FULL,) if self.expanded else (FULL, COMPACT, ONE)):
-            lines, styles = panel_lines(doc or {}, settings, form)
+            lines, styles = panel_lines(doc or {}, settings, form, self.size.width or None)
             if room is None or min(len(lines), self.MAX_LINES) <= room:
                 break
         self.form = form
