@@ -123,6 +123,30 @@ def test_largest_gaps_of_each_cause_largest_first(case, name):
             assert lane.g0[k] <= a < b <= lane.g1[k]
 
 
+@pytest.mark.parametrize("name", ("dependency", "sync", "trimmed"))
+def test_blocks_of_gaps_give_the_same_row(monkeypatch, case, name):
+    """Built a few gaps at a time (the 5M-op path), the row is the one built in one block."""
+    t, truth, doc, lane = case(name)
+    monkeypatch.setattr(il, "BLOCK_GAPS", 7)
+    it = doc["iterations"]
+    small = il.build_idle_lane(t, doc["device_id"], it["starts_ns"], it["ends_ns"], it["base_depth"])
+    assert len(lane) > 3 * il.BLOCK_GAPS
+    for k in range(len(CAUSES)):
+        assert small.sets[k].s.tolist() == lane.sets[k].s.tolist()
+        assert small.sets[k].cum.tolist() == lane.sets[k].cum.tolist()
+        assert small.top[k].tolist() == lane.top[k].tolist() and small.top_ns[k].tolist() == lane.top_ns[k].tolist()
+    assert small.n_gaps.tolist() == lane.n_gaps.tolist() and small.total_ns.tolist() == lane.total_ns.tolist()
+    assert small.op.tolist() == lane.op.tolist() and small.main == lane.main
+    calls = []
+
+    def cancelled():
+        calls.append(1)
+        return len(calls) > 2
+    with pytest.raises(il.Cancelled):
+        il.build_idle_lane(t, doc["device_id"], it["starts_ns"], it["ends_ns"], cancelled=cancelled)
+    assert len(calls) == 3                       # asked between stages and blocks; stopped at the third
+
+
 def test_the_top_list_keeps_the_largest_when_there_are_more(monkeypatch, case):
     t, truth, doc, lane = case("dependency")
     monkeypatch.setattr(il, "TOP_GAPS", 5)
@@ -130,6 +154,9 @@ def test_the_top_list_keeps_the_largest_when_there_are_more(monkeypatch, case):
     small = il.build_idle_lane(t, doc["device_id"], it["starts_ns"], it["ends_ns"], it["base_depth"])
     dep = CAUSES.index("dependency")
     assert small.top[dep].tolist() == lane.top[dep][:5].tolist()
+    monkeypatch.setattr(il, "BLOCK_GAPS", 11)     # each block keeps its own largest, ties included
+    blocks = il.build_idle_lane(t, doc["device_id"], it["starts_ns"], it["ends_ns"], it["base_depth"])
+    assert [x.tolist() for x in blocks.top] == [x[:5].tolist() for x in lane.top]
     assert int(small.n_gaps[dep]) == int(lane.n_gaps[dep]) > 5
 
 

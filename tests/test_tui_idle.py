@@ -288,10 +288,12 @@ def test_a_warm_reopen_maps_the_stored_row(case, monkeypatch):
     from launchtui.analysis import idle_lane
     from launchtui.tui import lanes_cache
     path, truth, _ = case("dependency")
+    apps = []
 
     def state():
         async def go():
             app = make_app(path, no_cache=False)
+            apps.append(app)
             async with app.run_test(size=SIZE) as pilot:
                 scr = await _ready(app, pilot)
                 lane = scr.idle.lane
@@ -305,10 +307,56 @@ def test_a_warm_reopen_maps_the_stored_row(case, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("rebuilt on a warm reopen")
     monkeypatch.setattr(idle_lane, "build_idle_lane", boom)
+    from launchtui.tui import idle_view
+    real, beside_table = idle_view.stored, []
+
+    def spy(*a, **k):
+        beside_table.append(apps[-1].main.table_busy)
+        return real(*a, **k)
+    monkeypatch.setattr(idle_view, "stored", spy)
     again = state()
     assert again[:4] == first[:4] and not again[4]      # the same row, mapped from the file
+    assert beside_table == [True]                       # mapped while the table worker ran
 
 
 def app_entry(path):
     from launchtui.result_cache import model_entry
     return model_entry(path)
+
+
+def test_new_verdict_work_stops_a_running_build(monkeypatch):
+    """A build still running when `d` starts the next verdict and table stops at its next block, and
+    the lane of the new verdict follows (their temporaries never add up at 5M)."""
+    import threading
+
+    from launchtui.analysis.idle_lane import Cancelled
+    from launchtui.tui import idle_view
+    real = idle_view.compute
+    seen = []
+
+    def slow(trace, inputs, entry=None, cancelled=None):
+        if not seen:
+            seen.append("blocked")
+            for _ in range(1000):            # stands for a long 5M build, block after block
+                if cancelled():
+                    seen.append("stopped")
+                    raise Cancelled()
+                threading.Event().wait(0.01)
+            seen.append("not stopped")
+        return real(trace, inputs, entry, cancelled)
+    monkeypatch.setattr(idle_view, "compute", slow)
+    trace = open_trace(DEMO, use_cache=False)
+
+    async def go():
+        app = make_app(DEMO, trace=trace)
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(2000):
+                await pilot.pause()
+                scr = app.main
+                if scr is not None and getattr(scr, "idle", None) is not None and scr.idle.running:
+                    break
+            await pilot.press("d")
+            scr = await _ready(app, pilot)
+            assert seen == ["blocked", "stopped"]
+            assert scr.device == 0 and scr.idle.lane.device == scr.verdict.result.doc["device_id"] == 0
+    run(go())

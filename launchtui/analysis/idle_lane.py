@@ -16,6 +16,7 @@ import numpy as np
 
 from launchtui.analysis import exposed as ex
 from launchtui.analysis import idle_causes as ic
+from launchtui.analysis import intervals as iv
 from launchtui.analysis.backpressure import Options, spikes
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
@@ -115,61 +116,112 @@ def empty_lane(device: int) -> IdleLane:
                     [z] * len(CAUSES), np.zeros(len(CAUSES), np.int64), np.zeros(len(CAUSES), np.int64), 0)
 
 
+class Cancelled(Exception):
+    """The caller no longer wants the lane (`build_idle_lane`'s `cancelled` said so between blocks)."""
+
+
+BLOCK_GAPS = 1 << 19       # gaps per block of pieces: bounds the temporaries (5M ops: ~2.5M gaps)
+
+
 def build_idle_lane(trace: Trace, device: int, it_start, it_end, base_depth: int = 0,
-                    options: Options = Options()) -> IdleLane:
+                    options: Options = Options(), cancelled=None) -> IdleLane:
     """The idle row of `device` for the record's iterations [it_start_k, it_end_k) (record.py
     `_gpu_figures`: gaps from the device's first op to the last iteration's end, cold-start calls
-    from the whole trace's spikes at the record's backpressure options)."""
+    from the whole trace's spikes at the record's backpressure options). `cancelled()`, asked
+    between blocks, raises Cancelled when it turns true (the TUI wants another lane)."""
     it_start = np.asarray(it_start, np.int64)
     it_end = np.asarray(it_end, np.int64)
     on = ex.device_ops(trace, device)
     calls = ex.device_launch_calls(trace, device, on)
     if not len(on) or not len(calls) or not len(it_start):
         return empty_lane(device)
+    stop = cancelled or (lambda: False)
     lo = min(int(it_start.min()), int(trace.ops.start[on].min()))
     hi = int(it_end.max())
-    gaps = ex.device_gaps(trace, device, lo, hi, calls)
-    g0, g1 = gaps.start, gaps.end
-    del gaps
+    busy = iv.union(trace.ops.start[on], trace.ops.end[on])
+    g0, g1 = iv.complement(*busy, lo, hi)      # ex.device_gaps' bounds, without its ending ops
+    del busy
+    _check(stop)
     cold = cold_start(trace, spikes(trace, WHOLE, options))
+    _check(stop)
     causes = ic.gap_causes(trace, on, calls, g0, g1, cold_calls=cold.calls)
-    op = causes.op
-    latency = causes.latency.ns
-    s, e, c = causes.pieces()
-    del causes
-    lane = _from_pieces(device, g0, g1, op, s, e, c, latency)
+    del on, calls, cold
+    lane = _from_causes(device, causes, stop)
     lane.base_depth = int(base_depth)
-    lane.main = main_thread(trace, op[op >= 0], lane.base_depth, it_start) if len(trace.ranges) else -1
+    ended = lane.op[lane.op >= 0]
+    lane.main = main_thread(trace, ended, lane.base_depth, it_start) if len(trace.ranges) else -1
     return lane
 
 
-def _from_pieces(device, g0, g1, op, s, e, c, latency) -> IdleLane:
-    """Per cause: its pieces' set, and its gaps ranked by the cause's ns in them."""
+def _check(cancelled) -> None:
+    if cancelled():
+        raise Cancelled()
+
+
+def _block(c: ic.GapCauses, a: int, b: int) -> ic.GapCauses:
+    """Gaps a..b of `c` (views), with the launch calls in flight cut to their span: the same
+    pieces as the whole set gives there, without its temporaries."""
+    fs, fe = c.flight
+    i0 = int(np.searchsorted(fe, c.g0[a], side="right"))
+    i1 = int(np.searchsorted(fs, c.g1[b - 1], side="left"))
+    return ic.GapCauses(c.g0[a:b], c.g1[a:b], c.op[a:b], c.call[a:b], c.cut_tail[a:b], c.cut_dep[a:b],
+                        c.sync[a:b], c.tail[a:b], c.stall[a:b], (fs[i0:i1], fe[i0:i1]), c.latency)
+
+
+def _from_causes(device: int, c: ic.GapCauses, cancelled=lambda: False) -> IdleLane:
+    """Per cause: its pieces' set, and its gaps ranked by the cause's ns in them (block by block,
+    in time order, so each cause's pieces stay sorted)."""
     n = len(CAUSES)
-    gap = np.searchsorted(g0, s, side="right") - 1     # every piece lies inside one gap
-    sets, top, top_ns = [], [], []
+    starts: list = [[] for _ in CAUSES]
+    lengths: list = [[] for _ in CAUSES]
+    cand: list = [[] for _ in CAUSES]         # (gap indices, ns) of each block's largest
     n_gaps = np.zeros(n, np.int64)
+    for a in range(0, len(c.g0), BLOCK_GAPS):
+        _check(cancelled)
+        b = min(len(c.g0), a + BLOCK_GAPS)
+        s, e, k = _block(c, a, b).pieces()
+        gap = np.searchsorted(c.g0[a:b], s, side="right") - 1     # every piece lies inside one gap
+        for ci in range(n):   # once per cause
+            m = k == ci
+            sk, lk = s[m], e[m] - s[m]
+            starts[ci].append(sk)
+            lengths[ci].append(lk)
+            per = np.bincount(gap[m], weights=lk.astype(np.float64), minlength=b - a).astype(np.int64)
+            held = np.flatnonzero(per)
+            n_gaps[ci] += len(held)
+            gi = held[_largest(held, per[held])]
+            cand[ci].append((gi + a, per[gi]))
+        del s, e, k, gap
+    sets, top, top_ns = [], [], []
     total = np.zeros(n, np.int64)
-    for k in range(n):   # once per cause
-        m = c == k
-        sk, ek = s[m], e[m]
-        sets.append(CauseSet.of(sk, ek))
-        total[k] = int((ek - sk).sum())
-        per = np.bincount(gap[m], weights=(ek - sk).astype(np.float64), minlength=len(g0)).astype(np.int64)
-        del m, sk, ek
-        held = np.flatnonzero(per)
-        n_gaps[k] = len(held)
-        if len(held) > TOP_GAPS:   # the TOP_GAPS largest; of those tied with the last, the earliest
-            v = per[held]
-            kth = -np.partition(-v, TOP_GAPS - 1)[TOP_GAPS - 1]
-            above = held[v > kth]
-            held = np.concatenate([above, held[v == kth][:TOP_GAPS - len(above)]])
-        o = np.lexsort((held, -per[held]))     # largest first, then the earlier gap
-        top.append(held[o].astype(np.int64))
-        top_ns.append(per[held[o]])
+    for ci in range(n):
+        sk = np.concatenate(starts[ci]) if starts[ci] else np.zeros(0, np.int64)
+        lk = np.concatenate(lengths[ci]) if lengths[ci] else np.zeros(0, np.int64)
+        starts[ci] = lengths[ci] = None
+        cum = np.zeros(len(sk) + 1, np.int64)
+        np.cumsum(lk, out=cum[1:])
+        sets.append(CauseSet(sk, cum))
+        total[ci] = int(cum[-1])
+        idx = np.concatenate([x for x, _ in cand[ci]]) if cand[ci] else np.zeros(0, np.int64)
+        ns = np.concatenate([y for _, y in cand[ci]]) if cand[ci] else np.zeros(0, np.int64)
+        keep = _largest(idx, ns)
+        o = np.lexsort((idx[keep], -ns[keep]))   # largest first, then the earlier gap
+        top.append(idx[keep][o].astype(np.int64))
+        top_ns.append(ns[keep][o])
+    op = c.op
     narrow = np.int32 if len(op) == 0 or int(op.max()) < 2**31 - 1 else np.int64
-    return IdleLane(device, sets, np.asarray(g0, np.int64), np.asarray(g1, np.int64), op.astype(narrow), top,
-                    top_ns, n_gaps, total, int(latency))
+    return IdleLane(device, sets, np.asarray(c.g0, np.int64), np.asarray(c.g1, np.int64), op.astype(narrow),
+                    top, top_ns, n_gaps, total, int(c.latency.ns))
+
+
+def _largest(idx: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """Positions of the TOP_GAPS largest `ns`; of those tied with the last, the lowest `idx` (`idx`
+    ascending)."""
+    if len(idx) <= TOP_GAPS:
+        return np.arange(len(idx))
+    kth = -np.partition(-ns, TOP_GAPS - 1)[TOP_GAPS - 1]
+    above = np.flatnonzero(ns > kth)
+    return np.concatenate([above, np.flatnonzero(ns == kth)[:TOP_GAPS - len(above)]])
 
 
 def op_phase(trace: Trace, lane: IdleLane, k: int, level: int = 1) -> str | None:

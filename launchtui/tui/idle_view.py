@@ -2,16 +2,18 @@
 largest gaps of a cause (x / X, > / <) and the details of the gap under the cursor (definitions.md §T7).
 
 The lane is the record's device's (the verdict panel's words and the row agree): it is requested
-when a verdict arrives and computed once the table worker is done (their temporaries never peak
-together), from beside the model entry when stored there (tui/lanes_cache.py).
+when a verdict arrives, mapped from beside the model entry when stored there (tui/lanes_cache.py),
+else built once the table worker is done (their temporaries never peak together).
 """
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import numpy as np
 
 from launchtui.tui.messages import IdleReady
+
 
 def lane_inputs(doc: dict | None) -> tuple | None:
     """(device, iteration starts, ends, base depth) of the record, None when it judges no device."""
@@ -28,32 +30,51 @@ def _digest(inputs: tuple) -> str:
     return hashlib.sha256(repr((inputs, Options())).encode()).hexdigest()
 
 
-def compute(trace, inputs: tuple, entry=None):
+def stored(trace, inputs: tuple, entry=None):
+    """The lane for `inputs` mapped from beside the model entry, None when not stored."""
+    from launchtui.tui import lanes_cache
+    return lanes_cache.load_idle(entry, inputs[0], _digest(inputs), trace)
+
+
+def compute(trace, inputs: tuple, entry=None, cancelled=None):
     """The idle lane for `inputs` (lane_inputs): mapped from beside the model entry, else built and
-    stored there, then mapped back (its built arrays go: only the pages a frame reads stay)."""
+    stored there, then mapped back (its built arrays go: only the pages a frame reads stay).
+    Raises idle_lane.Cancelled when `cancelled()` turns true while building."""
     from launchtui.analysis.idle_lane import build_idle_lane
     from launchtui.tui import lanes_cache
-    device, starts, ends, base = inputs
-    key = _digest(inputs)
-    lane = lanes_cache.load_idle(entry, device, key, trace)
+    lane = stored(trace, inputs, entry)
     if lane is None:
-        lane = build_idle_lane(trace, device, np.array(starts, np.int64), np.array(ends, np.int64), base)
+        device, starts, ends, base = inputs
+        lane = build_idle_lane(trace, device, np.array(starts, np.int64), np.array(ends, np.int64), base,
+                               cancelled=cancelled)
         if entry is not None:
+            key = _digest(inputs)
             lanes_cache.store_idle(entry, key, lane)
             lane = lanes_cache.load_idle(entry, device, key, trace) or lane
     return lane
 
 
+MISSING = object()    # a stored-only look found nothing: build once the table worker is done
+
+
 class IdleView:
-    """The screen forwards its keys, the verdict's and table's arrivals and the worker's message here."""
+    """The screen forwards its keys, the verdict's and table's arrivals and the worker's message here.
+
+    A verdict names the lane it wants (`target`). A lane stored beside the model is mapped at once,
+    even while the table worker runs (a warm reopen); building one waits for the table worker
+    (`waiting`), and a verdict or table worker starting meanwhile stops the build at its next
+    block (`interrupt`): their temporaries never add up at 5M ops."""
 
     def __init__(self, screen) -> None:
         self.screen = screen
         self.lane = None
-        self.inputs = None        # of the lane drawn or being computed
-        self.want = None          # inputs waiting for the table worker (when `pending`)
-        self.pending = False
-        self.running = False
+        self.target = None        # inputs of the lane drawn or on its way
+        self.waiting = False      # the target must be built, after the table worker
+        self.running = False      # a worker is looking for or building the target
+        self.building = False
+        self._stop = threading.Event()   # set: the running build stops at its next block
+        self._done = threading.Event()   # set while no build runs
+        self._done.set()
         self.gen = 0
         self.cause: int | None = None   # index into CAUSES of the cause being stepped
         self.pos = -1
@@ -61,7 +82,7 @@ class IdleView:
 
     @property
     def busy(self) -> bool:
-        return self.pending or self.running
+        return self.waiting or self.running
 
     # ---- computing -------------------------------------------------------------------------------
     def request(self, doc: dict | None) -> None:
@@ -69,34 +90,68 @@ class IdleView:
         ib = (doc or {}).get("idle_by_cause") or {}
         self.shares = dict(ib.get("share") or {})
         inputs = lane_inputs(doc)
-        if inputs == (self.want if self.pending else self.inputs):
+        if inputs == self.target and (self.busy or self.lane is not None or inputs is None):
             return
-        self.want, self.pending = inputs, True
-        self.kick()
+        self.target = inputs
+        self.gen += 1
+        self.waiting = False
+        if inputs is None:
+            self.running = True
+            self.screen.post_message(IdleReady(self.gen, None))
+        else:
+            self._start(build=False)
 
     def kick(self) -> None:
-        """Start the wanted lane's worker once no table worker runs."""
+        """The table worker is done: build the target if it was not stored."""
+        if self.waiting and not self.screen.table_busy:
+            self.waiting = False
+            self._start(build=True)
+
+    def _start(self, build: bool) -> None:
         scr = self.screen
-        if not self.pending or scr.table_busy:
-            return
-        self.pending = False
-        inputs = self.inputs = self.want
-        self.gen += 1
-        gen = self.gen
-        self.running = True
-        if inputs is None:
-            scr.post_message(IdleReady(gen, None))
-            return
+        gen, inputs = self.gen, self.target
         trace, entry = scr.loaded.trace, scr.loaded.results_entry
+        self.running, self.building = True, build
+        if build:
+            stop = self._stop = threading.Event()
+            done = self._done = threading.Event()
 
         def work() -> None:
-            scr.post_message(IdleReady(gen, compute(trace, inputs, entry)))
+            from launchtui.analysis.idle_lane import Cancelled
+            if not build:      # mapping a stored lane: cheap, beside any worker
+                lane = stored(trace, inputs, entry)
+                scr.post_message(IdleReady(gen, MISSING if lane is None else lane))
+                return
+            try:
+                scr.post_message(IdleReady(gen, compute(trace, inputs, entry, stop.is_set)))
+            except Cancelled:
+                pass
+            finally:
+                done.set()
         scr.run_worker(work, thread=True, exclusive=True, group="idle")
+
+    def interrupt(self) -> None:
+        """A verdict or table worker is starting: a running build stops at its next block and the
+        next verdict asks for the lane again."""
+        if self.running and self.building:
+            self._stop.set()
+            self.running = self.building = False
+            self.target = None
+            self.gen += 1
+
+    def wait_stopped(self, timeout: float = 60.0) -> None:
+        """In a verdict or table worker: until an interrupted build has let go of its temporaries
+        (at most one stage or block of it)."""
+        self._done.wait(timeout)
 
     def ready(self, m: IdleReady) -> bool:
         if m.gen != self.gen:
             return False
-        self.running = False
+        self.running = self.building = False
+        if m.lane is MISSING:
+            self.waiting = True
+            self.kick()
+            return False
         self.lane = m.lane
         self.cause, self.pos = None, -1
         self.screen.timeline.set_idle(m.lane)
@@ -160,7 +215,7 @@ class IdleView:
             tl.select_row(j)
         w = g1 - g0
         v = tl.view
-        if w < 3 * v.ns_per_col or w > 0.6 * v.width * v.ns_per_col:
+        if w < 3 * v.ns_per_col or w > 0.5 * v.width * v.ns_per_col:
             v.fit(g0 - w, g1 + w, margin=0)     # the gap in the middle third of the view
         a, b = lane.largest_piece(c, k)
         scr.jump(a + (b - a) // 2)              # the cursor on the cause's part of the gap

@@ -278,6 +278,7 @@ class MainScreen(Screen):
         self.sel_gen += 1
         self.table_busy = True
         self.table_waits = False
+        self.idle.interrupt()
         self.update_header()
         gen, spec, names = self.sel_gen, self.spec, self.name_mode
         settings, base, spans = self.verdict.settings, self.verdict.base_depth, self.verdict.spans
@@ -289,6 +290,7 @@ class MainScreen(Screen):
         from launchtui.tui.loader import selection_stats
         from launchtui.tui.verdict import table_rows
         from launchtui.result_cache import memo
+        self.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
         tr = self.loaded.trace
         sel = build_selection(tr, spec)
 

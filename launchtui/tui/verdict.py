@@ -259,23 +259,21 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
         return lines, [HEAD] + [Style()] * (len(lines) - 1)
     if not doc or doc.get("empty"):
         return ["Verdict: " + (doc.get("empty", "computing…") if doc else "computing…")], [HEAD]
-    lines, styles = [], []
     pi, it = doc["per_iteration"], doc["iterations"]
-    if doc.get("too_little"):
-        lines.append(f"Verdict: too little activity to judge launch overhead ({doc['too_little']})")
-        styles.append(HEAD)
-    else:
+    lines = [f"Verdict: {level_word(doc)}" + (f" · {split(doc)}" if doc.get("idle_by_cause") else "")]
+    styles = [HEAD]
+    rest = _conclusion_rest(doc)
+    if not rest and doc.get("too_little"):
+        rest = f"too little activity to judge ({doc['too_little']})"
+    if rest:
+        lines.append(f" {rest}")
+        styles.append(Style())
+    if form == FULL and not doc.get("too_little"):
         hb = doc["idle_by_cause"]["host_bound"]
-        lines.append(f"Verdict: {level_word(doc)} · {split(doc)}")
-        styles.append(HEAD)
-        if _conclusion_rest(doc):
-            lines.append(f" {_conclusion_rest(doc)}")
-            styles.append(Style())
-        if form == FULL:
-            lines.append(f" {pi['launches']['median']:,.0f} launches/iter · host-bound "
-                         f"{hb['mean_per_iteration_ms']:,.3f} ms/iter = {hb['share']:.1%} of the iteration"
-                         f" · backpressure {'yes' if doc['backpressure'] else 'no'}")
-            styles.append(Style())
+        lines.append(f" {pi['launches']['median']:,.0f} launches/iter · host-bound "
+                     f"{hb['mean_per_iteration_ms']:,.3f} ms/iter = {hb['share']:.1%} of the iteration"
+                     f" · backpressure {'yes' if doc['backpressure'] else 'no'}")
+        styles.append(Style())
     if form == COMPACT:
         more, more_styles = _class_lines(doc)
         return lines + more, styles + more_styles
@@ -382,10 +380,14 @@ class VerdictView:
         """Recompute the record (and the table rows at the current settings) in a worker."""
         self.gen += 1
         scr = self.screen
+        if getattr(scr, "idle", None) is not None:
+            scr.idle.interrupt()
         gen, dev, settings, trace = self.gen, scr.device, self.settings, scr.loaded.trace
         entry = scr.loaded.results_entry
 
         def work() -> None:
+            if getattr(scr, "idle", None) is not None:
+                scr.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
             scr.post_message(VerdictReady(compute(trace, dev, settings, gen, entry)))
         scr.run_worker(work, thread=True, exclusive=True, group="verdict")
 
