@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end check of the TUI in a real terminal (tmux, 120x40, 256 colours):
 # opens real samples from ../shared/samples, presses keys, and checks the captured screen for the
-# CUDA API row, the CUDA HW row, the queue sparkline and the small-kernel table; then checks that a
+# CUDA API row, the CUDA HW row, the queue sparkline, the idle row (x and > step its gaps) and the
+# small-kernel table; then checks that a
 # loading error prints the CLI's one-line message and exits with status 2.
 #
 #   scripts/tmux_e2e.sh [SAMPLES_DIR]        (default: ../shared/samples next to the repository)
@@ -57,6 +58,11 @@ if open_trace "$samples/kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.
   check "table"                 'Kernel +Launches +API avg +Kernel avg +total API ms'
   check "table row"             'computeOffsetsKernel +235'
   check "footer"                'q Quit +\? Help'
+  check "idle row"              '^▶?idle by cause +.*[-?~>|=*]' 60
+  keys x
+  check "x: largest gap"        '[a-z] [0-9.]+ [mµn]?s in gap 1 of (the )?[0-9,]+'
+  keys ">"
+  check "> : next smaller gap"  'in gap 2 of (the )?[0-9,]+'
   keys g b b b b b
   check "b: episode/spike"      '(episode|mark) [0-9]+/[0-9]+'
   keys g
@@ -76,10 +82,13 @@ else fail=1; fi
 echo "== H100 Nsight (2 GPUs)"
 if open_trace "$samples/nsys/nsys-ai__h100_2gpu_1s.sqlite"; then
   check "GPU 0 group"           '━ GPU 0 ━'
-  check "GPU 1 group"           '━ GPU 1 ━'
+  check "idle row"              '^▶?idle by cause +.*[-?~>|=*]' 60
   check "API row"               '^▶?API +111 '
   check "HW row"                '^▶?HW +s7 '
+  keys j                        # the rows below the idle row scroll into view
   check "queue sparkline"       '^▶?q s7 +753 +.*[▁▂▃▄▅▆▇]'
+  keys j j
+  check "GPU 1 group"           '━ GPU 1 ━'
   check "table"                 'vectorized_elementwise_kernel +437 +282\.2'
   keys d
   check "d: one device"         'device shown: 0'
