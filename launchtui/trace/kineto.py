@@ -15,6 +15,7 @@ from collections import Counter
 from itertools import chain, compress
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 import sys
 
@@ -25,11 +26,12 @@ from launchtui.errors import TraceError
 from launchtui.trace.arrays import unique_rows, unique_sorted
 from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
-from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, ids, keep, num, timed,
-                                          timed_with_args)
+from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, decode_args, export_note, ids,
+                                          keep, num, timed, timed_with_args)
 from launchtui.trace.join import finalize
-from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, RANGE_PUSHPOP, ApiCalls, GpuOps,
-                                   Overheads, Ranges, SourceInfo, StringTable, Threads, Trace)
+from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP,
+                                   RANGE_STARTEND, ApiCalls, GpuOps, Overheads, Ranges, SourceInfo, StringTable,
+                                   Threads, Trace)
 from launchtui.trace.nesting import range_depths
 
 MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # longer durations are CUPTI overflow (HTA drops them too)
@@ -65,6 +67,17 @@ class _LooseApiArgs(msgspec.Struct):
     correlation: int | float | str | None = -1
 
 
+class _RangeArgs(msgspec.Struct):
+    """What launchtui's chrome export adds to an annotation (definitions.md §13b): its NVTX domain and,
+    for an NVTX start/end range, `nvtx: "start/end"`. Any other type reads as absent."""
+    domain: Any = None
+    nvtx: Any = None
+
+
+_RANGE_ARG_KEYS = (b'"domain"', b'"nvtx"')
+COMMAND_BUFFER_FULL = "Command Buffer Full"   # Kineto's name for CUPTI's overhead kind (§6)
+
+
 class _Event(msgspec.Struct, gc=False):
     # args stay raw: most events' args (shapes, call stacks) are never needed, and the few we
     # need are decoded afterwards in one batch per role
@@ -92,6 +105,7 @@ class _Doc(msgspec.Struct):
     deviceProperties: msgspec.Raw = msgspec.Raw(b"null")
     schemaVersion: msgspec.Raw = msgspec.Raw(b"null")
     distributedInfo: msgspec.Raw = msgspec.Raw(b"null")
+    launchtui: msgspec.Raw = msgspec.Raw(b"null")      # launchtui's chrome export: where it came from
 
 
 def _field(raw: msgspec.Raw, typ, skipped: Counter, what: str):
@@ -104,11 +118,11 @@ def _field(raw: msgspec.Raw, typ, skipped: Counter, what: str):
 
 
 # Roles by category. Legacy 2021 names are capitalised; other spellings are matched lower-cased.
-ROLE_NONE, ROLE_API, ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET, ROLE_RANGE, ROLE_LEGACY_OP = range(7)
+ROLE_NONE, ROLE_API, ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET, ROLE_RANGE, ROLE_LEGACY_OP, ROLE_OVERHEAD = range(8)
 _ROLE_BY_CAT = {"cuda_runtime": ROLE_API, "runtime": ROLE_API, "cuda_driver": ROLE_API,
                 "kernel": ROLE_KERNEL, "gpu_memcpy": ROLE_MEMCPY, "memcpy": ROLE_MEMCPY,
                 "gpu_memset": ROLE_MEMSET, "memset": ROLE_MEMSET, "user_annotation": ROLE_RANGE,
-                "operator": ROLE_LEGACY_OP}
+                "operator": ROLE_LEGACY_OP, "overhead": ROLE_OVERHEAD}
 _OP_KIND = {ROLE_KERNEL: OP_KERNEL, ROLE_MEMCPY: OP_MEMCPY, ROLE_MEMSET: OP_MEMSET}
 # 2021 traces record record_function ranges as plain operators: those are the names that are not
 # namespaced ops (aten::add), autograd nodes (AddmmBackward0), in-place ops (detach_) or Triton
@@ -282,9 +296,40 @@ def _extract(events: list, skipped: Counter) -> dict:
     if rng_ev:
         out["ranges"] = {"start": start, "end": end, "name": _names(rng_ev),
                          "pid": ids(list(map(attrgetter("pid"), rng_ev))),
-                         "tid": ids(list(map(attrgetter("tid"), rng_ev)))}
+                         "tid": ids(list(map(attrgetter("tid"), rng_ev))), **_range_args(rng_ev)}
+    if (roles == ROLE_OVERHEAD).any():
+        ov = _command_buffer_full(_pick(events, roles == ROLE_OVERHEAD, skipped), skipped)
+        if ov:
+            out["overheads"] = ov
     out.update(kineto_stacks.extract(events, skipped))  # python frames, call stacks, backward links
     return out
+
+
+def _range_args(evs: list) -> dict:
+    """Per range: its NVTX domain (None: the default one) and whether it is a start/end range, from
+    the args launchtui's chrome export writes; one C-level scan when no range carries them."""
+    n = len(evs)
+    buf = b"".join(map(bytes, map(attrgetter("args"), evs)))
+    if not any(buf.find(k) >= 0 for k in _RANGE_ARG_KEYS):
+        return {"domain": [None] * n, "start_end": np.zeros(n, bool)}
+    args, _ = decode_args(list(map(attrgetter("args"), evs)), _RangeArgs, _RangeArgs)
+    dom = [a.domain if isinstance(a.domain, str) else None for a in args]
+    return {"domain": dom, "start_end": np.fromiter((a.nvtx == "start/end" for a in args), bool, n)}
+
+
+def _command_buffer_full(evs: list, skipped: Counter) -> dict | None:
+    """Kineto `overhead` events named Command Buffer Full (CUPTI's overhead kind, which launchtui's
+    chrome export writes for Nsight's rows): launch calls that waited for queue space (§6)."""
+    evs = [e for e in evs if e.name == COMMAND_BUFFER_FULL]
+    if evs:
+        evs, start, end, _, args = timed_with_args(evs, _ApiArgs, _LooseApiArgs, skipped)
+    if not evs:
+        return None
+    corr, ok = _as_int_array(list(map(attrgetter("correlation"), args)))
+    evs, c = keep(evs, {"start": start, "end": end, "corr": corr}, ok, skipped, SKIP_ARGS)
+    if not evs:
+        return None
+    return {**c, "pid": ids(list(map(attrgetter("pid"), evs))), "tid": ids(list(map(attrgetter("tid"), evs)))}
 
 
 def _concat(parts: list[dict], role: str) -> dict | None:
@@ -340,9 +385,12 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         source.extra["clock"] = "Unix epoch µs"
     if dist:
         source.extra["rank"] = dist.get("rank", 0)
+    if (note := export_note(doc.launchtui)) is not None:
+        source.extra["exported"] = note
 
     strings = StringTable()
     a, o, r = _concat(parts, "api"), _concat(parts, "ops"), _concat(parts, "ranges")
+    ovh = _concat(parts, "overheads")
     stack_py, stack_op = _concat(parts, "py"), _concat(parts, "op")
     del parts
 
@@ -387,14 +435,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
         ops = GpuOps.empty()
     progress("GPU ops", len(ops))
 
-    if n_rng:
-        r_thread = tinv[n_api:]
-        ranges = Ranges(thread=r_thread, start=r["start"], end=r["end"],
-                        depth=range_depths(r_thread.astype(np.int64), r["start"], r["end"]),
-                        text=strings.intern_many(r["name"]), domain=np.full(n_rng, -1, np.int32),
-                        kind=np.full(n_rng, RANGE_PUSHPOP, np.int8))
-    else:
-        ranges = Ranges.empty()
+    ranges = _ranges(r, tinv[n_api:], strings) if n_rng else Ranges.empty()
 
     devices = {}
     for d in dev_props or []:
@@ -405,7 +446,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     devices = {d: devices.get(d, f"GPU {d}") for d in used}
 
     trace = Trace(source=source, strings=strings, ops=ops, api=api, ranges=ranges, threads=threads,
-                  overheads=Overheads.empty(), devices=devices)
+                  overheads=_overheads(ovh, upairs), devices=devices)
     trace.has_cuda_tables = bool(len(ops) or n_api)
     if not len(ops) and not n_api:
         trace.missing.append("no GPU activity (CPU-only trace): no API row, no HW row, no kernel table, "
@@ -422,6 +463,32 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     progress("joined", len(ops))
     kineto_stacks.build(trace, stack_py, stack_op)
     return trace
+
+
+def _ranges(r: dict, r_thread: np.ndarray, strings: StringTable) -> Ranges:
+    """Annotations as ranges, nested per (thread, NVTX domain) as Nsight nests them."""
+    n = len(r["start"])
+    has_dom = any(d is not None for d in r["domain"])
+    dom = (np.array([strings.intern(d) if d is not None else -1 for d in r["domain"]], np.int32) if has_dom
+           else np.full(n, -1, np.int32))
+    group = r_thread.astype(np.int64)
+    if has_dom:
+        group = group * (int(dom.max()) + 2) + dom + 1
+    return Ranges(thread=r_thread, start=r["start"], end=r["end"], depth=range_depths(group, r["start"], r["end"]),
+                  text=strings.intern_many(r["name"]), domain=dom,
+                  kind=np.where(r["start_end"], RANGE_STARTEND, RANGE_PUSHPOP).astype(np.int8))
+
+
+def _overheads(ovh: dict | None, upairs: np.ndarray) -> Overheads:
+    """Command-buffer-full rows on the thread (pid, tid) of the API calls and ranges (-1 for another)."""
+    if not ovh:
+        return Overheads.empty()
+    index = {(int(p), int(t)): i for i, (p, t) in enumerate(upairs.tolist())}
+    pairs = list(zip(ovh["pid"].tolist(), ovh["tid"].tolist()))
+    thread = np.array([index.get(x, -1) for x in pairs], np.int32)   # overhead rows are few
+    n = len(thread)
+    return Overheads(thread=thread, start=ovh["start"], end=ovh["end"], corr=ovh["corr"],
+                     type=np.full(n, OVERHEAD_COMMAND_BUFFER_FULL, np.int32))
 
 
 def _skip_summary(skipped: Counter) -> str:

@@ -128,3 +128,21 @@ def timed_with_args(evs: list, typ, loose, skipped: Counter):
     args, ok = decode_args(list(map(attrgetter("args"), evs)), typ, loose)
     evs, c = keep(evs, {"start": start, "end": end, "dur": dur, "args": args}, ok, skipped, SKIP_ARGS)
     return evs, c["start"], c["end"], c["dur"], c["args"]
+
+
+def export_note(raw: msgspec.Raw) -> str | None:
+    """One line on a launchtui chrome export's origin, from its top-level `launchtui` object (which
+    launchtui's chrome export writes): the source trace and, for a range, the --trim that gives the
+    range's figures again. None for any other file, or an object of another shape."""
+    try:
+        d = msgspec.json.decode(raw, type=dict | None)
+        if not d:
+            return None
+        src, w = d.get("source") or {}, d.get("window_ns")
+        name = str(src.get("path", "")).replace("\\", "/").rsplit("/", 1)[-1]
+        line = f"launchtui chrome export of {name} ({src.get('producer', '?')} {src.get('version', '')})".replace(" )", ")")
+        if d.get("selection") != "whole trace" and isinstance(w, list) and len(w) == 2 and all(type(x) is int for x in w):
+            line += f"; range {w[0] / 1e9:.9f}-{w[1] / 1e9:.9f} s: --trim {w[0] / 1e9:.9f} {w[1] / 1e9:.9f} gives its figures"
+        return line
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, AttributeError, TypeError):
+        return None
