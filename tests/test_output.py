@@ -61,3 +61,25 @@ def test_what_msgspec_cannot_encode_falls_back_to_the_standard_library():
     assert dumps({"name": "bad \udcff byte"}) == '{\n "name": "bad \\\\xff byte"\n}\n'  # printable()
     with pytest.raises(TypeError):
         dumps({"x": object()})
+
+
+def test_chunks_are_written_atomically_and_gzip_is_deterministic(tmp_path):
+    import gzip
+    from launchtui.errors import UsageError
+    from launchtui.output import write_atomic_chunks
+    parts = [b'{"a":', b"1}\n"]
+    plain = write_atomic_chunks(tmp_path / "x.json", iter(parts))
+    assert plain.read_bytes() == b'{"a":1}\n'
+    one = write_atomic_chunks(tmp_path / "x.json.gz", iter(parts), compress=True).read_bytes()
+    two = write_atomic_chunks(tmp_path / "y.json.gz", iter(parts), compress=True).read_bytes()
+    assert one == two and gzip.decompress(one) == b'{"a":1}\n'    # no name, no time in the header
+    with pytest.raises(UsageError, match="exists; use --force"):
+        write_atomic_chunks(tmp_path / "x.json", iter([b"other"]))
+    assert plain.read_bytes() == b'{"a":1}\n'
+
+    def failing():
+        yield b"part"
+        raise UsageError("stopped half way")
+    with pytest.raises(UsageError):
+        write_atomic_chunks(tmp_path / "z.json", failing())
+    assert not (tmp_path / "z.json").exists() and not list(tmp_path.glob(".*.tmp"))
