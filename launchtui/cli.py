@@ -129,10 +129,18 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     parsers["record"] = p
 
     p = _Parser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
-                                "ops and NVTX ranges, plus the analyses restricted to it.")
+                                "ops and NVTX ranges, plus the analyses restricted to it; or, with --format "
+                                "chrome, a Chrome Trace Event file in Kineto's conventions (Perfetto, "
+                                "chrome://tracing, HTA and launchtui open it).")
     p.add_argument("trace")
-    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    p.add_argument("-o", "--output", help="output file (default: stdout); with --format chrome, gzip-compressed "
+                                          "when the name ends in .gz")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--format", choices=("launchtui", "chrome"), default="launchtui",
+                   help="launchtui (default): launchtui's own range document; chrome: Chrome Trace Event JSON "
+                        "(Kineto conventions) with the record's idle causes, queue depth and marks")
+    p.add_argument("--iter", metavar="NAME", help="with --format chrome: iterations for the record's marks are "
+                                                  "the ranges whose name contains NAME")
     _selection_args(p, trim_required=False)
     _table_args(p)
     parsers["export"] = p
@@ -298,10 +306,27 @@ def cmd_export(args) -> int:
     from launchtui.output import dumps
     trace = _load(args, need_cuda=True)
     sel = selection_from_args(trace, args)
-    doc = export_document(trace, sel, _report_options(args))
-    _emit(dumps(doc), args)
+    if args.format == "chrome":
+        _emit_chrome(trace, sel, args)
+    else:
+        doc = export_document(trace, sel, _report_options(args))
+        _emit(dumps(doc), args)
     _commit(trace)
     return 0
+
+
+def _emit_chrome(trace, sel, args) -> None:
+    """The chrome export, streamed: to -o (gzip when the name ends in .gz, atomically) or stdout."""
+    from launchtui.analysis.chrome_export import chrome_chunks
+    chunks = chrome_chunks(trace, sel, _record_options(args))
+    if args.output is None:
+        for c in chunks:
+            sys.stdout.buffer.write(c)
+        sys.stdout.buffer.flush()
+        return
+    from launchtui.output import write_atomic_chunks
+    path = write_atomic_chunks(args.output, chunks, force=args.force, compress=str(args.output).endswith(".gz"))
+    print(f"launchtui: wrote {printable(path)}", file=sys.stderr)
 
 
 def cmd_diff(args) -> int:

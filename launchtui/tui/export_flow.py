@@ -1,4 +1,5 @@
-"""`e` on the main view: export the selected range, or the visible window, as `launchtui export` would.
+"""`e` on the main view: export the selected range, or the visible window, as `launchtui export` would
+(launchtui's range document, or with Ctrl+T in the dialog a Chrome trace: `--format chrome`).
 
 The dialog shows the equivalent command line; the file is written atomically in a worker and never
 replaced without asking. The Selection comes from the same functions the CLI uses for `--trim` and
@@ -34,11 +35,12 @@ class ExportFlow:
         spec = SelectionSpec(device=self.screen.device, trim_s=(a_s, b_s))
         return build_selection(self.screen.loaded.trace, spec), a_s, b_s
 
-    def command(self, a_s: float, b_s: float, out: str) -> str:
+    def command(self, a_s: float, b_s: float, out: str, fmt: str = "launchtui") -> str:
         scr = self.screen
         dev = f" --device {scr.device}" if scr.device is not None else ""
-        names = " --names full" if scr.name_mode == "full" else ""
-        return f"launchtui export {scr.loaded.trace.source.path} --trim {a_s!r} {b_s!r}{dev}{names} -o {out}"
+        names = " --names full" if scr.name_mode == "full" and fmt == "launchtui" else ""
+        form = " --format chrome" if fmt == "chrome" else ""
+        return f"launchtui export {scr.loaded.trace.source.path}{form} --trim {a_s!r} {b_s!r}{dev}{names} -o {out}"
 
     def start(self) -> None:
         from launchtui.analysis.export import default_export_name
@@ -51,13 +53,16 @@ class ExportFlow:
         except TraceError:
             self.app.notify(self._why_nothing(which), title="Nothing to export", severity="warning", timeout=10)
             return
+        from launchtui.analysis.chrome_export import default_chrome_name
         name = default_export_name(self.screen.loaded.trace, sel)
+        chrome = default_chrome_name(self.screen.loaded.trace, sel)
         text = f"{which}: {a_s:.6f} s – {b_s:.6f} s ({fmt_duration((b_s - a_s) * 1e9)})"
 
-        def done(path) -> None:
-            if path:
-                self.write(path, sel, force=False)
-        self.app.push_screen(ExportDialog(name, text, self.command(a_s, b_s, name)), done)
+        def done(answer) -> None:
+            if answer:
+                self.write(answer[0], sel, force=False, fmt=answer[1])
+        self.app.push_screen(ExportDialog(name, text, self.command(a_s, b_s, name), chrome,
+                                          self.command(a_s, b_s, chrome, "chrome")), done)
 
     def _why_nothing(self, which: str) -> str:
         """The reason, in the TUI's words, an export of this window would select nothing."""
@@ -68,30 +73,35 @@ class ExportFlow:
                 "`launchtui export --trim`, keeps the ops that lie wholly inside the window. Zoom out (-) "
                 "or mark a range around whole kernels (v … v), then press e again.")
 
-    def write(self, path: str, sel, force: bool) -> None:
+    def write(self, path: str, sel, force: bool, fmt: str = "launchtui") -> None:
         if Path(path).exists() and not force:
             from launchtui.tui.screens import ConfirmScreen
 
             def answer(yes) -> None:
                 if yes:
-                    self.write(path, sel, force=True)
+                    self.write(path, sel, force=True, fmt=fmt)
                 else:
                     self.app.notify("Export cancelled; nothing written.")
             self.app.push_screen(ConfirmScreen(f"{path} exists. Overwrite it?"), answer)
             return
         self.app.notify(f"Exporting to {path}…", timeout=3)
         names = self.screen.name_mode
-        self.screen.run_worker(lambda: self._write(path, sel, force, names), thread=True, group="export")
+        self.screen.run_worker(lambda: self._write(path, sel, force, names, fmt), thread=True, group="export")
 
-    def _write(self, path: str, sel, force: bool, names: str) -> None:
+    def _write(self, path: str, sel, force: bool, names: str, fmt: str = "launchtui") -> None:
         from launchtui.analysis.export import export_document
         from launchtui.analysis.report import ReportOptions
         from launchtui.errors import TraceError
-        from launchtui.output import dumps, write_atomic
+        from launchtui.output import dumps, write_atomic, write_atomic_chunks
         app = self.app
         try:
-            doc = export_document(self.screen.loaded.trace, sel, ReportOptions(names=names))
-            out = write_atomic(path, dumps(doc), force=force)
+            if fmt == "chrome":   # as `launchtui export --format chrome --trim a b`: default record options
+                from launchtui.analysis.chrome_export import chrome_chunks
+                out = write_atomic_chunks(path, chrome_chunks(self.screen.loaded.trace, sel), force=force,
+                                          compress=path.endswith(".gz"))
+            else:
+                doc = export_document(self.screen.loaded.trace, sel, ReportOptions(names=names))
+                out = write_atomic(path, dumps(doc), force=force)
         except TraceError as e:
             app.call_from_thread(app.notify, str(e), title="Export failed", severity="error", timeout=10)
             return

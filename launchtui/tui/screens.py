@@ -149,32 +149,53 @@ class NvtxPicker(ModalScreen):
 
 
 class ExportDialog(ModalScreen):
-    """Edit the export file name; Enter writes, Esc cancels."""
+    """Edit the export file name; Ctrl+T switches between launchtui's range document and a Chrome trace
+    (Perfetto, chrome://tracing, HTA); Enter writes, Esc cancels. Dismisses with (path, format)."""
 
     DEFAULT_CSS = MODAL_CSS
     SCOPED_CSS = False
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel"),
+                Binding("ctrl+t", "toggle_format", "Format", id="export.format")]
+    TITLES = {"launchtui": "Export to JSON (the same document as `launchtui export`)",
+              "chrome": "Export a Chrome trace for Perfetto / chrome://tracing / HTA (`launchtui export --format chrome`)"}
 
-    def __init__(self, default_name: str, window_text: str, command: str):
+    def __init__(self, default_name: str, window_text: str, command: str, chrome_name: str | None = None,
+                 chrome_command: str | None = None):
         super().__init__()
-        self.default_name = default_name
+        self.names = {"launchtui": default_name, "chrome": chrome_name or default_name}
+        self.commands = {"launchtui": command, "chrome": chrome_command or command}
+        self.fmt = "launchtui"
         self.window_text = window_text
-        self.command = command
+
+    @property
+    def default_name(self) -> str:
+        return self.names[self.fmt]
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Export to JSON (the same document as `launchtui export`)", id="title")
+            yield Label(self.TITLES[self.fmt], id="title")
             yield Label(self.window_text)
             yield Input(value=self.default_name, id="export-path")
-            yield Label(f"same as: {self.command}", id="hint")
-            yield Label("Enter writes (atomically; never overwrites without asking) · Esc cancels", id="hint2")
+            yield Label(f"same as: {self.commands[self.fmt]}", id="hint")
+            yield Label("Enter writes (atomically; never overwrites without asking) · Ctrl+T: launchtui JSON / "
+                        "Chrome trace · Esc cancels", id="hint2")
 
     def on_mount(self) -> None:
         for inp in self.query(Input):
             inp.focus()
 
+    def action_toggle_format(self) -> None:
+        inp = self.query_one("#export-path", Input)
+        typed = inp.value.strip()
+        self.fmt = "chrome" if self.fmt == "launchtui" else "launchtui"
+        if typed in self.names.values():   # a default name follows the format; a typed one stays
+            inp.value = self.default_name
+        self.query_one("#title", Label).update(self.TITLES[self.fmt])
+        self.query_one("#hint", Label).update(f"same as: {self.commands[self.fmt]}")
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        path = event.value.strip()
+        self.dismiss((path, self.fmt) if path else None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
