@@ -172,6 +172,25 @@ def test_iteration_starts_blocked_launches_and_cpu_stalls_are_marked(modern, tmp
                    if e["name"].startswith("Iteration")) == {"Iteration Start: ProfilerStep#1": 1, "Iteration Start: ProfilerStep#2": 1, "Iteration Start: ProfilerStep#3": 1, "Iteration Start: ProfilerStep#4": 1}
 
 
+def test_slices_on_cpu_threads_and_the_idle_track_nest_properly(modern):
+    """Perfetto's JSON importer needs the `X` slices of one thread nested or disjoint: the API calls,
+    ranges, command-buffer-full rows and stack carriers of each CPU thread, and the idle track."""
+    by = defaultdict(list)
+    for e in _events(modern["doc"], "X"):
+        if e["cat"] not in OP_CAT.values():
+            s = ns(e["ts"])
+            by[(e["pid"], e["tid"])].append((s, -(s + ns(e["dur"])), s + ns(e["dur"])))
+    assert len(by) >= 4
+    for key, evs in by.items():
+        evs.sort()
+        open_ends: list = []
+        for s, _, e in evs:
+            while open_ends and open_ends[-1] <= s:
+                open_ends.pop()
+            assert not open_ends or e <= open_ends[-1], key
+            open_ends.append(e)
+
+
 # --- exact times -----------------------------------------------------------------------------------
 
 def test_negative_and_sub_microsecond_times_are_exact(files, tmp_path):
