@@ -10,6 +10,8 @@ too, so stepping through them never sorts on the UI thread.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,8 +166,9 @@ def _block(c: ic.GapCauses, a: int, b: int) -> ic.GapCauses:
     fs, fe = c.flight
     i0 = int(np.searchsorted(fe, c.g0[a], side="right"))
     i1 = int(np.searchsorted(fs, c.g1[b - 1], side="left"))
-    return ic.GapCauses(c.g0[a:b], c.g1[a:b], c.op[a:b], c.call[a:b], c.cut_tail[a:b], c.cut_dep[a:b],
-                        c.sync[a:b], c.tail[a:b], c.stall[a:b], (fs[i0:i1], fe[i0:i1]), c.latency)
+    per_gap = {f.name: getattr(c, f.name)[a:b] for f in dataclasses.fields(c)
+               if f.name not in ("flight", "latency")}
+    return ic.GapCauses(**per_gap, flight=(fs[i0:i1], fe[i0:i1]), latency=c.latency)
 
 
 def _from_causes(device: int, c: ic.GapCauses, cancelled=lambda: False) -> IdleLane:

@@ -16,11 +16,12 @@ from launchtui.analysis.record_conclusion import SHORT_CAUSE
 CAUSES = idle_lane.CAUSES
 # one ASCII symbol per cause (every font and terminal draws them one cell wide), in CAUSES order
 GLYPHS = {"launch": ">", "host": "-", "host_stall": "=", "sync": "|", "dependency": "~",
-          "cold_start": "*", "unattributed": "?"}
+          "cold_start": "*", "migration": "%", "unattributed": "?"}
 # warm colours for host-bound time (what CUDA graphs / torch.compile remove), cool for the rest;
 # each an exact xterm-256 colour, so down-sampling keeps them apart
 COLOURS = {"launch": "#ff5f5f", "host": "#ffaf00", "host_stall": "#d78700", "sync": "#af87ff",
-           "dependency": "#5f87af", "cold_start": "#00afaf", "unattributed": "#8a8a8a"}
+           "dependency": "#5f87af", "cold_start": "#00afaf", "migration": "#5fafd7",
+           "unattributed": "#8a8a8a"}
 LABEL = "idle by cause"
 
 _GLYPH = np.array([" "] + [GLYPHS[c] for c in CAUSES])          # index cause + 1
