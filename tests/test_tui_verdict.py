@@ -141,7 +141,8 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             assert panel.form == ONE and len(panel.lines) == 1 and tl.content_height >= 6
             # the level and the largest idle cause, fitted to 80 columns with the V hint kept
             assert panel.lines[0] == one_line(doc, 80)[0]
-            assert panel.lines[0].startswith(f"Verdict: {level_word(doc)} · {split(doc, 1)}")
+            # at 80 columns the phase gives way first: the level, then the largest cause
+            assert panel.lines[0].startswith(f"Verdict: {doc['launch_bound_level']} · {split(doc, 1)}")
             assert panel.lines[0].endswith(" · V: details") and len(panel.lines[0]) <= 80
             assert panel.lines[0] in screen_text(app)
             await pilot.press("V")

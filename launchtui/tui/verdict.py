@@ -202,9 +202,11 @@ def _cpu_side_lines(doc: dict) -> list[str]:
 
 
 def level_word(doc: dict) -> str:
-    """The record's level (§V9) in the panel's first words."""
-    if doc.get("launch_bound_level"):
-        return doc["launch_bound_level"]
+    """The record's level (§V9) in the panel's first words, with the phase the conclusion names
+    ("launch-bound in `Optimizer.step`"): the conclusion's lead up to its first colon."""
+    if level := doc.get("launch_bound_level"):
+        lead = (doc.get("conclusion") or "").split(": ", 1)[0]
+        return lead if lead.startswith(level) else level
     return "too little activity to judge" if doc.get("too_little") else "cannot judge"
 
 
@@ -218,20 +220,22 @@ def split(doc: dict, limit: int = 4) -> str:
 
 def one_line(doc: dict, width: int | None = None) -> tuple[str, Style]:
     """The verdict in one line for the smallest terminals: the level, the largest idle causes, the
-    queue classes; at `width`, fewer causes, then no queues, so "V: details" stays on screen."""
+    queue classes; at `width`, fewer causes, then no queues, then the level without its phase, so
+    "V: details" stays on screen."""
     if doc and doc.get("gpu_recorded") is False:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
     queues = "queues: " + (", ".join(f"{k} {c}" for c, k in n.items() if k) or "none")
-    head = f"Verdict: {level_word(doc)}"
+    heads = [f"Verdict: {level_word(doc)}", f"Verdict: {doc.get('launch_bound_level') or level_word(doc)}"]
     has = bool(doc.get("idle_by_cause"))
     tries = [(2, queues), (1, queues), (1, "")] if has else [(0, queues), (0, "")]
-    for limit, q in tries:
-        line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, "V: details") if p)
-        if width is None or len(line) <= width:
-            break
+    for head in heads:
+        for limit, q in tries:
+            line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, "V: details") if p)
+            if width is None or len(line) <= width:
+                return line, HEAD
     return line, HEAD
 
 
