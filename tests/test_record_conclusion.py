@@ -56,6 +56,18 @@ def test_dry_scenario_is_launch_bound_with_its_fix_and_gain(docs):
     assert hi == doc["amdahl_bound"] == round(1 / (1 - hb["share"]), 3)
 
 
+
+def test_a_gain_measured_under_the_python_tracer_is_an_upper_bound(docs):
+    """The same launch-bound record, recorded under the Python tracer (limits.host_tracing): the
+    level stands, the gain is said as "at most", and the reason is named (§V13)."""
+    d = copy.deepcopy(docs("dry"))
+    d["limits"]["host_tracing"] = {"python_frames": 900, "per_launch_call": 3.0, "note": "n"}
+    bound, text = conclusion(d)
+    lo, hi = d["gain"]["realistic"]
+    assert bound is True and text.startswith("launch-bound")
+    assert text.endswith(f"{lo:.2f}–{hi:.2f}× faster at most (Python tracing slowed the host)")
+    assert not docs("dry")["conclusion"].endswith("at most (Python tracing slowed the host)")
+
 def test_a_dry_phase_behind_a_busy_queue_is_launch_bound_in_it(docs):
     """The profiler_step scenario: the unfused optimizer's launches run dry while the forward's
     GEMMs keep the stream busy the rest of the step: the step is not dry, the optimizer phase is,

@@ -7,12 +7,18 @@
 - *Trimmed at the start*: ops launched before the capture run at its start without a launch row;
   they all precede their stream's first launched op. The record leaves iterations dominated by
   them out of steady state (record_idle.steady_iterations).
+- *Host slowed by the profiler*: a trace recorded with Python tracing (Kineto `with_stack=True`:
+  one `python_function` event per Python call) ran its host code under the tracer, which costs
+  every Python call; host time between launches is longer than untraced, so host-bound time and
+  the gain from removing it are upper bounds.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.model import Trace
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+
+LAUNCH_KINDS = (API_LAUNCH, API_GRAPH_LAUNCH)
 
 SAMPLED_DENSITY = 0.02      # correlation ids per id of their span below this: a sample
 MIN_CALLS = 100             # a process needs this many ids for its density to mean anything
@@ -71,6 +77,19 @@ def trace_limits(trace: Trace) -> dict:
     if len(trace.ops) and interleaved > SAMPLED_INTERLEAVED * len(trace.ops):
         reasons.append(f"{interleaved:,} of {len(trace.ops):,} GPU ops have no launch row although launched ops "
                        "precede them on their stream: launches are missing from the trace")
-    return {"sampled": bool(reasons), "correlation_density": None if density is None else round(density, 4),
+    return {"sampled": bool(reasons), "host_tracing": host_tracing(trace), "correlation_density": None if density is None else round(density, 4),
             "ops_without_launch": n_un, "ops_without_launch_interleaved": interleaved,
             "trimmed_start": n_un - interleaved, "reason": "; ".join(reasons) or None}
+
+
+def host_tracing(trace: Trace) -> dict | None:
+    """The Python tracer's events, per launch call, or None when the trace has none."""
+    frames = int(trace.source.extra.get("python_frames") or 0)
+    if not frames:
+        return None
+    calls = int(np.isin(trace.api.kind, LAUNCH_KINDS).sum())
+    per = frames / calls if calls else None
+    return {"python_frames": frames, "per_launch_call": None if per is None else round(per, 2),
+            "note": f"recorded with Python tracing ({frames:,} Python calls traced"
+                    + (f", {per:,.1f} per launch call" if per is not None else "")
+                    + "): the tracer slows the host, so host-bound time and its gain are upper bounds"}

@@ -122,6 +122,11 @@ def checks(doc: dict, share_min: float = CONFIG.launch_bound_share) -> list[dict
     return out
 
 
+def _host_traced(doc: dict) -> bool:
+    """The trace ran its host code under the Python tracer (limits.host_tracing, §V13)."""
+    return bool((doc.get("limits") or {}).get("host_tracing"))
+
+
 def cannot_judge(doc: dict) -> str | None:
     """Why the trace cannot show steady-state launch behaviour, or None."""
     if doc.get("too_little") and not _provably_not(doc):
@@ -254,5 +259,6 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
         parts.append(f"first fix: {f['fix']}" + (f" (`{short(f['phase'], 40)}`)" if f.get("phase") else ""))
     if level in BOUND_LEVELS and doc["gain"]["realistic"]:
         lo, hi = doc["gain"]["realistic"]
-        parts.append(f"removing host-bound time would make the iteration {lo:.2f}–{hi:.2f}× faster")
+        parts.append(f"removing host-bound time would make the iteration {lo:.2f}–{hi:.2f}× faster"
+                     + (" at most (Python tracing slowed the host)" if _host_traced(doc) else ""))
     return level in BOUND_LEVELS, "; ".join(parts)

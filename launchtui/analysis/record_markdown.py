@@ -39,6 +39,8 @@ def _idle_md(doc: dict, out: list[str]) -> None:
     out.append(f"\n**Host-bound** (launch calls + host between launches, what CUDA graphs / torch.compile remove): "
                f"{dur(hb['mean_per_iteration_ms'])}/iteration (mean) = {hb['share']:.1%}"
                + (f"; removing it: {g['realistic'][0]:.2f}–{g['realistic'][1]:.2f}×" if g["realistic"] else ""))
+    if traced := (doc.get("limits") or {}).get("host_tracing"):
+        out.append(f"Upper bounds: {traced['note']}.")
     lat = ib["latency"]
     out.append(f"Submission latency L = {lat['us']:g} µs ({lat['source']}, {lat['samples']:,} launches onto an idle stream)")
     for x in ib["excluded_iterations"]:

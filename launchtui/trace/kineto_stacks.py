@@ -141,6 +141,8 @@ def build(trace: Trace, py: dict | None, op: dict | None) -> None:
     ot = inv[len(inv) - len(op["start"]):] if op else None
     if py:
         n = len(py["start"])
+        # the Python tracer's own events: the record says the host ran slowed by them (limits.py)
+        trace.source.extra["python_frames"] = n
         pt = inv[off:off + n]
         carriers.append(_python_carriers(trace, trie, pt, py, api_thread, ot, op))
         kinds.append("python_function")
