@@ -11,3 +11,12 @@ def dur(ms: float) -> str:
 
 def short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else name[:width - 1] + "…"
+
+
+UNNAMED_PHASE = "outside the trace's named ranges"   # a phase of launches no range encloses (§V5)
+
+
+def phase_place(phase: str | None, width: int = 40) -> str:
+    """'in `forward`' for a named phase; for launches no range encloses, where they are, not a
+    pseudo-name: the trace cannot say which phase they belong to."""
+    return f"in `{short(phase, width)}`" if phase else UNNAMED_PHASE

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.prose import dur, short
+from launchtui.analysis.prose import dur, phase_place, short
 
 LEVEL_LAUNCH, LEVEL_HOST, LEVEL_NOT = "launch-bound", "host-bound", "not launch-bound"
 BOUND_LEVELS = (LEVEL_LAUNCH, LEVEL_HOST)
@@ -197,7 +197,8 @@ def _phase_note(doc: dict) -> str:
     if not ph:
         return ""
     p = ph[0]
-    return f", most of it in `{short(p['phase'] or '(no range)', 40)}` ({dur(p['host_bound_ms_per_iteration'])}/iteration)"
+    note = f", most of it {phase_place(p['phase'])} ({dur(p['host_bound_ms_per_iteration'])}/iteration"
+    return note + ("; add NVTX / record_function ranges to split it)" if not p["phase"] else ")")
 
 
 def _queue_parts(doc: dict) -> list[str]:
@@ -236,7 +237,7 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
                  f"stream {ms['stream_id']})"]
     elif level in BOUND_LEVELS:
         p = bound_phase(doc, share_min)
-        parts = [f"{level} in `{short(p['phase'] or '(no range)', 40)}`: {dur(p['host_bound_ms_per_iteration'])}/iteration "
+        parts = [f"{level} {phase_place(p['phase'])}: {dur(p['host_bound_ms_per_iteration'])}/iteration "
                  f"of GPU waiting on the host there ({p['share_of_host_bound'] * hb['share'] * 100:.1f} % of the "
                  f"iteration), and {p['dry_launch_share'] * 100:.0f} % of its launches start as their call returns; "
                  f"the rest of the step keeps the queue busy; over the step {waits}"]

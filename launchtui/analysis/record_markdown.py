@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.idle_causes import CAUSES
-from launchtui.analysis.prose import dur, short
+from launchtui.analysis.prose import UNNAMED_PHASE, dur, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
 
 
@@ -47,7 +47,8 @@ def _idle_md(doc: dict, out: list[str]) -> None:
         out.append(f"- Iteration {x['iteration']} left out: {x['reason']}")
     if ib["by_phase"]:
         out.append("Host-bound time by phase: " + " · ".join(
-            f"`{short(p['phase'] or '(no range)', 40)}` {p['host_bound_ms_per_iteration']:,.3f} ms/iter"
+            (f"`{short(p['phase'], 40)}`" if p["phase"] else UNNAMED_PHASE)
+            + f" {p['host_bound_ms_per_iteration']:,.3f} ms/iter"
             for p in ib["by_phase"]))
     cold = doc.get("cold_start") or {}
     if cold.get("calls"):
