@@ -19,7 +19,7 @@ def phase_label(r: dict, width: int = 50) -> str:
     return f"{short(r['phase'], width)} ({share}{how})" if r["phase"] else f"(no range: {share})"
 
 
-CAUSE_LABELS = {"launch": "Launch calls", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",
+CAUSE_LABELS = {"launch": "Launch calls + submission (L)", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",
                 "sync": "Syncs and blocking copies", "dependency": "Dependency (queued work late)",
                 "cold_start": "Cold start (first launches)", "migration": "Unified-memory migrations",
                 "unattributed": "Unattributed (no launch row)"}
