@@ -221,7 +221,8 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
         dry_launch_share=_share(f["dry"][won].sum(), f["launches"][won].sum()),
         empty_time_share=_share(f["empty"][won].sum(), f["length"][won].sum()),
         dry_within_us=round((latency + DRY_SLACK_NS) / 1e3, 3), command_buffer_full=int(f["cbf"].sum()),
-        band=c_in.band if c_in.found else None, cold_starts=len(kinds["cold"]), slow_no_pattern=len(kinds["none"]),
+        band=c_in.band if c_in.found else None, cold_starts=_cold_calls_inside(calls, x.cold_calls),
+        slow_no_pattern=len(kinds["none"]),
         ceiling=c_in.to_json(len(backlog), latency) if c_in.slow_deep or c_in.command_buffer_full else None,
         iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}, stalls=kinds["stall"],
         blocked_calls=calls.api[c_in.blocked].tolist(), outside_stalls=kinds["outside"],
@@ -231,6 +232,15 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
     v.reason = _reason(v, c_in, int(f["launches"].max()), len(x.starts), len(backlog),
                        float(np.median(dur)) / 1e3 if len(dur) else 0.0)
     return v
+
+
+def _cold_calls_inside(calls: sc.Calls, cold: frozenset) -> int:
+    """The stream's cold-start launch calls inside the iterations: calls, as the record counts its
+    slow first launches (one spike episode can hold several)."""
+    if not cold:
+        return 0
+    inside = calls.api[calls.k >= 0]
+    return int(np.isin(inside, np.fromiter(cold, np.int64, len(cold))).sum())
 
 
 def _sort_spikes(eps: list, calls: sc.Calls, c_in: ce.Ceiling, c_out: ce.Ceiling, cold: frozenset) -> dict:
