@@ -22,7 +22,7 @@ def phase_label(r: dict, width: int = 50) -> str:
 CAUSE_LABELS = {"launch": "Launch calls + submission (L)", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",
                 "sync": "Syncs and blocking copies", "dependency": "Dependency (queued work late)",
                 "cold_start": "Cold start (first launches)", "migration": "Unified-memory migrations",
-                "unattributed": "Unattributed (no launch row)"}
+                "unattributed": "Unattributed (no launch row, or no later op)"}
 
 
 def _idle_md(doc: dict, out: list[str]) -> None:
