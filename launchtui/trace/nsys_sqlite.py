@@ -340,6 +340,20 @@ def _one_line(e: Exception) -> str:
 
 
 def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
+    _describe_source(r, source, meta)
+    # _model's frame held the unsorted columns: once it returns, the trace is their only holder, so
+    # finalize's sorted copies replace them instead of adding to them
+    trace = _model(r, source)
+    match_process = bool(len(trace.ops)) and bool((trace.ops.pid != -1).all())
+    finalize(trace, match_process=match_process)
+    r.progress("joined", len(trace.ops))
+    nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
+    trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
+    return trace
+
+
+def _describe_source(r: _Reader, source: SourceInfo, meta: dict) -> None:
+    """Format, producer, export version and schema, CPU data present, and the wall clock."""
     source.format = "nsys-sqlite"
     source.producer = "Nsight Systems"
     if meta:
@@ -360,9 +374,25 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         if row and type(row[0]) is int:  # a REAL (±inf) or text value: the wall clock stays unknown
             source.wall_offset_ns = 0 if normalized else row[0]
 
-    # The big scans run on their own connections in parallel: SQLite releases the GIL while it
-    # scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
-    # integer columns; strings are interned here on the main thread.
+
+def _model(r: _Reader, source: SourceInfo) -> Trace:
+    """The model before finalize. Strings are interned in a fixed order (API names, GPU op names,
+    NVTX texts and domains, thread names), so string ids do not depend on the scans' timing."""
+    api_part, ovh_part, ops, nvtx_part = _read_tables(r)
+    threads, tix = _threads(r, api_part, nvtx_part, ovh_part)
+    ops = ops if ops is not None else GpuOps.empty()
+    trace = Trace(source=source, strings=r.strings, ops=ops, api=_api_calls(api_part, tix), ranges=_ranges(nvtx_part, tix),
+                  threads=threads, overheads=_overheads(ovh_part, tix), devices=_devices(r, ops))
+    _note_missing(trace, r, has_api=bool(api_part), has_nvtx=bool(nvtx_part))
+    return trace
+
+
+def _read_tables(r: _Reader) -> tuple:
+    """(API part, overheads part, GPU ops, NVTX part), each None when its table is absent.
+
+    The big scans run on their own connections in parallel: SQLite releases the GIL while it
+    scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
+    integer columns; strings are interned here on the main thread."""
     def on_own_connection(fn, *args):
         con = connect_readonly(r.db, immutable=r.snapshot_dir is None)
         try:
@@ -380,9 +410,12 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
         del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
     ops = r.gpu_ops(gpu_raw)
     nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
-    del gpu_raw, nvtx_raw
+    return api_part, ovh_part, ops, nvtx_part
 
-    # Threads: every globalTid seen on API rows, ranges and overheads, interned densely.
+
+def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:
+    """Threads: every globalTid seen on API rows, ranges and overheads, interned densely; and per
+    part present ("api", "nvtx", "ovh") its rows' int32 index into them."""
     gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
                                  ovh_part) if p is not None]
     uniq_gtid, part_tix = _thread_ids(gtids)
@@ -391,63 +424,56 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1
                                      for g in uniq_gtid.tolist()], np.int32))
     keys = [key for key, part in (("api", api_part), ("nvtx", nvtx_part), ("ovh", ovh_part)) if part is not None]
-    tix = dict(zip(keys, part_tix))
-    del part_tix
+    return threads, dict(zip(keys, part_tix))
 
-    if api_part:
-        c, name, kind = api_part
-        api = ApiCalls(thread=tix["api"], pid=np.bitwise_and(c["gtid"], PID_MASK, out=c["gtid"]), start=c["start"], end=c["end"],
-                       corr=c["corr"], name=name, kind=kind)
-    else:
-        api = ApiCalls.empty()
-    ops = ops if ops is not None else GpuOps.empty()
-    if nvtx_part:
-        c, text, dom, kind = nvtx_part
-        doms, dom_code = dense_groups(c["domain"])   # (thread, domain) nesting groups, any domain ids
-        group = tix["nvtx"].astype(np.int64) * max(len(doms), 1) + dom_code
-        ranges = Ranges(thread=tix["nvtx"], start=c["start"], end=c["end"],
-                        depth=range_depths(group, c["start"], c["end"]), text=text, domain=dom, kind=kind)
-    else:
-        ranges = Ranges.empty()
-    if ovh_part:
-        overheads = Overheads(thread=tix["ovh"], start=ovh_part["start"], end=ovh_part["end"],
-                              corr=ovh_part["corr"], type=ovh_part["type"].astype(np.int32))
-    else:
-        overheads = Overheads.empty()
 
+def _api_calls(api_part, tix: dict) -> ApiCalls:
+    if not api_part:
+        return ApiCalls.empty()
+    c, name, kind = api_part
+    return ApiCalls(thread=tix["api"], pid=np.bitwise_and(c["gtid"], PID_MASK, out=c["gtid"]), start=c["start"],
+                    end=c["end"], corr=c["corr"], name=name, kind=kind)
+
+
+def _ranges(nvtx_part, tix: dict) -> Ranges:
+    if not nvtx_part:
+        return Ranges.empty()
+    c, text, dom, kind = nvtx_part
+    doms, dom_code = dense_groups(c["domain"])   # (thread, domain) nesting groups, any domain ids
+    group = tix["nvtx"].astype(np.int64) * max(len(doms), 1) + dom_code
+    return Ranges(thread=tix["nvtx"], start=c["start"], end=c["end"],
+                  depth=range_depths(group, c["start"], c["end"]), text=text, domain=dom, kind=kind)
+
+
+def _overheads(ovh_part, tix: dict) -> Overheads:
+    if not ovh_part:
+        return Overheads.empty()
+    return Overheads(thread=tix["ovh"], start=ovh_part["start"], end=ovh_part["end"],
+                     corr=ovh_part["corr"], type=ovh_part["type"].astype(np.int32))
+
+
+def _devices(r: _Reader, ops: GpuOps) -> dict[int, str]:
+    """Name per device the ops use: from TARGET_INFO_GPU, else "GPU <id>"."""
     devices = r.devices()
     used = sorted(set(unique_sorted(ops.device).tolist()))
-    devices = {d: devices.get(d, f"GPU {d}") for d in used} if used else {}
+    return {d: devices.get(d, f"GPU {d}") for d in used} if used else {}
 
-    trace = Trace(source=source, strings=r.strings, ops=ops, api=api, ranges=ranges, threads=threads,
-                  overheads=overheads, devices=devices)
+
+def _note_missing(trace: Trace, r: _Reader, has_api: bool, has_nvtx: bool) -> None:
+    """has_cuda_tables, and lines on what the export lacks and what that disables."""
     cuda_tables = [t for t in r.tables if t.startswith("CUPTI_ACTIVITY_KIND_")]
     trace.has_cuda_tables = bool(cuda_tables)
-    has_kernels = r.has("CUPTI_ACTIVITY_KIND_KERNEL")
     if not cuda_tables:
         trace.missing.append("no CUDA tables at all (captured without --trace=cuda): no API row, no HW row, "
                              "no kernel table, no queue depth")
     else:
-        if not api_part:
+        if not has_api:
             trace.missing.append("no CUDA API table: launch costs and queue depth unavailable")
-        if not has_kernels:
+        if not r.has("CUPTI_ACTIVITY_KIND_KERNEL"):
             trace.missing.append("no CUDA kernel table (GPU activity not captured, e.g. under WSL2): "
                                  "no HW row, no kernel table, no queue depth")
-    if not nvtx_part:
+    if not has_nvtx:
         trace.missing.append("no NVTX ranges: phase attribution and range jumps unavailable")
-    if r.has("CUDA_GRAPH_EVENTS") or r.has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
-        gt = r.has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
-        if gt:
-            trace.missing.append("CUDA graphs traced at graph level (--cuda-graph-trace=graph): replays "
-                                 "have no per-kernel rows")
-    match_process = bool(len(ops)) and bool((ops.pid != -1).all())
-    # drop the reader's own references to the unsorted columns (and the per-table parts already
-    # concatenated into `ops`): finalize's sorted copies then replace them instead of adding to them
-    api_part = ovh_part = nvtx_part = c = name = kind = text = dom = api = ops = ranges = None
-    gtids = tix = overheads = None
-    finalize(trace, match_process=match_process)
-    ops = trace.ops
-    r.progress("joined", len(ops))
-    nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
-    trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
-    return trace
+    if r.has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+        trace.missing.append("CUDA graphs traced at graph level (--cuda-graph-trace=graph): replays "
+                             "have no per-kernel rows")
