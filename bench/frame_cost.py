@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from launchtui.analysis import lanes
+from launchtui.tui import lane_view
 
 
 def lane_of(n: int) -> lanes.HwLane:
@@ -26,12 +27,12 @@ def lane_of(n: int) -> lanes.HwLane:
 
 def cost(lane: lanes.HwLane) -> float:
     """Best of 5 averages of 20 frames, seconds per frame."""
-    edges = lanes.bin_edges(float(lane.start[0]), (lane.end[-1] - lane.start[0]) / 200, 200)
+    edges = lane_view.bin_edges(float(lane.start[0]), (lane.end[-1] - lane.start[0]) / 200, 200)
     best = 1e9
     for _ in range(5):
         t = time.perf_counter()
         for _ in range(20):
-            lanes.hw_cells(lane, edges)
+            lane_view.hw_cells(lane, edges)
         best = min(best, (time.perf_counter() - t) / 20)
     return best
 

@@ -1,4 +1,4 @@
-"""Timeline binning (launchtui.analysis.lanes): exact against brute force, no Textual.
+"""Timeline binning (launchtui.analysis.lanes, launchtui.tui.lane_view): exact against brute force, no Textual.
 
 That a frame's cost is flat in the event count is wall-clock: bench/frame_cost.py measures it."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 from launchtui.analysis import lanes
 from launchtui.tui import format as tfmt
+from launchtui.tui import lane_view
 
 
 def _brute_cover(starts, ends, edges):
@@ -59,8 +60,8 @@ def test_ticks_and_formats():
     assert tfmt.fmt_duration(30_000_000) == "30.0 ms"
 
 
-def test_lanes_module_does_not_import_textual():
-    code = ("import sys; import launchtui.analysis.lanes, launchtui.tui.state, launchtui.tui.loader; "
+def test_lanes_modules_do_not_import_textual():
+    code = ("import sys; import launchtui.analysis.lanes, launchtui.tui.lane_view, launchtui.tui.state, launchtui.tui.loader; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -90,7 +91,7 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
     cat = trace_index(tr).op_category
     built = lanes.build_lanes(tr)
     lo, hi = tr.extent()
-    views = [lanes.bin_edges(lo, (hi - lo) / w, w) for w in (7, 190)] + [lanes.bin_edges(lo + (hi - lo) // 3, 997.0, 200)]
+    views = [lane_view.bin_edges(lo, (hi - lo) / w, w) for w in (7, 190)] + [lane_view.bin_edges(lo + (hi - lo) // 3, 997.0, 200)]
     n_hw = n_api = 0
     for dev, lst in built.hw.items():
         for ln in lst:
@@ -101,7 +102,7 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
                                [lanes.Intervals(s[cat[idx] == c], e[cat[idx] == c]) for c in range(4)],
                                lanes.Intervals(s, e))
             for edges in views:
-                a, b = lanes.hw_cells(ln, edges), lanes.hw_cells(ref, edges)
+                a, b = lane_view.hw_cells(ln, edges), lane_view.hw_cells(ref, edges)
                 assert (a.level == b.level).all() and (a.cat == b.cat).all() and (a.count == b.count).all()
             n_hw += 1
     for dev, lst in built.api.items():
@@ -112,7 +113,7 @@ def test_compact_lanes_draw_the_cells_of_plain_int64_lanes(tmp_path):
                                 lanes.RangeMax(ld), ln.spike_ns, ln.median_ns)
             ln.spike_ns = ref.spike_ns = int(np.median(ld[ld > 0]))   # some cells spike
             for edges in views:
-                a, b = lanes.api_cells(ln, edges), lanes.api_cells(ref, edges)
+                a, b = lane_view.api_cells(ln, edges), lane_view.api_cells(ref, edges)
                 assert all((getattr(a, f) == getattr(b, f)).all() for f in ("level", "count", "max_ns", "spike"))
             n_api += 1
     assert n_hw >= 2 and n_api >= 1 and built.queue
@@ -149,7 +150,7 @@ def test_lane_events_read_through_the_parent_measure_as_intervals_of_copies(seed
     lo, hi = int(ps[0]) - 5, int(pe.max()) + 5
     for width in (1, 3, 17, 200):
         for step in (1.0, 1.5, max((hi - lo) / width, 1.0), 7.3):
-            edges = lanes.bin_edges(lo + int(rng.integers(0, 20)), step, width)
+            edges = lane_view.bin_edges(lo + int(rng.integers(0, 20)), step, width)
             assert (ev.busy(edges) == ref.busy(edges)).all()
             assert (ev.any(edges) == ref.any(edges)).all()
             for side in ("left", "right"):
@@ -182,10 +183,10 @@ def test_overlapping_lanes_keep_their_own_arrays_and_draw_the_same(tmp_path):
                        [lanes.Intervals(s[cat == c], e[cat == c]) for c in range(4)], lanes.Intervals(s, e))
     lo, hi = tr.extent()
     for w in (5, 80):
-        edges = lanes.bin_edges(lo, (hi - lo) / w, w)
-        a, b = lanes.hw_cells(built, edges), lanes.hw_cells(ref, edges)
+        edges = lane_view.bin_edges(lo, (hi - lo) / w, w)
+        a, b = lane_view.hw_cells(built, edges), lane_view.hw_cells(ref, edges)
         assert (a.level == b.level).all() and (a.cat == b.cat).all() and (a.count == b.count).all()
-    assert lanes.interval_at(built, int(s[0]), int(s[0]) + 1) == on[0] and len(built.ev) == len(on)
+    assert lane_view.interval_at(built, int(s[0]), int(s[0]) + 1) == on[0] and len(built.ev) == len(on)
 
 
 @pytest.mark.parametrize("seed", range(6))

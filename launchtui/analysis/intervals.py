@@ -1,7 +1,7 @@
 """Sets of half-open time intervals [s, e) as sorted disjoint int64 arrays, and their measures.
 
 `Intervals` (covered ns / any per bin) and `RangeMax` (max over index ranges) serve the timeline's
-per-frame binning (analysis/lanes.py): O(width · log N) per frame."""
+per-frame binning (analysis/lanes.py, tui/lane_view.py): O(width · log N) per frame."""
 from __future__ import annotations
 
 import numpy as np

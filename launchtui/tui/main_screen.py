@@ -192,7 +192,7 @@ class MainScreen(Screen):
         self.update_details()
 
     def update_details(self) -> None:
-        from launchtui.analysis import lanes
+        from launchtui.tui import lane_view as lanes
         from launchtui.tui import details
         tl = self.timeline
         tr = self.loaded.trace
@@ -544,7 +544,7 @@ class MainScreen(Screen):
     def on_kernel_chosen(self, m: KernelChosen) -> None:
         import numpy as np
 
-        from launchtui.analysis import lanes
+        from launchtui.tui import lane_view as lanes
         from launchtui.analysis.launches import launched_kernels, name_ids
         tr = self.loaded.trace
         r = m.row
@@ -749,7 +749,7 @@ class MainScreen(Screen):
 
     # ---- call sites (definitions.md §S) -----------------------------------------------------------
     def _api_at_cursor(self) -> int:
-        from launchtui.analysis import lanes
+        from launchtui.tui import lane_view as lanes
         row = self.timeline.current_row
         t0, t1 = self.timeline.cursor_cell()
         if row.kind == "hw":

@@ -158,7 +158,8 @@ class SourcesPane:
         and the ops they launched on the HW rows; the cursor goes to the first. Returns how many."""
         import numpy as np
 
-        from launchtui.analysis import lanes, sources
+        from launchtui.analysis import sources
+        from launchtui.tui import lane_view
         from launchtui.analysis.select import WHOLE
         scr = self.screen
         tr = scr.loaded.trace
@@ -167,7 +168,7 @@ class SourcesPane:
         if scr.device is not None:
             idx = idx[tr.ops.device[idx] == scr.device]
         scr.highlight_label = label
-        scr.timeline.highlight = lanes.op_instances(tr, idx, with_api=True)
+        scr.timeline.highlight = lane_view.op_instances(tr, idx, with_api=True)
         if not len(idx):
             scr.notify(f"No launches from {label} on the timeline.")
             return 0

@@ -1,6 +1,6 @@
 """The timeline: one time axis for NVTX, CUDA API, CUDA HW and queue-depth rows (Line API).
 
-Each row is binned per frame by `launchtui.analysis.lanes` (searchsorted over width + 1 edges), turned
+Each row is binned per frame by `launchtui.tui.lane_view` (searchsorted over width + 1 edges), turned
 into a few run-length segments, and cached in a strip LRU keyed by the binning. The cursor and the
 selected range are drawn over cached strips, so moving them costs no rebinning.
 """
@@ -18,9 +18,9 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from launchtui.analysis import lanes as lanes_fn
 from launchtui.analysis.config import CONFIG
 from launchtui.tui import format as tfmt
+from launchtui.tui import lane_view as lanes_fn
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
 from launchtui.tui.widgets import idle_row
