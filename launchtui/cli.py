@@ -88,14 +88,17 @@ def _table_args(p: argparse.ArgumentParser) -> None:
                    help=f"... and above this × the thread median ({c.spike_factor:g})")
 
 
-def build_parser() -> dict[str, argparse.ArgumentParser]:
-    parsers = {}
+def _info_parser() -> argparse.ArgumentParser:
+    """`launchtui info TRACE`: what a trace holds."""
     p = _Parser(prog="launchtui info", description="What a trace holds and what its gaps disable.")
     p.add_argument("trace")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-cache", action="store_true")
-    parsers["info"] = p
+    return p
 
+
+def _report_parser() -> argparse.ArgumentParser:
+    """`launchtui report TRACE`: the launch-overhead report."""
     p = _Parser(prog="launchtui report", description="Launch-overhead report: small-and-frequent "
                                 "kernels, queue depth per stream, backpressure.")
     p.add_argument("trace")
@@ -110,8 +113,11 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--source-filter", metavar="SPEC", help="which frames count as user code with --by source: "
                    "'-TEXT' marks files containing TEXT as library, '+TEXT' as user, 'none' drops the default "
                    "rule (site-packages, standard library, torch/triton internals); comma-separated")
-    parsers["report"] = p
+    return p
 
+
+def _record_parser() -> argparse.ArgumentParser:
+    """`launchtui record TRACE`: the case record."""
     p = _Parser(prog="launchtui record", description="The case record (launch page): launches "
                                 "and exposed launch overhead per iteration, queue class per stream, top small "
                                 "kernels with phase and fix, Amdahl bound, cross-checks.")
@@ -126,8 +132,11 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     _selection_args(p)
     _table_args(p)
-    parsers["record"] = p
+    return p
 
+
+def _export_parser() -> argparse.ArgumentParser:
+    """`launchtui export TRACE`: one window as JSON, or a Chrome trace."""
     p = _Parser(prog="launchtui export", description="JSON of one window: its API calls, GPU "
                                 "ops and NVTX ranges, plus the analyses restricted to it; or, with --format "
                                 "chrome, a Chrome Trace Event file in Kineto's conventions (Perfetto, "
@@ -143,8 +152,11 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                                                   "the ranges whose name contains NAME")
     _selection_args(p, trim_required=False)
     _table_args(p)
-    parsers["export"] = p
+    return p
 
+
+def _diff_parser() -> argparse.ArgumentParser:
+    """`launchtui diff BEFORE AFTER`: two traces compared."""
     p = _Parser(prog="launchtui diff", description="Before/after comparison of two traces (any "
                                 "formats): per-iteration launches, overhead and time, streams, kernels, verdict.")
     p.add_argument("before")
@@ -158,12 +170,18 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                    help="exit 1 when a gate trips: launches_per_iter>+5%% (relative change), "
                         "exposed_overhead_ms>+0.5 (signed change), share>0.10 (after value); repeatable")
     p.add_argument("--no-cache", action="store_true", help="read the traces afresh; do not use or fill the cache")
-    parsers["diff"] = p
+    return p
 
+
+def _cache_parser() -> argparse.ArgumentParser:
+    """`launchtui cache clear|info`."""
     p = _Parser(prog="launchtui cache", description="The per-user cache of loaded traces.")
     p.add_argument("action", choices=("clear", "info"))
-    parsers["cache"] = p
+    return p
 
+
+def _tui_parser() -> argparse.ArgumentParser:
+    """`launchtui TRACE`: the TUI."""
     p = _Parser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
                                 "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
     p.add_argument("trace")
@@ -172,8 +190,12 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
                                                        "iteration, kernels with before/after/Δ, the diff's verdict")
     p.add_argument("--iter", metavar="NAME", help="with --compare: iterations are the ranges whose name contains NAME")
     _selection_args(p)
-    parsers["tui"] = p
-    return parsers
+    return p
+
+def build_parser() -> dict[str, argparse.ArgumentParser]:
+    """One parser per subcommand (SUBCOMMANDS; "tui" is bare `launchtui TRACE`)."""
+    return {"info": _info_parser(), "report": _report_parser(), "record": _record_parser(), "export": _export_parser(),
+            "diff": _diff_parser(), "cache": _cache_parser(), "tui": _tui_parser()}
 
 
 def _report_options(args):
