@@ -30,14 +30,14 @@ def dumps(doc) -> str:
     """Deterministic JSON: same trace and options give byte-identical output.
 
     Byte for byte what `json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)` writes, encoded
-    by msgspec (~10× faster on a 1.4 MB report; bench/README.md). NaN and infinities are refused
+    by msgspec, which is much faster (bench/README.md). NaN and infinities are refused
     (ValueError, as `allow_nan=False` does): options are validated at parse time, so one here is a bug,
     not a user error. Undecodable file-name bytes are escaped (`\\xff`).
     """
     try:
         return _fast_dumps(doc)
     except (TypeError, ValueError, OverflowError, UnicodeError, msgspec.EncodeError):
-        pass  # the standard library decides: same text, or the same error, as before msgspec
+        pass  # the standard library decides: the same text, or the error json.dumps raises
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         text.encode("utf-8")
@@ -51,13 +51,13 @@ def dumps(doc) -> str:
 # an `e` or starts with `0.0000` (checked over 400k random floats of every magnitude: tests/test_output.py).
 # In the indented text a number is the last thing on its line, while a string value ends in `"`, so
 # `...e12,\n` and `0.0000...\n` only match numbers; each is rewritten with repr(). Two patterns
-# with a literal first byte keep the scan near memchr speed (~3 ms for 1.7 MB).
+# with a literal first byte keep the scan near memchr speed.
 _EXP_TAIL = re.compile(rb"e[-+]?\d+,?\n")
 _SMALL_TAIL = re.compile(rb"0\.0000\d*,?\n")
 _NUMBER_BYTES = frozenset(b"0123456789.-+e")
 # A non-finite float64 in msgpack: 0xcb, then ±inf (7ff0.../fff0...) or the quiet NaN Python and
 # numpy produce (7ff8.../fff8...). The six zero bytes keep integers' payloads from matching (a uint64
-# holding cb 7f fa sent a 5M report down the slow walk); a NaN with a non-zero payload, which only
+# holding cb 7f fa would send a report down the slow walk); a NaN with a non-zero payload, which only
 # reinterpreted raw bytes give, would be written as null instead of refused.
 _NONFINITE = re.compile(rb"\xcb[\x7f\xff][\xf0\xf8]\x00{6}")
 

@@ -62,7 +62,7 @@ class Episode:
 
 def _stream_launches(trace: Trace, device: int, stream: int):
     """A stream's matched ops' launch calls, in call-start order: (starts, durations, api indices).
-    Selected by a mask per stream (no per-op key arrays for the whole trace: issue 11)."""
+    Selected by a mask per stream: no per-op key arrays for the whole trace."""
     ops, api = trace.ops, trace.api
     mine = ops.api >= 0
     mine &= ops.device == device

@@ -10,7 +10,7 @@ import numpy as np
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint [s, e) covering the same time; touching intervals merge. Input already in
     start order (GPU ops, API calls) is neither sorted nor copied, and input already disjoint comes
-    back as the same arrays (bench/MISSED.md: the record's temporaries at 5M): callers only read it."""
+    back as the same arrays (no temporaries the size of the input): callers only read it."""
     return union_heads(start, end)[:2]
 
 
@@ -99,7 +99,7 @@ def _intersect_pairs(a, b):
     search, [max of starts, min of ends) each. The same pieces as the sweep (no event of either set
     falls strictly inside an overlap), without its sort of all 4 n end points. The shorter set is
     taken in blocks of PAIR_BLOCK intervals, in order, so the pieces come out in the same order while
-    the pair temporaries stay bounded (bench/MISSED.md: ~8 full-length arrays at 5M ops)."""
+    the pair temporaries stay bounded (unblocked, they are several full-length arrays)."""
     (as_, ae), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
     if len(as_) > len(bs):                      # search the longer set once per shorter interval
         (as_, ae), (bs, be) = (bs, be), (as_, ae)
@@ -204,8 +204,9 @@ def measure_both_in(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.nd
     without the intersection's pieces: with S the set of fewer intervals and B the other,
     G(t) = |a ∩ b ∩ (-inf, t)| = sum over S's intervals before t of |B ∩ S_r| (B's prefix sum at
     S's end points) plus |B ∩ [s_r, t)| for the S interval holding t; each window is G(hi) - G(lo).
-    Searches 2 |S| + 4 |windows| times instead of 2 min(|a|, |b|) with a piece per overlap (the
-    queue class's dry time: a stream's ~1.8k low-depth runs against its 500k busy intervals)."""
+    Searches 2 |S| + 4 |windows| times and builds no piece per overlap, which pays when S is much
+    smaller than B (the queue class's dry time: a stream's few low-depth runs against its many busy
+    intervals)."""
     lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
     (ss, se), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
     if len(ss) > len(bs):

@@ -49,9 +49,8 @@ class ArrayEvents:
 
 
 class LaneEvents:
-    """A lane's events read through the trace's own time-ordered columns instead of copied (cold 5M
-    TUI, issue 11: the lanes' start/end copies and per-category sets were ~250 of their 432 MB).
-    `idx` are increasing positions into the parent columns `ps` / `pe` (trace.ops or trace.api,
+    """A lane's events read through the trace's own time-ordered columns, not copied: start/end
+    copies and per-category sets would be most of the lanes' memory. `idx` are increasing positions into the parent columns `ps` / `pe` (trace.ops or trace.api,
     named by `src`; never stored in the lanes file) whose starts are sorted, so a binary search on
     the parent, then on `idx`, gives the searchsorted of the lane's own starts. Built only for events
     that are disjoint (a stream's ops, a thread's launch calls: each starts at or after the previous
@@ -311,7 +310,7 @@ def _api_device(trace: Trace) -> np.ndarray:
 def build_lanes(trace: Trace, nvtx_depth: int = DEFAULT_NVTX_DEPTH) -> Lanes:
     """All lanes of a trace. The TUI loader builds them once, off the UI thread, and keeps them.
 
-    Compact (issue 11: TUI memory at 5M): indices int32; a lane's busy set shares its start/end
+    Compact, as they live as long as the TUI: indices int32; a lane's busy set shares its start/end
     arrays when its events are already disjoint (one stream's ops, one thread's launch calls);
     a lane with one category uses its busy set for it; the queue rows view the index's series."""
     ops, api, rg = trace.ops, trace.api, trace.ranges

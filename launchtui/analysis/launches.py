@@ -56,8 +56,8 @@ class KernelGroups:
 
 def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short"):
     """(launched kernels, device and name id per group, group index per launch): the grouping of
-    `kernel_groups` without its sums (a quarter of its CPU at 5M launches: the TUI's phase column
-    reads only this when `report` stored the sums)."""
+    `kernel_groups` without its sums, which are most of its cost: the TUI's phase column reads
+    only this when `report` stored the sums."""
     k = launched_kernels(trace, sel)
     nid = name_ids(trace, names)          # first: "full" names are interned by this call
     width = len(trace.strings) + 1
@@ -76,8 +76,8 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
 
 def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray, g: np.ndarray) -> KernelGroups:
     """The sums of launches `k` in groups `g` (of `device`, `name`). One quantity at a time, each
-    per-launch array freed once summed: with all of them alive together this was the cold report's
-    peak at 5M launches (bench/MISSED.md)."""
+    per-launch array freed once summed: all of them alive together would be the cold report's
+    peak memory (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     ng = len(device)
     big = np.iinfo(np.int64)

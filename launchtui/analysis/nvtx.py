@@ -142,7 +142,7 @@ def _top_range_by_pairs(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
         return {}
     width = len(trace.strings) + 1
     tot = np.bincount(group, minlength=n_groups)
-    # the (group, text) key built in place: at 5M launches each copy is 40 MB (bench/MISSED.md)
+    # the (group, text) key built in place: each copy would be an int64 per launch
     key = group[has].astype(np.int64)
     key *= width
     key += trace.ranges.text[rng[has]]

@@ -1,5 +1,5 @@
 """One file of named arrays that opens by memory-mapping: a warm open costs what it touches, not
-the model's size (bench/MISSED.md: reading a 5M-kernel .npz took seconds).
+the model's size (figures: bench/MISSED.md).
 
 Layout: MAGIC, the JSON header's length (8 bytes, little-endian), the JSON header (the caller's
 fields plus "arrays": name -> [dtype, shape, offset]), then each array's bytes at a 64-byte-aligned

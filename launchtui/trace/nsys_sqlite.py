@@ -137,8 +137,8 @@ class _Reader:
 
     def read_gpu_raw(self, con=None):
         """The GPU-op tables' integer columns, read one after another into one set of arrays sized
-        by their summed capacities (no per-table parts to concatenate: at 5M that copy was 290 MB
-        of fresh memory), and each table's (kind, first row, end row, ids read apart or None). No
+        by their summed capacities (no per-table parts to concatenate: that copy would be fresh
+        memory the size of every column), and each table's (kind, first row, end row, ids read apart or None). No
         interning: safe on a worker thread. None when no GPU-op table exists."""
         con = con or self.con
         present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
@@ -259,8 +259,8 @@ _HIGH = 1 if sys.byteorder == "little" else 0   # which int32 half of an int64 h
 def _halves(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The two ids of a `high * PACK + low` int64 column as strided views of its buffer: the upper
     32 bits as int32 (exactly `packed >> 32`, which always fits; -1 for a NULL) and the lower 32 as
-    uint32 (exactly `packed & (PACK - 1)`). No n-long temporaries (issue 11: fresh memory is the
-    5M read's system time)."""
+    uint32 (exactly `packed & (PACK - 1)`). No n-long temporaries: fresh memory is most of a large
+    read's system time."""
     return packed.view(np.int32)[_HIGH::2], packed.view(np.uint32)[1 - _HIGH::2]
 
 
@@ -269,9 +269,9 @@ def _merge_in_time_order(ops: GpuOps, spans: list[tuple[int, int, int]]) -> None
     equal in those finalize orders by their other columns) in place, when each table's rows already
     are in that order (every export seen: kernels, then memcpy, then memset, each sorted) and no
     later table's start equals a first-table start: the later tables' few rows are sorted, and the
-    first table's rows moved up block by block from the back to make room. finalize then finds the ops in order, so it allocates no sorted copy of
-    every column (5M: 290 MB of fresh memory, an argsort and 9 takes). Otherwise nothing moves and
-    finalize sorts as before."""
+    first table's rows moved up block by block from the back to make room. finalize then finds the
+    ops in order, so it allocates no sorted copy of every column (an argsort and a take per column).
+    Otherwise nothing moves and finalize sorts them."""
     runs = [(a, b) for _, a, b in spans if b > a]
     if len(runs) < 2 or runs[0][0] != 0:
         return

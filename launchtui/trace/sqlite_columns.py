@@ -139,7 +139,7 @@ MAX_WINDOWS = 64       # rowid windows at most (arrays are sized by the rowid sp
 def _rowid_bounds(con: sqlite3.Connection, table: str):
     """(min rowid, max rowid); (None, None) for an empty or a WITHOUT ROWID table."""
     try:   # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's
-        # ends, but `SELECT min(rowid), max(rowid)` scans the whole table (0.07 s per 1M rows)
+        # ends, while `SELECT min(rowid), max(rowid)` scans the whole table
         return con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
                            f'(SELECT max(rowid) FROM "{table}")').fetchone()
     except sqlite3.OperationalError:   # a WITHOUT ROWID table
@@ -172,8 +172,8 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
 
     `exprs` maps output names to SQL expressions over the table's columns, or to `Packed` pairs
     (Unpackable is raised when a row's pair does not fit). A large table is read in
-    rowid windows of CHUNK_ROWS into arrays sized once (bench/MISSED.md: the column texts of a
-    5M-row table were most of the reader's peak memory). `out`: int64 arrays (views too) of at
+    rowid windows of CHUNK_ROWS into arrays sized once, so a large table's columns never exist as
+    Python rows or partial copies (the reader's peak memory). `out`: int64 arrays (views too) of at
     least `table_capacity` rows, one per name, to fill instead of new arrays; the result is then
     their leading slices (several tables read into one set of arrays: no concatenated copy).
     """
