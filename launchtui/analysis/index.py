@@ -70,7 +70,7 @@ class TraceIndex:
     op_category: np.ndarray             # int8 per op
     op_api: np.ndarray = field(repr=False)   # the trace's ops.api (a reference), for ops_by_api
     # int32 (sorted call ids, op per call id); None until first asked for: only the TUI's details
-    # and the cache read it, so a cold `report` never holds it (issue 11)
+    # and the cache read it, so a cold `report` never holds it
     _ops_by_api: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -166,8 +166,8 @@ def _merge_depth(plus: np.ndarray, minus: np.ndarray):
     each, int32), the mean depth over every change point, and the depth before each +1 event.
 
     One stable sort of the two runs with the event's sign in the key's low bit: numpy's stable sort
-    of int64 is a timsort, which merges two sorted runs in one linear pass (issue 11: 5x cheaper
-    than a binary search per launch, and no n-long int64 ranks or positions)."""
+    of int64 is a timsort, which merges two sorted runs in one linear pass (cheaper than a binary
+    search per launch, and no n-long int64 ranks or positions)."""
     na, n = len(plus), len(plus) + len(minus)
     if not na or not len(minus) or min(plus[0], minus[0]) < -_KEY_LIMIT or max(plus[-1], minus[-1]) >= _KEY_LIMIT:
         return _merge_depth_search(plus, minus)
@@ -236,7 +236,7 @@ def _max_without(t: np.ndarray, v: np.ndarray, plus: np.ndarray, minus: np.ndarr
     """max over i of v[i] - (#plus <= t[i] - #minus <= t[i]): the series' peak with some entries taken
     out (each +1 at its time in `plus`, -1 at its time in `minus`). The correction only changes at
     those few times, so the series splits into runs of constant correction, each run's max taken by
-    one reduceat: no n-long positions or differences (issue 11)."""
+    one reduceat: no n-long positions or differences."""
     e = unique_sorted(np.concatenate([plus, minus]))
     corr = np.searchsorted(np.sort(plus), e, side="right") - np.searchsorted(np.sort(minus), e, side="right")
     starts = np.concatenate([[0], np.searchsorted(t, e, side="left")])   # first t >= each change time
@@ -251,7 +251,7 @@ def _max_without(t: np.ndarray, v: np.ndarray, plus: np.ndarray, minus: np.ndarr
 def _stream_groups(device: np.ndarray, stream: np.ndarray):
     """(sorted distinct (device, stream) keys, group per op as uint16 or int64, key -> device,
     key -> stream). One key per op, device-major, in the narrowest integer type that holds it (no
-    n-long int64 group ids per column: issue 11)."""
+    n-long int64 group ids per column)."""
     d0, d1, s0, s1 = int(device.min()), int(device.max()), int(stream.min()), int(stream.max())
     width = s1 - s0 + 1
     small = max(-d0, d1, -s0, s1, (d1 - d0 + 1) * width) < 2**30   # every step below fits int32
@@ -377,7 +377,7 @@ def _distinguishing_names(trace: Trace) -> np.ndarray:
 def _pair_by_full_name(trace: Trace, width: int) -> np.ndarray | None:
     """`_distinguishing_names` when every full name comes with one short name (the usual case: the
     short name is derived from it), through tables as long as the string table: no n-long int64
-    keys or sort (issue 11: 0.6 CPU s and +157 MiB at 5M kernels). None when a full name has two."""
+    keys or sort. None when a full name has two."""
     full, short = trace.ops.full_name, trace.ops.name
     short_of = np.full(width, -1, np.int32)
     short_of[full] = short

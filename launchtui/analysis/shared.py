@@ -1,6 +1,6 @@
 """Intermediate results that `report --json` needs in both the report and the case record,
-computed once per command: the kernel groups (definitions.md §3-§4) and the launch spikes (§6).
-Before, each document computed its own (bench/MISSED.md: the record's cold CPU). A caller
+computed once per command: the kernel groups (definitions.md §3-§4) and the launch spikes (§6),
+so the two documents do not each pay for them (bench/MISSED.md: the record's cold CPU). A caller
 without a `Shared` gets a private one, so results never depend on whether one was passed.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Shared:
         return kernel_groups(self.trace, sel.with_devices(devices), names)
 
     def release_groups(self) -> None:
-        """Drop the groups (per-launch arrays): the record's later stages are the 5M peak."""
+        """Drop the groups (per-launch arrays): the record's later stages are its peak memory."""
         self._groups.clear()
 
     def spikes(self, sel: Selection, opt: Options) -> list[Episode]:

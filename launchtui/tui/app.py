@@ -92,8 +92,7 @@ class LaunchApp(App):
     def after_first_table(self, loaded) -> None:
         """The first table of the trace this app loaded is final (the verdict before it): store what
         the next open maps instead of rebuilding (lanes, optimizer range). Not while the verdict and
-        table compute: their temporaries and these never peak together, nor share the cores (cold
-        5M TUI, issue 11)."""
+        table compute: their temporaries and these never peak together, nor share the cores."""
         if loaded is self.loaded and not self._stored:
             self._stored = True
             if loaded.lanes.pending:
@@ -162,9 +161,9 @@ class LaunchApp(App):
 def fixed_mmap_threshold(size: int = 8 << 20) -> None:
     """glibc raises its mmap threshold (up to 32 MiB) whenever a large block is freed; after that the
     analyses' big temporaries come from the heap of each worker thread's arena and stay resident
-    once freed, per thread. Cold 5M TUI (issue 11): peak RSS 2,157 MiB with the default, 1,549 with
-    a fixed 8 MiB threshold (1 MiB: 1,528, with more page faults): every large array mapped, and
-    unmapped on free. Process-wide; a no-op off glibc."""
+    once freed, per thread. A fixed threshold keeps every large array mapped, and unmapped on
+    free, which lowers the TUI's peak RSS; 8 MiB, as a lower one saves little and adds page
+    faults. Process-wide; a no-op off glibc."""
     import ctypes
     try:
         ctypes.CDLL(None).mallopt(-3, size)   # M_MMAP_THRESHOLD

@@ -1,6 +1,6 @@
 """The TUI's timeline lanes and marks, stored beside the model entry they were built from.
 
-Building them costs seconds at 5M kernels (bench/MISSED.md: lanes 1.2–3.1 CPU s, marks 0.6–0.85) and
+Building them costs seconds on a large trace (figures: bench/MISSED.md) and
 their arrays are as large as the model's columns, so they go in one flat file next to the entry
 (`<entry>.lanes`, trace/flatfile.py) and open memory-mapped: a warm open pages in only what the
 visible window's searchsorted calls touch. The file's header names the entry (device, inode, size: a rebuilt entry is a new file),
@@ -97,7 +97,7 @@ def _decode(node, arrays: dict, trace):
 def load(entry: Path | None, options, trace) -> tuple[Lanes, list] | None:
     """(lanes, marks) stored beside `entry` for `options`, memory-mapped; None when absent or stale.
     The queue rows view `trace`'s index series (lanes.queue_lanes); only their sparse tables and
-    peaks are stored (building them read every series value: 0.1-0.2 s of a 5M reopen)."""
+    peaks are stored, so a reopen does not read every series value to build them."""
     if entry is None:
         return None
     from launchtui.analysis.lanes import queue_lanes

@@ -38,7 +38,7 @@ class Loaded:
     @property
     def optimizer(self) -> tuple:
         """(range index, note) for O (optimizer_range), stored beside the model; computed on first
-        use (the load worker asks for it after the view is shown: 0.3 s at 5M kept off the open)."""
+        use (the load worker asks for it after the view is shown, keeping its cost off the open)."""
         if self._optimizer is None:
             from launchtui.result_cache import memo
             self._optimizer = memo("tui-optimizer", (), self.results_entry, lambda: optimizer_range(self.trace))
@@ -46,8 +46,8 @@ class Loaded:
 
     def windows(self) -> tuple:
         """(trace.window(), trace.extent()): the header's GPU-op window and the timeline's time
-        origin, and how far it pans. Whole-column scans (~0.2 s at 5M when the UI thread asked the
-        trace each time), so load() finds them in its worker, or reads them stored beside the model."""
+        origin, and how far it pans. Whole-column scans, too slow for the UI thread to repeat, so
+        load() finds them in its worker, or reads them stored beside the model."""
         if self.bounds is None:
             self.bounds = (self.trace.window(), self.trace.extent())
         return self.bounds
@@ -82,8 +82,7 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
 
     `defer_lanes`: when the model came from the cache but its lanes did not (the first open after
     `report`), leave a pending placeholder (`Lanes(pending=True)`) for `build_pending_lanes`, so the
-    app shows the view and computes the verdict and table while they are built (a second at 5M
-    kernels on the other core). A trace read from the file builds them here, before the verdict and
+    app shows the view and computes the verdict and table while they are built (on the other core). A trace read from the file builds them here, before the verdict and
     table: their temporaries never overlap (the cold open's peak memory).
 
     Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
@@ -136,8 +135,8 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    # stored beside the model: each reads whole columns (a reopen's largest page-ins at 5M: ~0.6 s
-    # for the fit window; trace.window() and extent() cost the UI thread ~0.2 s more, asked there)
+    # stored beside the model: each reads whole columns (the fit window is a reopen's largest
+    # page-ins; trace.window() and extent() would otherwise be asked on the UI thread)
     window, trace_window, extent = rc.memo("tui-windows", (), entry, lambda: (
         gpu_activity_window(trace), trace.window(), trace.extent()))
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
@@ -168,9 +167,9 @@ def _built_lanes(trace, options: Options) -> Lanes:
 
 def store_lanes(loaded: Loaded):
     """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
-    them costs about a second at 5M kernels), so the next open maps them instead; and find the
+    them takes a while on a large trace), so the next open maps them instead; and find the
     optimizer range (stored too). Returns the lanes mapped back from the file (their pages are read
-    only where a frame looks, so the built arrays can go: ~0.4 GB at 5M), or None."""
+    only where a frame looks, so the built arrays, as large as the model's columns, can go), or None."""
     loaded.optimizer
     return _store(loaded)
 

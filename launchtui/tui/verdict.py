@@ -1,4 +1,4 @@
-"""The verdict panel (issue 8): the case record's lines on the main screen, its thresholds and phase
+"""The verdict panel: the case record's lines on the main screen, its thresholds and phase
 level, and the table rows that follow them (docs/definitions.md §V).
 
 Everything heavy runs in `compute()`, called from a thread worker; the panel only sets lines.
@@ -81,7 +81,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
     iteration span start their phase path at `base_depth`, the others at the outermost range.
-    `shown(rows)` gets the rows before their phases (a second or more at 5M kernels), to show them;
+    `shown(rows)` gets the rows before their phases (which take seconds on a large trace), to show them;
     at once from `totals` (the same groups' result_cache.group_totals, as `report` stores them)."""
     from launchtui.analysis.launches import launches_of, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
@@ -136,8 +136,8 @@ PHASE_BATCH = 1 << 20   # launches per batch of the phase column (whole groups; 
 
 def phase_batches(counts: np.ndarray, groups: np.ndarray, limit: int | None = None) -> list[np.ndarray]:
     """`groups` cut, in order, into runs of about `limit` launches (`counts` per group): the phase
-    column's per-launch temporaries (~7 int64 arrays) for a million launches at a time instead of
-    every launch (cold 5M TUI: the table worker's +436 MiB was the process's peak). A group's phase
+    column's per-launch temporaries (several int64 arrays) exist for a million launches at a time,
+    not for every launch, which would make the table worker the process's peak. A group's phase
     depends on its own launches only, and two phase keys compare the same in any batch (their
     paths' order), so ties break the same: the rows are those of one pass."""
     limit = PHASE_BATCH if limit is None else limit
