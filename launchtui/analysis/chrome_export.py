@@ -185,7 +185,9 @@ def _header(trace: Trace, rows: ExportRows, sel: Selection) -> bytes:
             "launchtui": {"exported_by": f"launchtui {_version()}", "format": FORMAT, "source": src.to_json(),
                           "window_ns": [rows.t0, rows.t1], "selection": sel.label,
                           "devices": None if sel.devices is None else list(sel.devices),
-                          "context_ops": rows.context_ops},
+                          "context_ops": rows.context_ops,
+                          # the run's Python-tracer events: the export holds none (limits.host_tracing)
+                          **({"python_frames": src.extra["python_frames"]} if src.extra.get("python_frames") else {})},
             "displayTimeUnit": "ns"}
     if src.wall_offset_ns:   # 0 or unknown: absolute times, as Kineto's older traces write
         head["baseTimeNanoseconds"] = int(src.wall_offset_ns)

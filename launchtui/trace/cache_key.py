@@ -10,12 +10,9 @@ from pathlib import Path
 
 from launchtui.paths import cache_dir
 
-FORMAT_VERSION = 15  # 7: CPU runs and samples (SCHED_EVENTS / COMPOSITE_EVENTS); 8: one memory-mapped
-                     # flat file (trace/flatfile.py), not an .npz; 9: int32 ops.api and index id arrays;
-                     # 10: ops.pid / api.pid as int16 indices into `processes`; 11: int32 ops.stream;
-                     # 12: int32 correlation ids (ops.corr, api.corr) where they fit; 13: Nsight
-                     # name ids looked up among StringIds' ids (a sparse table's names were lost);
-                     # 14: hipHccModuleLaunchKernel is a launch call; 15: Kineto's Python-frame count
+# Bumped whenever a reader's model changes, so no cached model from older code is used (the
+# versions' history is in the commit log).
+FORMAT_VERSION = 16
 MODEL_SUFFIX = ".model"
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 

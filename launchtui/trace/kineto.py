@@ -24,7 +24,8 @@ from launchtui.trace.arrays import unique_rows, unique_sorted
 from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.kineto_columns import SKIP_DEVICE, SKIP_NOT_COMPLETE, concat, extract
-from launchtui.trace.kineto_events import MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, export_note, num
+from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, export_note,
+                                           exported_python_frames, num)
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP, RANGE_STARTEND, ApiCalls,
                                    GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads, Trace)
@@ -224,6 +225,8 @@ def _describe_source(source: SourceInfo, top: dict, export_raw: msgspec.Raw) -> 
         source.extra["rank"] = dist.get("rank", 0)
     if (note := export_note(export_raw)) is not None:
         source.extra["exported"] = note
+    if (frames := exported_python_frames(export_raw)) is not None:
+        source.extra["python_frames"] = frames      # the source ran under the Python tracer
 
 
 def _model(source: SourceInfo, cols: dict, dev_props: list | None, skipped: Counter, progress) -> Trace:

@@ -130,12 +130,27 @@ def timed_with_args(evs: list, typ, loose, skipped: Counter):
     return evs, c["start"], c["end"], c["dur"], c["args"]
 
 
+def _export_header(raw: msgspec.Raw) -> dict | None:
+    """The top-level `launchtui` object launchtui's chrome export writes, or None."""
+    try:
+        return msgspec.json.decode(raw, type=dict | None) or None
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+
+
+def exported_python_frames(raw: msgspec.Raw) -> int | None:
+    """The source trace's Python-tracer event count a chrome export carries (its own file holds no
+    `python_function` events, yet the run it shows ran under the tracer), or None."""
+    n = (_export_header(raw) or {}).get("python_frames")
+    return n if type(n) is int and n > 0 else None
+
+
 def export_note(raw: msgspec.Raw) -> str | None:
     """One line on a launchtui chrome export's origin, from its top-level `launchtui` object (which
     launchtui's chrome export writes): the source trace and, for a range, the --trim that gives the
     range's figures again. None for any other file, or an object of another shape."""
     try:
-        d = msgspec.json.decode(raw, type=dict | None)
+        d = _export_header(raw)
         if not d:
             return None
         src, w = d.get("source") or {}, d.get("window_ns")
