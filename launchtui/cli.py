@@ -222,6 +222,8 @@ def _load(args, need_cuda: bool = False):
     from launchtui.trace.load import open_trace
     trace = open_trace(args.trace, use_cache=not getattr(args, "no_cache", False), defer_cache=True)
     if need_cuda and not trace.has_cuda_tables:
+        if foreign := trace.source.extra.get("foreign"):
+            raise TraceError(args.trace, f"no CUDA or HIP activity launchtui can read: {foreign}")
         raise TraceError(args.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
                                   "`launchtui info` describes what it holds")
     if need_cuda:   # the derived index, once, before any analysis (kept in the cache on commit)

@@ -25,7 +25,7 @@ from launchtui.trace import kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.kineto_columns import SKIP_DEVICE, SKIP_NOT_COMPLETE, concat, extract
 from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, export_note,
-                                           exported_python_frames, num)
+                                           exported_python_frames, foreign_chrome, num)
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP, RANGE_STARTEND, ApiCalls,
                                    GpuOps, Overheads, Ranges, SourceInfo, StringTable, Threads, Trace)
@@ -169,6 +169,10 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     finalize(trace, match_process=False)
     progress("joined", len(trace.ops))
     kineto_stacks.build(trace, cols["py"], cols["op"])
+    if not len(trace.api) and not len(trace.ops) and (hint := foreign_chrome(_read_bytes(path)[:1 << 20])):
+        source.extra["foreign"] = hint
+        trace.missing[:] = [f"no GPU activity launchtui can read: {hint}" if m.startswith("no GPU activity")
+                            else m for m in trace.missing]
     return trace
 
 

@@ -161,3 +161,18 @@ def export_note(raw: msgspec.Raw) -> str | None:
         return line
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, AttributeError, TypeError):
         return None
+
+
+# Chrome traces that other profilers write, told apart by the args their events carry: they hold
+# GPU activity, but not in Kineto's categories, so launchtui reads their databases instead
+_FOREIGN_CHROME = ((b'"BeginNs"', "rocprof v1", "its results.db"),
+                   (b'"KernelExecution"', "rpd2tracing (RPD)", "its .rpd database"))
+
+
+def foreign_chrome(head: bytes) -> str | None:
+    """'a <producer> Chrome trace: open <database> instead' when the file's first bytes show it
+    was written by a profiler whose database launchtui reads; else None."""
+    for marker, producer, database in _FOREIGN_CHROME:
+        if marker in head:
+            return f"a Chrome trace from {producer} (not in Kineto's categories): open {database} instead"
+    return None
