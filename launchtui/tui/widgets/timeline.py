@@ -158,6 +158,9 @@ class Timeline(Widget, can_focus=True):
         self.highlight_gen = 0
         self.selected = 0
         self.row_offset = 0
+        # True until the user moves or scrolls: the offset is then the one a fresh layout at the
+        # current height gives, whatever order the rows and the panel's height arrived in
+        self.fresh_layout = True
         self._synced_size = None
         self._cache: OrderedDict = OrderedDict()
         self._edges_key = None
@@ -289,12 +292,15 @@ class Timeline(Widget, can_focus=True):
         if size != self._synced_size:
             self._synced_size = size
             self.view.resize(max(1, size[0] - GUTTER))
+            if self.fresh_layout:
+                self.row_offset = 0
             self._ensure_row_visible()
 
     def select_row(self, i: int) -> None:
         if not self.rows:
             return
         i = max(0, min(len(self.rows) - 1, i))
+        self.fresh_layout = False
         old, old_off = self.selected, self.row_offset
         self.selected = i
         self._ensure_row_visible()
@@ -331,6 +337,7 @@ class Timeline(Widget, can_focus=True):
 
     def _scroll_rows(self, n: int) -> None:
         top = max(0, min(self.row_offset + n, self._max_offset()))
+        self.fresh_layout = False
         if top != self.row_offset:
             self.row_offset = top
             self.refresh()
