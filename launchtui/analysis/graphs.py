@@ -1,0 +1,240 @@
+"""CUDA / HIP graphs: what was captured and how each graph replayed (docs/definitions.md §12).
+
+- *Capture*: a `cudaStreamBeginCapture` … `cudaStreamEndCapture` pair (HIP and driver forms too) on
+  one thread. A launch call inside it that launched no GPU op was recorded into the graph, not run:
+  it is *captured*. The runtime records such calls and nothing on the GPU, so a reader that counts
+  only calls with a GPU op loses them; here they are counted per capture, never dropped.
+- *Replay*: one graph-launch call (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) and the GPU
+  ops sharing its correlation id (definitions §1). Replays of one graph are grouped by the graph's
+  op sequence (the ops' names in GPU start order): the traces read here record no graph id on the
+  launch call.
+- *Integrity*: a graph launch whose replay recorded no op, in a trace that records GPU ops, is a
+  replay the trace did not keep (a sampled or trimmed trace); the GPU idle around it is not
+  measurable.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from launchtui.analysis.select import Selection
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+
+CAPTURE_TRACE_SHARE = 0.5   # captured launch calls >= this share of the window's launch calls: a capture trace
+_BEGIN, _END, _INSTANTIATE = "StreamBeginCapture", "StreamEndCapture", "GraphInstantiate"
+_NUMBER = re.compile(r"(?<![0-9A-Za-z])(\d+)(?![0-9])")
+
+
+def _name_mask(trace: Trace, pred) -> np.ndarray:
+    """API rows whose name satisfies `pred`, tested once per interned string (no pass over the
+    calls unless some name matches)."""
+    api = trace.api
+    ids = [i for i, s in enumerate(trace.strings.values) if pred(s)]
+    if not ids or not len(api):
+        return np.zeros(len(api), bool)
+    return np.isin(api.name, np.array(ids, np.int64))
+
+
+def _window_mask(t: np.ndarray, sel: Selection) -> np.ndarray:
+    m = np.ones(len(t), bool)
+    if sel.t0 is not None:
+        m &= t >= sel.t0
+    if sel.t1 is not None:
+        m &= t <= sel.t1
+    return m
+
+
+def _has_op(trace: Trace) -> np.ndarray:
+    """Per API row: whether any GPU op joined it."""
+    mark = np.zeros(len(trace.api) + 1, bool)
+    mark[trace.ops.api] = True   # unmatched ops (-1) land in the spare last slot
+    return mark[:-1]
+
+
+@dataclass
+class Captures:
+    thread: np.ndarray        # per capture: the thread index of its begin call
+    start: np.ndarray         # begin call start (the trace's first API time when begun before it)
+    end: np.ndarray           # end call end (the trace's last API time when still open)
+    captured: np.ndarray      # per capture: launch calls inside it with no GPU op
+    eager: np.ndarray         # per capture: launch calls inside it that did run a GPU op
+    label: list               # per capture: the enclosing range naming the capture, or ""
+    batch: list               # per capture: the batch size the label names, or None
+    captured_calls: np.ndarray   # API indices of the captured launch calls
+    open_ended: int           # begin calls with no end in the trace, end calls with no begin
+    instantiated: int         # cudaGraphInstantiate* / hipGraphInstantiate* calls
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+def _pairs(b_t: np.ndarray, e_t: np.ndarray, b_end: np.ndarray, e_end: np.ndarray, lo: int, hi: int):
+    """One thread's begin and end calls (start times, end times) -> capture intervals, and how many
+    had no partner. Nested captures on one thread pair innermost first (a stack)."""
+    ev = sorted([(int(t), 1, int(x)) for t, x in zip(b_t, b_end)] + [(int(t), 0, int(x)) for t, x in zip(e_t, e_end)])
+    stack, out, lost = [], [], 0
+    for t, is_begin, _x in ev:   # per capture call: a handful per graph
+        if is_begin:
+            stack.append(t)
+        elif stack:
+            out.append((stack.pop(), _x))
+        else:
+            out.append((lo, _x))
+            lost += 1
+    lost += len(stack)
+    out += [(s, hi) for s in stack]
+    return out, lost
+
+
+def captures(trace: Trace) -> Captures:
+    """Every capture interval in the trace and the launch calls recorded into it (§12)."""
+    api = trace.api
+    begin = _name_mask(trace, lambda n: _BEGIN in n)
+    endm = _name_mask(trace, lambda n: _END in n)
+    inst = int(_name_mask(trace, lambda n: _INSTANTIATE in n).sum()) if len(api) else 0
+    if not begin.any() and not endm.any():
+        z = np.zeros(0, np.int64)
+        return Captures(z.astype(np.int32), z, z, z, z, [], [], z, 0, inst)
+    lo, hi = int(api.start.min()), int(api.end.max())
+    rows, lost = [], 0
+    for th in np.unique(api.thread[begin | endm]).tolist():   # per capturing thread
+        b = np.flatnonzero(begin & (api.thread == th))
+        e = np.flatnonzero(endm & (api.thread == th))
+        got, n_lost = _pairs(api.start[b], api.start[e], api.end[b], api.end[e], lo, hi)
+        rows += [(th, s, x) for s, x in got]
+        lost += n_lost
+    rows.sort(key=lambda r: (r[1], r[2], r[0]))
+    thread = np.array([r[0] for r in rows], np.int32)
+    start = np.array([r[1] for r in rows], np.int64)
+    end = np.array([r[2] for r in rows], np.int64)
+    launch = np.flatnonzero(api.kind == API_LAUNCH)
+    which = _capture_of(api.thread[launch], api.start[launch], thread, start, end)
+    inside = which >= 0
+    ran = _has_op(trace)[launch]
+    cap = inside & ~ran
+    n = len(start)
+    labels, batches = _labels(trace, thread, start, end)
+    return Captures(thread, start, end, np.bincount(which[cap], minlength=n), np.bincount(which[inside & ran], minlength=n),
+                    labels, batches, launch[cap], lost, inst)
+
+
+def _capture_of(th: np.ndarray, t: np.ndarray, c_th: np.ndarray, c_s: np.ndarray, c_e: np.ndarray) -> np.ndarray:
+    """Per call (thread, start): the capture on its thread holding it (the latest begun), -1 when none."""
+    out = np.full(len(t), -1, np.int64)
+    for x in np.unique(c_th).tolist():   # per capturing thread
+        ci = np.flatnonzero(c_th == x)
+        ci = ci[np.argsort(c_s[ci], kind="stable")]
+        calls = np.flatnonzero(th == x)
+        k = np.searchsorted(c_s[ci], t[calls], side="right") - 1
+        ok = k >= 0
+        ok[ok] = t[calls[ok]] < c_e[ci[k[ok]]]
+        out[calls[ok]] = ci[k[ok]]
+    return out
+
+
+def _labels(trace: Trace, thread: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """Per capture: the innermost range on its thread enclosing it whose name says capture
+    (`capture_8192_PIECEWISE`), and the batch size that name gives (its number), else ("", None)."""
+    rg = trace.ranges
+    n = len(start)
+    labels, batches = [""] * n, [None] * n
+    if not len(rg) or not n:
+        return labels, batches
+    ids = np.unique(rg.text[rg.text >= 0])
+    says = ids[np.array(["captur" in trace.strings[int(i)].lower() for i in ids.tolist()], bool)] if len(ids) else ids
+    cand = np.flatnonzero(np.isin(rg.text, says))
+    for c in range(n):   # per capture
+        r = cand[(rg.thread[cand] == thread[c]) & (rg.start[cand] <= start[c]) & (rg.end[cand] >= end[c])]
+        if not len(r):
+            continue
+        r = r[np.lexsort((rg.start[r], -rg.depth[r]))][0]   # deepest, then the earliest
+        text = trace.strings[int(rg.text[r])]
+        labels[c] = text
+        m = _NUMBER.findall(text)
+        batches[c] = int(m[0]) if m else None
+    return labels, batches
+
+
+@dataclass
+class Replays:
+    call: np.ndarray          # graph-launch API rows in the window with a recorded op, in start order
+    n_ops: np.ndarray         # per replay: its recorded GPU ops
+    first: np.ndarray         # per replay: its first op's start
+    last: np.ndarray          # per replay: its last op end
+    busy: np.ndarray          # per replay: the union of its ops' intervals
+    gaps: np.ndarray          # per replay: the idle between its nodes (span - busy)
+    max_gap: np.ndarray       # per replay: the longest idle between two of its nodes
+    graph: np.ndarray         # per replay: its graph (0-based, numbered by first replay)
+    unrecorded: np.ndarray    # graph-launch API rows in the window that recorded no op
+
+    def __len__(self) -> int:
+        return len(self.call)
+
+
+_WEIGHTS = np.random.default_rng(0x4C54).integers(1, 2**63 - 1, size=4096, dtype=np.int64).astype(np.uint64)
+
+
+def _name_hash(trace: Trace, name: np.ndarray) -> np.ndarray:
+    """A stable 64-bit value per op name from its text, never its string id (ids follow read order)."""
+    ids, inv = np.unique(name, return_inverse=True)
+    h = np.array([zlib.crc32(trace.strings[int(i)].encode()) * 2654435761 + 1 for i in ids.tolist()], np.uint64)
+    return h[inv]
+
+
+def _segment_max(values: np.ndarray, seg: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """Running maximum of `values` restarted at every segment head (`seg`: segment of each row)."""
+    base = values[heads][seg]
+    rel = values - base            # >= 0 inside a segment sorted by start, when values are ends
+    top = int(rel.max()) + 1 if len(rel) else 1
+    if len(heads) * top < 2**62:
+        lifted = np.maximum(rel, 0) + seg.astype(np.int64) * top
+        return np.maximum.accumulate(lifted) - seg.astype(np.int64) * top + base
+    out = values.copy()   # spans too long to lift: one pass per segment
+    bounds = np.append(heads, len(values))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        out[a:b] = np.maximum.accumulate(values[a:b])
+    return out
+
+
+def replays(trace: Trace, sel: Selection) -> Replays:
+    """Every graph launch whose call starts in the selection's window, with its recorded ops."""
+    api, ops = trace.api, trace.ops
+    gl = np.flatnonzero((api.kind == API_GRAPH_LAUNCH) & _window_mask(api.start, sel))
+    has = _has_op(trace)[gl]
+    unrec = gl[~has]
+    gl = gl[has]
+    sel_ops = np.flatnonzero(np.isin(ops.api, gl)) if len(gl) else np.zeros(0, np.int64)
+    if sel.devices is not None and len(sel_ops):
+        keep_calls = np.unique(ops.api[sel_ops[np.isin(ops.device[sel_ops], sel.devices)]])
+        gl = gl[np.isin(gl, keep_calls)]
+        sel_ops = sel_ops[np.isin(ops.api[sel_ops], gl)]
+    hsh = _name_hash(trace, ops.name[sel_ops]) if len(sel_ops) else np.zeros(0, np.uint64)
+    o = np.lexsort((hsh, ops.end[sel_ops], ops.stream[sel_ops], ops.start[sel_ops], api.start[ops.api[sel_ops]],
+                    ops.api[sel_ops]))
+    idx, hsh = sel_ops[o], hsh[o]
+    call = ops.api[idx]
+    heads = np.flatnonzero(np.r_[True, call[1:] != call[:-1]]) if len(idx) else np.zeros(0, np.int64)
+    seg = np.cumsum(np.r_[False, call[1:] != call[:-1]]) if len(idx) else np.zeros(0, np.int64)
+    n_ops = np.diff(np.append(heads, len(idx)))
+    start, end = ops.start[idx], ops.end[idx]
+    run_end = _segment_max(end, seg, heads)
+    gap = np.zeros(len(idx), np.int64)
+    follow = np.ones(len(idx), bool)
+    follow[heads] = False
+    gap[follow] = np.maximum(start[follow] - run_end[np.flatnonzero(follow) - 1], 0)
+    first = start[heads]
+    last = np.maximum.reduceat(end, heads) if len(heads) else np.zeros(0, np.int64)
+    gaps = np.add.reduceat(gap, heads) if len(heads) else np.zeros(0, np.int64)
+    max_gap = np.maximum.reduceat(gap, heads) if len(heads) else np.zeros(0, np.int64)
+    pos = (np.arange(len(idx)) - heads[seg]) % len(_WEIGHTS)
+    sig = np.add.reduceat(hsh * _WEIGHTS[pos], heads) if len(heads) else np.zeros(0, np.uint64)
+    calls = call[heads]
+    order = np.lexsort((calls, api.start[calls]))
+    keys = list(zip(n_ops[order].tolist(), sig[order].tolist()))
+    number: dict = {}
+    graph = np.array([number.setdefault(k, len(number)) for k in keys], np.int64)   # per replay: dict lookups
+    return Replays(calls[order], n_ops[order], first[order], last[order], (last - first - gaps)[order], gaps[order],
+                   max_gap[order], graph, unrec)

@@ -1,0 +1,191 @@
+"""CUDA / HIP graphs in the record, `report --json` and the Markdown page (docs/definitions.md §12):
+the captures and what they recorded, the replay table, the integrity gate, and the capture page
+that replaces the steady-state verdict on a trace that is mostly capture."""
+from __future__ import annotations
+
+import numpy as np
+
+from launchtui.analysis import graphs as gr
+from launchtui.analysis.prose import short
+from launchtui.analysis.select import Selection
+from launchtui.trace.model import API_LAUNCH, Trace
+
+PROFILE_REPLAY = "runtime launch overhead cannot be judged here; profile the replay"
+
+
+def _us(values: np.ndarray) -> dict:
+    if not len(values):
+        return {"median": None, "min": None, "max": None}
+    return {"median": round(float(np.median(values)) / 1e3, 3), "min": round(float(values.min()) / 1e3, 3),
+            "max": round(float(values.max()) / 1e3, 3)}
+
+
+def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures) -> dict:
+    api = trace.api
+    keep = gr._window_mask(cap.start, sel)
+    idx = np.flatnonzero(keep)
+    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr._window_mask(api.start, sel))
+    calls = gr._window_mask(api.start[cap.captured_calls], sel)
+    captured = int(calls.sum())
+    share = captured / len(launch) if len(launch) else 0.0
+    by_batch: dict = {}
+    for i in idx.tolist():   # per capture
+        b = by_batch.setdefault((cap.batch[i], cap.label[i]), [0, 0])
+        b[0] += 1
+        b[1] += int(cap.captured[i])
+    rows = [{"capture": int(i) + 1, "tid": int(trace.threads.tid[cap.thread[i]]), "start_ns": int(cap.start[i]),
+             "end_ns": int(cap.end[i]), "captured_launches": int(cap.captured[i]), "eager_launches": int(cap.eager[i]),
+             "label": cap.label[i] or None, "batch_size": cap.batch[i]} for i in idx.tolist()]
+    return {"graphs": len(idx), "captured_launches": captured, "launch_calls": int(len(launch)),
+            "captured_share": round(share, 4), "eager_in_capture": int(cap.eager[idx].sum()),
+            "instantiated": cap.instantiated, "unpaired_capture_calls": cap.open_ended,
+            "capture_trace": bool(len(idx)) and share >= gr.CAPTURE_TRACE_SHARE,
+            "by_batch": [{"batch_size": b, "label": lab or None, "graphs": n, "captured_launches": c}
+                         for (b, lab), (n, c) in sorted(by_batch.items(), key=lambda x: (x[0][0] is None, x[0][0] or 0,
+                                                                                          x[0][1]))],
+            "captures": rows}
+
+
+def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
+    api, ops = trace.api, trace.ops
+    rows = []
+    ng = int(rp.graph.max()) + 1 if len(rp) else 0
+    mine = np.argsort(rp.graph, kind="stable")
+    bounds = np.searchsorted(rp.graph[mine], np.arange(ng + 1))
+    for g in range(ng):   # per graph
+        r = mine[bounds[g]:bounds[g + 1]]
+        calls = rp.call[r]
+        first_op = ops.name[np.flatnonzero(ops.api == calls[0])]
+        first = ops.start[np.flatnonzero(ops.api == calls[0])]
+        head = trace.strings[int(first_op[np.argmin(first)])] if len(first_op) else ""
+        rows.append({"graph": g + 1, "first_op": head, "replays": int(len(r)), "ops_per_replay": _count(rp.n_ops[r]),
+                     "nodes_per_call": float(np.median(rp.n_ops[r])),
+                     "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
+                     "node_gaps_us": _us(rp.gaps[r]), "max_node_gap_us": round(float(rp.max_gap[r].max()) / 1e3, 3),
+                     "launch_api_us": _us(api.end[calls] - api.start[calls]),
+                     "first_replay_ns": int(api.start[calls[0]])})
+    return {"graph_launches": int(len(rp)), "replayed_ops": int(rp.n_ops.sum()), "graphs": rows,
+            "grouped_by": "op sequence (no graph id recorded on the launch call)"}
+
+
+def _count(v: np.ndarray) -> dict:
+    return {"median": float(np.median(v)), "min": int(v.min()), "max": int(v.max())}
+
+
+def _integrity(trace: Trace, rp: gr.Replays) -> dict:
+    """Graph launches whose replay the trace did not record (definitions.md §12 integrity gate)."""
+    n_unrec = len(rp.unrecorded) if len(trace.ops) else 0
+    reason = None
+    if n_unrec:
+        reason = (f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op (the trace did not keep "
+                  "their replay): the GPU idle around them is not measurable")
+    return {"flagged_replays": n_unrec, "unrecorded_replays": n_unrec,
+            "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
+            "ok": not n_unrec, "reason": reason}
+
+
+def _eager(trace: Trace, sel: Selection, rp: gr.Replays) -> dict:
+    """Launch calls that ran eagerly (a GPU op, not a graph launch) against ops replayed from graphs."""
+    api = trace.api
+    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr._window_mask(api.start, sel) & gr._has_op(trace))
+    replayed = int(rp.n_ops.sum())
+    total = len(launch) + replayed
+    return {"eager_launch_calls": int(len(launch)), "replayed_ops": replayed,
+            "graphed_share": round(replayed / total, 4) if total else None}
+
+
+def graphs_json(trace: Trace, sel: Selection) -> dict | None:
+    """The record's `graphs` key, or None for a trace with neither captures nor graph launches (its
+    JSON stays as it was)."""
+    cap = gr.captures(trace)
+    rp = gr.replays(trace, sel)
+    if not len(cap) and not len(rp) and not len(rp.unrecorded):
+        return None
+    doc = {"capture": _capture_json(trace, sel, cap), "replays": _replay_json(trace, rp),
+           "integrity": _integrity(trace, rp), "eager": _eager(trace, sel, rp)}
+    c = doc["capture"]
+    doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
+    return doc
+
+
+def capture_line(c: dict) -> str:
+    """'graph-capture trace: N launches captured into M graphs (batch size 8192: …); …'."""
+    sizes = [b for b in c["by_batch"] if b["batch_size"] is not None]
+    per = ""
+    if sizes:
+        per = " (" + ", ".join(f"batch size {b['batch_size']}: {b['captured_launches']:,} launches in {b['graphs']} "
+                               f"graph{'s' if b['graphs'] != 1 else ''}" for b in sizes) + ")"
+    return (f"graph-capture trace: {c['captured_launches']:,} launches captured into {c['graphs']:,} "
+            f"graph{'s' if c['graphs'] != 1 else ''}{per}; {PROFILE_REPLAY}")
+
+
+CAPTURE_NULLS = {"iterations": None, "per_iteration": None, "per_device": None, "overhead_share": None,
+                 "amdahl_bound": None, "streams": [], "backpressure": None, "cpu_stalls": None, "top": [],
+                 "nccl": [], "near_misses": [], "cross_checks": {}, "launch_bound": None,
+                 "launch_bound_level": None,
+                 "launch_thread_cpu": {"available": False, "reason": "a graph-capture trace: no steady state"}}
+
+
+def capture_record(doc: dict, g: dict) -> dict:
+    """A trace (or window) that is mostly graph capture: its own page, no steady-state verdict."""
+    line = g["capture_line"]
+    doc.update(CAPTURE_NULLS)
+    doc.update({"graphs": g, "empty": line, "empty_reason": line, "verdict": [line], "conclusion": line})
+    return doc
+
+
+# --- Markdown ----------------------------------------------------------------------------------
+
+def capture_page(doc: dict, out: list[str]) -> None:
+    """The capture page's body (after the verdict line)."""
+    c = doc["graphs"]["capture"]
+    out += ["", f"Launch calls in the window: {c['launch_calls']:,}, of which {c['captured_launches']:,} "
+                f"({c['captured_share']:.0%}) were captured into graphs (no GPU op: recorded, not run); "
+                f"{c['instantiated']:,} graph instantiations; {c['eager_in_capture']:,} launches inside a capture "
+                "ran eagerly.", "",
+            "| capture | thread | captured launches | ran eagerly | range | batch size |", "|---:|---:|---:|---:|---|---:|"]
+    for r in c["captures"][:50]:
+        out.append(f"| {r['capture']} | {r['tid']} | {r['captured_launches']:,} | {r['eager_launches']:,} | "
+                   f"{short(r['label'] or '', 40)} | {r['batch_size'] if r['batch_size'] is not None else ''} |")
+    if len(c["captures"]) > 50:
+        out.append(f"| … {len(c['captures']) - 50} more | | | | | |")
+    _replay_md(doc["graphs"], out)
+
+
+def graphs_md(doc: dict, out: list[str]) -> None:
+    """The page's CUDA graphs section (captures, replay table, integrity), when the trace has any."""
+    g = doc.get("graphs")
+    if not g:
+        return
+    out += ["", "## CUDA / HIP graphs", ""]
+    c = g["capture"]
+    if c["graphs"]:
+        out.append(f"Captures: {c['captured_launches']:,} launches captured into {c['graphs']:,} graphs "
+                   f"({c['captured_share']:.0%} of the window's launch calls; no GPU op, not counted as launches)")
+    e = g["eager"]
+    if e["graphed_share"] is not None:
+        out.append(f"Eager launch calls {e['eager_launch_calls']:,} · ops replayed from graphs {e['replayed_ops']:,} "
+                   f"({e['graphed_share']:.0%} of the launched work)")
+    _replay_md(g, out)
+    if not g["integrity"]["ok"]:
+        out.append(f"\n**Integrity:** {g['integrity']['reason']}")
+
+
+def _replay_md(g: dict, out: list[str]) -> None:
+    r = g["replays"]
+    if not r["graphs"]:
+        return
+    out += ["", f"Replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
+                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']})", "",
+            "| graph | first op | replays | ops/replay (med, min–max) | span µs (med) | busy µs (med) "
+            "| gaps between nodes µs (med, max) | launch call µs (med) |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for x in r["graphs"][:30]:
+        o = x["ops_per_replay"]
+        out.append(f"| {x['graph']} | `{short(x['first_op'], 40)}` | {x['replays']:,} | {o['median']:g} "
+                   f"({o['min']}–{o['max']}) | {x['span_us']['median']:,.1f} | {x['busy_us']['median']:,.1f} | "
+                   f"{x['node_gaps_us']['median']:,.1f}, {x['max_node_gap_us']:,.1f} | "
+                   f"{x['launch_api_us']['median']:,.1f} |")
+    if len(r["graphs"]) > 30:
+        out.append(f"| … {len(r['graphs']) - 30} more | | | | | | | |")
+
