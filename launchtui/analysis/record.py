@@ -15,6 +15,7 @@ from launchtui.analysis import record_idle as ri
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
+from launchtui.analysis.graphs_report import capture_record, graphs_json
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -122,6 +123,9 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
     if trace.source.extra.get("skipped"):   # what the reader left out, by reason (definitions.md §H)
         doc["skipped"] = dict(trace.source.extra["skipped"])
+    graphs = graphs_json(trace, sel)   # captures and replays (definitions.md §12); None: no graph in the trace
+    if graphs is not None and graphs["capture_line"]:   # mostly capture: its own page, no steady state
+        return capture_record(doc, graphs), []
     if not devs and not len(trace.ops):
         calls = cpu_busy.launch_calls(trace, sel.t0 if sel.t0 is not None else -2**62,
                                       sel.t1 if sel.t1 is not None else 2**62)
@@ -152,6 +156,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     sp = shared.spikes(WHOLE, opt.backpressure)
     cold = cold_start(trace, sp)
     streams = _gpu_figures(trace, it, devs, doc, cold, table_api_ns, opt, sp)
+    if graphs is not None:
+        doc["graphs"] = graphs
     _judge(doc)
     return doc, streams
 

@@ -137,6 +137,9 @@ def cannot_judge(doc: dict) -> str | None:
                 f"the first launch of their kernel ({cold['calls']} slow first launches, {dur(cold['total_ms'])}): the "
                 "trace shows start-up (lazy module loading, JIT), not steady-state launch cost; profile after warm-up")
     lim = doc.get("limits") or {}
+    integrity = (doc.get("graphs") or {}).get("integrity") or {}
+    if not integrity.get("ok", True):   # replays the trace did not keep (definitions.md §12)
+        return f"GPU idle not measurable here: {integrity['reason']}"
     if lim.get("sampled"):
         return f"GPU idle not measurable here: {lim['reason']}"
     failed = {c["name"] for c in doc.get("checks", []) if not c["ok"]}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
+from launchtui.analysis.graphs_report import capture_page, graphs_md
 from launchtui.analysis.idle_causes import CAUSES
 from launchtui.analysis.prose import UNNAMED_PHASE, dur, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
@@ -106,6 +107,9 @@ def render_markdown(doc: dict) -> str:
     if doc.get("skipped"):
         out.append("Skipped input (definitions.md §H): " + "; ".join(f"{n:,} × {r}" for r, n in doc["skipped"].items()))
     cpu_side = doc.get("gpu_recorded") is False   # launches without GPU activity (§V11)
+    if (doc.get("graphs") or {}).get("capture_line"):   # mostly graph capture (§12): the capture page
+        capture_page(doc, out)
+        return "\n".join(out) + "\n"
     if doc.get("empty") and not cpu_side:
         out += ["", f"**{doc['empty']}**: nothing to record.", ""]
         return "\n".join(out) + "\n"
@@ -151,6 +155,7 @@ def render_markdown(doc: dict) -> str:
         if not doc.get("too_little"):
             _idle_md(doc, out)
         _queue_and_top_md(doc, out)
+    graphs_md(doc, out)
     sy = doc["syncs"]
     if sy["by_api"]:
         out += ["", "## Syncs inside the step", "",
