@@ -23,7 +23,7 @@ import numpy as np
 from launchtui.analysis.select import Selection
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
-CAPTURE_TRACE_SHARE = 0.5   # captured launch calls >= this share of the window's launch calls: a capture trace
+CAPTURE_TRACE_SHARE = 0.5   # captured calls >= this share of the launched work (definitions §12): a capture trace
 _BEGIN, _END, _INSTANTIATE = "StreamBeginCapture", "StreamEndCapture", "GraphInstantiate"
 _NUMBER = re.compile(r"(?<![0-9A-Za-z])(\d+)(?![0-9])")
 
@@ -238,3 +238,11 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     graph = np.array([number.setdefault(k, len(number)) for k in keys], np.int64)   # per replay: dict lookups
     return Replays(calls[order], n_ops[order], first[order], last[order], (last - first - gaps)[order], gaps[order],
                    max_gap[order], graph, unrec)
+
+
+def overlaps_capture(start: np.ndarray, end: np.ndarray, graphs: dict | None) -> np.ndarray:
+    """Per window [start, end): whether it overlaps a capture of the record's `graphs` key."""
+    out = np.zeros(len(start), bool)
+    for c in (graphs or {}).get("capture", {}).get("captures", []):   # per capture
+        out |= (start < c["end_ns"]) & (end > c["start_ns"])
+    return out

@@ -20,14 +20,16 @@ def _us(values: np.ndarray) -> dict:
             "max": round(float(values.max()) / 1e3, 3)}
 
 
-def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures) -> dict:
+def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: int) -> dict:
     api = trace.api
     keep = gr._window_mask(cap.start, sel)
     idx = np.flatnonzero(keep)
     launch = np.flatnonzero((api.kind == API_LAUNCH) & gr._window_mask(api.start, sel))
     calls = gr._window_mask(api.start[cap.captured_calls], sel)
     captured = int(calls.sum())
-    share = captured / len(launch) if len(launch) else 0.0
+    # the launched work: calls captured, calls that ran eagerly, ops replayed from graphs
+    work = captured + int(gr._has_op(trace)[launch].sum()) + replayed_ops
+    share = captured / work if work else 0.0
     by_batch: dict = {}
     for i in idx.tolist():   # per capture
         b = by_batch.setdefault((cap.batch[i], cap.label[i]), [0, 0])
@@ -101,7 +103,7 @@ def graphs_json(trace: Trace, sel: Selection) -> dict | None:
     rp = gr.replays(trace, sel)
     if not len(cap) and not len(rp) and not len(rp.unrecorded):
         return None
-    doc = {"capture": _capture_json(trace, sel, cap), "replays": _replay_json(trace, rp),
+    doc = {"capture": _capture_json(trace, sel, cap, int(rp.n_ops.sum())), "replays": _replay_json(trace, rp),
            "integrity": _integrity(trace, rp), "eager": _eager(trace, sel, rp)}
     c = doc["capture"]
     doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
@@ -140,8 +142,8 @@ def capture_page(doc: dict, out: list[str]) -> None:
     """The capture page's body (after the verdict line)."""
     c = doc["graphs"]["capture"]
     out += ["", f"Launch calls in the window: {c['launch_calls']:,}, of which {c['captured_launches']:,} "
-                f"({c['captured_share']:.0%}) were captured into graphs (no GPU op: recorded, not run); "
-                f"{c['instantiated']:,} graph instantiations; {c['eager_in_capture']:,} launches inside a capture "
+                "were captured into graphs (no GPU op: recorded, not run; "
+                f"{c['captured_share']:.0%} of the launched work); {c['instantiated']:,} graph instantiations; {c['eager_in_capture']:,} launches inside a capture "
                 "ran eagerly.", "",
             "| capture | thread | captured launches | ran eagerly | range | batch size |", "|---:|---:|---:|---:|---|---:|"]
     for r in c["captures"][:50]:
@@ -161,7 +163,7 @@ def graphs_md(doc: dict, out: list[str]) -> None:
     c = g["capture"]
     if c["graphs"]:
         out.append(f"Captures: {c['captured_launches']:,} launches captured into {c['graphs']:,} graphs "
-                   f"({c['captured_share']:.0%} of the window's launch calls; no GPU op, not counted as launches)")
+                   f"({c['captured_share']:.0%} of the launched work; no GPU op, not counted as launches)")
     e = g["eager"]
     if e["graphed_share"] is not None:
         out.append(f"Eager launch calls {e['eager_launch_calls']:,} · ops replayed from graphs {e['replayed_ops']:,} "

@@ -15,6 +15,7 @@ from launchtui.analysis import record_idle as ri
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
+from launchtui.analysis.graphs import overlaps_capture
 from launchtui.analysis.graphs_report import capture_record, graphs_json
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
@@ -65,6 +66,16 @@ def _iterations_inside(trace: Trace, it: itr.Iterations, window: tuple[int, int]
     return it if len(it) else itr.whole(trace, window)
 
 
+
+
+def _outside_captures(trace: Trace, it: itr.Iterations, window: tuple[int, int], graphs: dict) -> itr.Iterations:
+    """The periodic iterations that overlap no graph capture; the whole window when none is left."""
+    keep = ~overlaps_capture(it.start, it.end, graphs)
+    if keep.all():
+        return it
+    it = itr.Iterations(it.source, it.start[keep], it.end[keep], it.heuristic, it.name,
+                        None if it.range_idx is None else it.range_idx[keep], it.base_depth, it.note)
+    return it if len(it) else itr.whole(trace, window)
 
 
 def _syncs(trace: Trace, it: itr.Iterations, m: np.ndarray) -> dict:
@@ -148,6 +159,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     it = itr.find(trace, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
         it = _iterations_inside(trace, it, window)
+    if it.heuristic and graphs is not None:   # a launch period never lies inside a capture (§12)
+        it = _outside_captures(trace, it, window, graphs)
     # the top kernels first: the groups' per-launch arrays go before the gaps (5M peak)
     top, nccl_rows, misses, why, table_api_ns = top_kernels(trace, sel, it, [primary], opt, shared)
     shared.release_groups()

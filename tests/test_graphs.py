@@ -1,0 +1,138 @@
+"""CUDA / HIP graphs (analysis/graphs.py, graphs_report.py; definitions.md §12, issue 21): captures
+counted per graph, a capture trace's own page, the replay table against the generator's truth
+(fixtures/graph_cases.py), the integrity gate, and the shared vLLM capture / execution pair."""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import graph_cases as gc
+from launchtui.analysis.record import build_record
+from launchtui.analysis.record_markdown import render_markdown
+from launchtui.trace.load import open_trace
+from tests.conftest import sample
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("graph_cases")
+    out = {}
+
+    def get(name, shuffle=None):
+        if (name, shuffle) not in out:
+            out[name, shuffle] = gc.write(name, d / f"{name}.{shuffle}.pt.trace.json", shuffle)
+        return out[name, shuffle]
+    return get
+
+
+def _record(path):
+    return build_record(open_trace(path, use_cache=False))
+
+
+def test_capture_trace_gets_the_capture_page(files):
+    path, truth = files("capture_trace")
+    doc = _record(path)
+    c = doc["graphs"]["capture"]
+    assert c["graphs"] == truth["graphs"] == 6
+    assert c["captured_launches"] == truth["captured"] == 60
+    assert c["launch_calls"] == truth["captured"] + truth["eager_launches"]
+    assert c["capture_trace"] is True and c["instantiated"] == 6 and c["eager_in_capture"] == 0
+    assert {b["batch_size"]: (b["graphs"], b["captured_launches"]) for b in c["by_batch"]} == {
+        bs: (v["graphs"], v["captured"]) for bs, v in truth["by_batch"].items()}
+    assert [r["captured_launches"] for r in c["captures"]] == [10, 8, 12, 10, 8, 12]
+    # no steady-state verdict, no iterations
+    assert doc["launch_bound_level"] is None and doc["launch_bound"] is None and doc["iterations"] is None
+    assert doc["conclusion"] == ("graph-capture trace: 60 launches captured into 6 graphs (batch size 256: 30 "
+                                 "launches in 3 graphs, batch size 512: 30 launches in 3 graphs); runtime launch "
+                                 "overhead cannot be judged here; profile the replay")
+    md = render_markdown(doc)
+    assert md.splitlines()[2] == f"**Verdict:** {doc['conclusion']}"
+    assert "| 1 | 4243 | 10 | 0 | capture_512_PIECEWISE | 512 |" in md
+    assert "What the GPU waited for" not in md
+
+
+def test_replay_table_matches_the_generator(files):
+    path, truth = files("replays")
+    doc = _record(path)
+    g = doc["graphs"]
+    rows = g["replays"]["graphs"]
+    assert [r["first_op"] for r in rows] == ["gemm_a", "ln_b0"]
+    for row, key in zip(rows, ("A", "B")):
+        t = gc.graph_truth(truth["replays"][key])
+        assert row["replays"] == t["replays"] == 6
+        assert row["ops_per_replay"] == {"median": t["ops"], "min": t["ops"], "max": t["ops"]}
+        assert row["nodes_per_call"] == t["ops"]
+        for k in ("span_us", "busy_us", "node_gaps_us", "launch_api_us"):
+            assert row[k] == t[k], k
+        assert row["max_node_gap_us"] == gc.NODE_GAP_NS / 1e3
+    assert g["replays"]["graph_launches"] == 12 and g["replays"]["replayed_ops"] == 6 * (20 + 8)
+    assert g["eager"]["eager_launch_calls"] == 24 + truth["eager_in_steps"]
+    assert g["integrity"] == {"flagged_replays": 0, "unrecorded_replays": 0, "unrecorded_ns": [], "ok": True,
+                              "reason": None}
+    assert g["capture"]["graphs"] == 0 and g["capture_line"] is None
+    assert doc["launch_bound_level"] is not None   # a replay trace is judged as usual
+    assert "| 1 | `gemm_a` | 6 | 20 (20–20) |" in render_markdown(doc)
+
+
+def test_unrecorded_replay_is_flagged_and_idle_not_measurable(files):
+    path, truth = files("unrecorded_replay")
+    doc = _record(path)
+    it = doc["graphs"]["integrity"]
+    assert it["unrecorded_replays"] == 1 and not it["ok"]
+    a = [r for r in truth["replays"]["A"] if not r["recorded"]]
+    assert it["unrecorded_ns"] == [a[0]["start_ns"]]
+    assert doc["graphs"]["replays"]["graphs"][0]["replays"] == 5
+    assert doc["launch_bound_level"] is None
+    assert doc["conclusion"].startswith("cannot judge: GPU idle not measurable here: 1 of 12 graph launches "
+                                        "recorded no GPU op")
+
+
+@pytest.mark.parametrize("name", ["capture_trace", "replays", "unrecorded_replay"])
+def test_same_answer_in_any_event_order(files, name):
+    a = _record(files(name)[0])["graphs"]
+    b = _record(files(name, shuffle=7)[0])["graphs"]
+    assert a == b
+
+
+def test_trace_without_graphs_has_no_graphs_key(tmp_path):
+    from fixtures import idle_cases as ic
+    path, _ = ic.write("host_bound", tmp_path / "h.pt.trace.json")
+    assert "graphs" not in _record(path)
+
+
+@pytest.mark.samples
+def test_vllm_capture_trace():
+    doc = _record(sample("kineto/mi300x_vllm_piecewise_graph_capture.pt.trace.json.gz"))
+    c = doc["graphs"]["capture"]
+    assert (c["graphs"], c["captured_launches"], c["launch_calls"], c["instantiated"]) == (25, 361, 460, 25)
+    assert [r["captured_launches"] for r in c["captures"]] == [4] + [15] * 23 + [12]
+    assert c["by_batch"] == [{"batch_size": 8192, "label": "capture_8192_PIECEWISE", "graphs": 25,
+                              "captured_launches": 361}]
+    assert doc["launch_bound_level"] is None and doc["iterations"] is None
+    assert doc["conclusion"].startswith("graph-capture trace: 361 launches captured into 25 graphs (batch size "
+                                        "8192: 361 launches in 25 graphs)")
+
+
+@pytest.mark.samples
+def test_vllm_execution_replays():
+    doc = _record(sample("kineto/vllm_graph_execution.json.gz"))
+    r = doc["graphs"]["replays"]
+    assert (r["graph_launches"], r["replayed_ops"]) == (25, 361)
+    assert [(x["replays"], x["ops_per_replay"]["median"]) for x in r["graphs"]] == [(1, 4), (23, 15), (1, 12)]
+    assert doc["graphs"]["eager"]["eager_launch_calls"] == 52
+    assert doc["graphs"]["integrity"]["ok"]
+    assert doc["launch_bound_level"] == "not launch-bound"   # the expert's reading stands
+
+
+@pytest.mark.samples
+@pytest.mark.parametrize("name,captured,ops", [("xdit_flux1__baseline__rank0.json.gz", 994, 993),
+                                               ("xdit_flux1__aiter_sage__rank0.json.gz", 1567, 1566)])
+def test_xdit_capture_and_replay(name, captured, ops):
+    """Eager warm-up steps, one capture, one replay: most launched work ran, so the eager steps are
+    judged, and their periods lie before the capture."""
+    doc = _record(sample(f"kineto/{name}"))
+    g = doc["graphs"]
+    assert g["capture"]["captured_launches"] == captured and g["capture"]["graphs"] == 1
+    assert not g["capture"]["capture_trace"] and g["capture"]["captured_share"] < 0.35
+    assert g["replays"]["graph_launches"] == 1 and g["replays"]["replayed_ops"] == ops
+    assert doc["iterations"]["ends_ns"][-1] <= g["capture"]["captures"][0]["start_ns"]
+    assert doc["launch_bound_level"] is not None
