@@ -66,8 +66,8 @@ def test_replay_table_matches_the_generator(files):
         assert row["max_node_gap_us"] == gc.NODE_GAP_NS / 1e3
     assert g["replays"]["graph_launches"] == 12 and g["replays"]["replayed_ops"] == 6 * (20 + 8)
     assert g["eager"]["eager_launch_calls"] == 24 + truth["eager_in_steps"]
-    assert g["integrity"] == {"flagged_replays": 0, "unrecorded_replays": 0, "unrecorded_ns": [], "ok": True,
-                              "reason": None}
+    assert g["integrity"] == {"flagged_replays": 0, "unrecorded_replays": 0, "unrecorded_ns": [],
+                              "in_iterations": None, "ok": True, "reason": None}
     assert g["capture"]["graphs"] == 0 and g["capture_line"] is None
     assert doc["launch_bound_level"] is not None   # a replay trace is judged as usual
     assert "| 1 | `gemm_a` | 6 | 20 (20–20) |" in render_markdown(doc)
@@ -79,7 +79,7 @@ def test_unrecorded_replay_is_flagged_and_idle_not_measurable(files):
     it = doc["graphs"]["integrity"]
     assert it["unrecorded_replays"] == 1 and not it["ok"]
     a = [r for r in truth["replays"]["A"] if not r["recorded"]]
-    assert it["unrecorded_ns"] == [a[0]["start_ns"]]
+    assert it["unrecorded_ns"] == [a[0]["start_ns"]] and it["in_iterations"] == 1
     assert doc["graphs"]["replays"]["graphs"][0]["replays"] == 5
     assert doc["launch_bound_level"] is None
     assert doc["conclusion"].startswith("cannot judge: GPU idle not measurable here: 1 of 12 graph launches "
@@ -136,3 +136,16 @@ def test_xdit_capture_and_replay(name, captured, ops):
     assert g["replays"]["graph_launches"] == 1 and g["replays"]["replayed_ops"] == ops
     assert doc["iterations"]["ends_ns"][-1] <= g["capture"]["captures"][0]["start_ns"]
     assert doc["launch_bound_level"] is not None
+
+
+def test_unrecorded_replay_outside_the_steps_does_not_stop_the_verdict(tmp_path):
+    """The generator's scenario keeps its graph launch (after the steps) with no kernels: flagged
+    and said, but the steps are still judged."""
+    from fixtures import record_cases as rc
+    from fixtures import synth
+    p = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["burst_in_step"]), tmp_path / "b.sqlite", variant="modern")
+    doc = _record(p)
+    it = doc["graphs"]["integrity"]
+    assert (it["unrecorded_replays"], it["in_iterations"], it["ok"]) == (1, 0, True)
+    assert it["reason"].endswith("none lies inside the judged iterations")
+    assert doc["launch_bound_level"] == "launch-bound"

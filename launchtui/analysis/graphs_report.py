@@ -7,6 +7,7 @@ import numpy as np
 
 from launchtui.analysis import graphs as gr
 from launchtui.analysis.prose import short
+from launchtui.analysis.queue import queue_summary
 from launchtui.analysis.select import Selection
 from launchtui.trace.model import API_LAUNCH, Trace
 
@@ -67,23 +68,42 @@ def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
                      "launch_api_us": _us(api.end[calls] - api.start[calls]),
                      "first_replay_ns": int(api.start[calls[0]])})
     return {"graph_launches": int(len(rp)), "replayed_ops": int(rp.n_ops.sum()), "graphs": rows,
-            "grouped_by": "op sequence (no graph id recorded on the launch call)"}
+            "grouped_by": "op sequence"}
 
 
 def _count(v: np.ndarray) -> dict:
     return {"median": float(np.median(v)), "min": int(v.min()), "max": int(v.max())}
 
 
+GRAPH_LEVEL = "CUDA graphs traced at graph level"
+
+
 def _integrity(trace: Trace, rp: gr.Replays) -> dict:
-    """Graph launches whose replay the trace did not record (definitions.md §12 integrity gate)."""
+    """Graph launches whose replay the trace did not record (definitions.md §12 integrity gate).
+    `in_iterations` is filled by the record: only those inside the judged iterations stop it."""
     n_unrec = len(rp.unrecorded) if len(trace.ops) else 0
     reason = None
     if n_unrec:
-        reason = (f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op (the trace did not keep "
-                  "their replay): the GPU idle around them is not measurable")
+        why = ("Nsight traced the graphs at graph level (--cuda-graph-trace=graph): replays have no per-kernel rows"
+               if any(m.startswith(GRAPH_LEVEL) for m in trace.missing) else "the trace did not keep their replay")
+        reason = (f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op ({why}): the GPU idle "
+                  "around them is not measurable")
     return {"flagged_replays": n_unrec, "unrecorded_replays": n_unrec,
             "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
-            "ok": not n_unrec, "reason": reason}
+            "in_iterations": None, "ok": not n_unrec, "reason": reason}
+
+
+def scope_integrity(trace: Trace, g: dict, unrecorded: np.ndarray, index_of) -> None:
+    """Count the unrecorded replays inside the judged iterations (`index_of`: Iterations.index_of);
+    the gate holds when none is."""
+    it = g["integrity"]
+    if not it["flagged_replays"]:
+        return
+    n = int((index_of(trace.api.start[unrecorded]) >= 0).sum())
+    it["in_iterations"] = n
+    it["ok"] = n == 0
+    if n == 0:
+        it["reason"] += "; none lies inside the judged iterations"
 
 
 def _eager(trace: Trace, sel: Selection, rp: gr.Replays) -> dict:
@@ -99,15 +119,24 @@ def _eager(trace: Trace, sel: Selection, rp: gr.Replays) -> dict:
 def graphs_json(trace: Trace, sel: Selection) -> dict | None:
     """The record's `graphs` key, or None for a trace with neither captures nor graph launches (its
     JSON stays as it was)."""
+    return graphs_facts(trace, sel)[0]
+
+
+def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]:
+    """(graphs_json, the API rows of the graph launches that recorded no op)."""
     cap = gr.captures(trace)
     rp = gr.replays(trace, sel)
     if not len(cap) and not len(rp) and not len(rp.unrecorded):
-        return None
+        return None, rp.unrecorded
     doc = {"capture": _capture_json(trace, sel, cap, int(rp.n_ops.sum())), "replays": _replay_json(trace, rp),
            "integrity": _integrity(trace, rp), "eager": _eager(trace, sel, rp)}
+    if len(rp):   # pending depth with each replay as one entry, beside the raw series (§5, §6)
+        doc["depth"] = [{"device_id": q.device_id, "stream_id": q.stream_id, "max_depth": q.max_depth,
+                         "max_depth_graph_as_one": q.max_depth_graph_as_one, "graph_ops": q.graph_ops}
+                        for q in queue_summary(trace, sel) if q.graph_ops]
     c = doc["capture"]
     doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
-    return doc
+    return doc, rp.unrecorded
 
 
 def capture_line(c: dict) -> str:
@@ -169,6 +198,11 @@ def graphs_md(doc: dict, out: list[str]) -> None:
         out.append(f"Eager launch calls {e['eager_launch_calls']:,} · ops replayed from graphs {e['replayed_ops']:,} "
                    f"({e['graphed_share']:.0%} of the launched work)")
     _replay_md(g, out)
+    out += [""] if g.get("depth") else []
+    for q in g.get("depth", []):
+        out.append(f"- device {q['device_id']} stream {q['stream_id']}: max pending {q['max_depth']:,} counting every "
+                   f"replayed node, {q['max_depth_graph_as_one']:,} with each replay as one entry "
+                   f"({q['graph_ops']:,} graph ops)")
     if not g["integrity"]["ok"]:
         out.append(f"\n**Integrity:** {g['integrity']['reason']}")
 
@@ -178,7 +212,7 @@ def _replay_md(g: dict, out: list[str]) -> None:
     if not r["graphs"]:
         return
     out += ["", f"Replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
-                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']})", "",
+                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']}: no graph id is recorded on the launch call)", "",
             "| graph | first op | replays | ops/replay (med, min–max) | span µs (med) | busy µs (med) "
             "| gaps between nodes µs (med, max) | launch call µs (med) |",
             "|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -191,3 +225,26 @@ def _replay_md(g: dict, out: list[str]) -> None:
     if len(r["graphs"]) > 30:
         out.append(f"| … {len(r['graphs']) - 30} more | | | | | | | |")
 
+
+
+def report_lines(g: dict | None) -> list[str]:
+    """The text report's graph lines (captures, replays, integrity)."""
+    if not g:
+        return []
+    c, r = g["capture"], g["replays"]
+    out = []
+    if g["capture_line"]:
+        out.append(g["capture_line"])
+    elif c["graphs"]:
+        out.append(f"graph captures: {c['captured_launches']:,} launches captured into {c['graphs']:,} graphs "
+                   f"({c['captured_share']:.0%} of the launched work)")
+    if r["graph_launches"]:
+        out.append(f"graph replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
+                   f"{len(r['graphs'])} graphs; eager launch calls {g['eager']['eager_launch_calls']:,}")
+        for x in r["graphs"][:10]:
+            out.append(f"  graph {x['graph']}: {x['replays']:,} replays x {x['ops_per_replay']['median']:g} ops, "
+                       f"span {x['span_us']['median']:,.1f} us, busy {x['busy_us']['median']:,.1f} us, "
+                       f"launch call {x['launch_api_us']['median']:,.1f} us  ({short(x['first_op'], 40)})")
+    if not g["integrity"]["ok"]:
+        out.append(f"integrity: {g['integrity']['reason']}")
+    return out

@@ -16,7 +16,7 @@ from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture
-from launchtui.analysis.graphs_report import capture_record, graphs_json
+from launchtui.analysis.graphs_report import capture_record, graphs_facts, scope_integrity
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -134,7 +134,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
     if trace.source.extra.get("skipped"):   # what the reader left out, by reason (definitions.md §H)
         doc["skipped"] = dict(trace.source.extra["skipped"])
-    graphs = graphs_json(trace, sel)   # captures and replays (definitions.md §12); None: no graph in the trace
+    graphs, unrecorded = graphs_facts(trace, sel)   # captures and replays (definitions.md §12); None: no graph in the trace
     if graphs is not None and graphs["capture_line"]:   # mostly capture: its own page, no steady state
         return capture_record(doc, graphs), []
     if not devs and not len(trace.ops):
@@ -170,6 +170,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     cold = cold_start(trace, sp)
     streams = _gpu_figures(trace, it, devs, doc, cold, table_api_ns, opt, sp)
     if graphs is not None:
+        scope_integrity(trace, graphs, unrecorded, it.index_of)
         doc["graphs"] = graphs
     _judge(doc)
     return doc, streams

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
+from launchtui.analysis.graphs_report import graphs_json, report_lines
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary, selection_bounds
@@ -107,6 +108,8 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
             "spikes": [e.to_json(trace) for e in bp["spikes"]],
         },
         "unmatched_kernels": unmatched_kernels(trace, sel),
+        # captures and replays (definitions.md §12): only for a trace that has any
+        **({"graphs": g} if (g := graphs_json(trace, sel)) is not None else {}),
     }
 
 
@@ -159,6 +162,8 @@ def render_text(doc: dict) -> str:
     if un["count"]:
         out.append(f"{un['count']} of {un['of_total']} GPU ops have no launch row in the trace "
                    "(launched before the capture window); left out of API and queue figures")
+    if doc.get("graphs"):
+        out += ["", "-- CUDA / HIP graphs --"] + report_lines(doc["graphs"])
     out.append("")
     out.append("-- Queue depth (pending launches per stream) --")
     if not doc["queues"]:
