@@ -28,14 +28,17 @@ _BEGIN, _END, _INSTANTIATE = "StreamBeginCapture", "StreamEndCapture", "GraphIns
 _NUMBER = re.compile(r"(?<![0-9A-Za-z])(\d+)(?![0-9])")
 
 
-def _name_mask(trace: Trace, pred) -> np.ndarray:
-    """API rows whose name satisfies `pred`, tested once per interned string (no pass over the
-    calls unless some name matches)."""
+def _name_masks(trace: Trace, words: tuple[str, ...]) -> list[np.ndarray]:
+    """Per word: the API rows whose name contains it (None: no name does); one pass over the
+    interned strings, and none over the calls unless some name matches."""
     api = trace.api
-    ids = [i for i, s in enumerate(trace.strings.values) if pred(s)]
-    if not ids or not len(api):
-        return np.zeros(len(api), bool)
-    return np.isin(api.name, np.array(ids, np.int64))
+    ids: list[list[int]] = [[] for _ in words]
+    for i, s in enumerate(trace.strings.values):   # per distinct string
+        if "apture" in s or "nstantiate" in s:
+            for k, w in enumerate(words):
+                if w in s:
+                    ids[k].append(i)
+    return [np.isin(api.name, np.array(x, np.int64)) if x and len(api) else None for x in ids]
 
 
 def _window_mask(t: np.ndarray, sel: Selection) -> np.ndarray:
@@ -92,12 +95,13 @@ def _pairs(b_t: np.ndarray, e_t: np.ndarray, b_end: np.ndarray, e_end: np.ndarra
 def captures(trace: Trace) -> Captures:
     """Every capture interval in the trace and the launch calls recorded into it (§12)."""
     api = trace.api
-    begin = _name_mask(trace, lambda n: _BEGIN in n)
-    endm = _name_mask(trace, lambda n: _END in n)
-    inst = int(_name_mask(trace, lambda n: _INSTANTIATE in n).sum()) if len(api) else 0
-    if not begin.any() and not endm.any():
+    begin, endm, instm = _name_masks(trace, (_BEGIN, _END, _INSTANTIATE))
+    inst = int(instm.sum()) if instm is not None else 0
+    if begin is None and endm is None:
         z = np.zeros(0, np.int64)
         return Captures(z.astype(np.int32), z, z, z, z, [], [], z, 0, inst)
+    begin = np.zeros(len(api), bool) if begin is None else begin
+    endm = np.zeros(len(api), bool) if endm is None else endm
     lo, hi = int(api.start.min()), int(api.end.max())
     rows, lost = [], 0
     for th in np.unique(api.thread[begin | endm]).tolist():   # per capturing thread
@@ -168,6 +172,7 @@ class Replays:
     gaps: np.ndarray          # per replay: the idle between its nodes (span - busy)
     max_gap: np.ndarray       # per replay: the longest idle between two of its nodes
     graph: np.ndarray         # per replay: its graph (0-based, numbered by first replay)
+    head_name: np.ndarray     # per replay: the string id of its first op's name
     unrecorded: np.ndarray    # graph-launch API rows in the window that recorded no op
 
     def __len__(self) -> int:
@@ -178,10 +183,15 @@ _WEIGHTS = np.random.default_rng(0x4C54).integers(1, 2**63 - 1, size=4096, dtype
 
 
 def _name_hash(trace: Trace, name: np.ndarray) -> np.ndarray:
-    """A stable 64-bit value per op name from its text, never its string id (ids follow read order)."""
-    ids, inv = np.unique(name, return_inverse=True)
-    h = np.array([zlib.crc32(trace.strings[int(i)].encode()) * 2654435761 + 1 for i in ids.tolist()], np.uint64)
-    return h[inv]
+    """A stable 64-bit value per op name from its text, never its string id (ids follow read order);
+    a lookup table over the names present, no sort."""
+    present = np.zeros(len(trace.strings), bool)
+    present[name] = True
+    ids = np.flatnonzero(present)
+    table = np.zeros(len(trace.strings), np.uint64)
+    table[ids] = np.array([zlib.crc32(trace.strings[int(i)].encode()) * 2654435761 + 1 for i in ids.tolist()],
+                          np.uint64)
+    return table[name]
 
 
 def _segment_max(values: np.ndarray, seg: np.ndarray, heads: np.ndarray) -> np.ndarray:
@@ -202,19 +212,25 @@ def _segment_max(values: np.ndarray, seg: np.ndarray, heads: np.ndarray) -> np.n
 def replays(trace: Trace, sel: Selection) -> Replays:
     """Every graph launch whose call starts in the selection's window, with its recorded ops."""
     api, ops = trace.api, trace.ops
-    gl = np.flatnonzero((api.kind == API_GRAPH_LAUNCH) & _window_mask(api.start, sel))
-    has = _has_op(trace)[gl]
+    gl = np.flatnonzero(api.kind == API_GRAPH_LAUNCH)
+    gl = gl[_window_mask(api.start[gl], sel)]
+    has = _has_op(trace)[gl] if len(gl) else np.zeros(0, bool)
     unrec = gl[~has]
     gl = gl[has]
-    sel_ops = np.flatnonzero(np.isin(ops.api, gl)) if len(gl) else np.zeros(0, np.int64)
+    mark = np.zeros(len(api) + 1, bool)   # unmatched ops (-1) read the spare last slot
+    mark[gl] = True
+    sel_ops = np.flatnonzero(mark[ops.api]) if len(gl) else np.zeros(0, np.int64)
+    del mark
     if sel.devices is not None and len(sel_ops):
         keep_calls = np.unique(ops.api[sel_ops[np.isin(ops.device[sel_ops], sel.devices)]])
         gl = gl[np.isin(gl, keep_calls)]
         sel_ops = sel_ops[np.isin(ops.api[sel_ops], gl)]
-    hsh = _name_hash(trace, ops.name[sel_ops]) if len(sel_ops) else np.zeros(0, np.uint64)
-    o = np.lexsort((hsh, ops.end[sel_ops], ops.stream[sel_ops], ops.start[sel_ops], api.start[ops.api[sel_ops]],
-                    ops.api[sel_ops]))
-    idx, hsh = sel_ops[o], hsh[o]
+    # ops are in the model's total order (start, then their other columns: §9), so a stable sort by
+    # call keeps each replay's ops in GPU start order
+    a = ops.api[sel_ops]
+    idx = sel_ops if not len(a) or (a[1:] >= a[:-1]).all() else sel_ops[np.argsort(a, kind="stable")]
+    del a
+    hsh = _name_hash(trace, ops.name[idx]) if len(idx) else np.zeros(0, np.uint64)
     call = ops.api[idx]
     heads = np.flatnonzero(np.r_[True, call[1:] != call[:-1]]) if len(idx) else np.zeros(0, np.int64)
     seg = np.cumsum(np.r_[False, call[1:] != call[:-1]]) if len(idx) else np.zeros(0, np.int64)
@@ -237,7 +253,7 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     number: dict = {}
     graph = np.array([number.setdefault(k, len(number)) for k in keys], np.int64)   # per replay: dict lookups
     return Replays(calls[order], n_ops[order], first[order], last[order], (last - first - gaps)[order], gaps[order],
-                   max_gap[order], graph, unrec)
+                   max_gap[order], graph, ops.name[idx[heads]][order], unrec)
 
 
 def overlaps_capture(start: np.ndarray, end: np.ndarray, graphs: dict | None) -> np.ndarray:

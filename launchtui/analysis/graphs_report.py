@@ -50,7 +50,7 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
 
 
 def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
-    api, ops = trace.api, trace.ops
+    api = trace.api
     rows = []
     ng = int(rp.graph.max()) + 1 if len(rp) else 0
     mine = np.argsort(rp.graph, kind="stable")
@@ -58,10 +58,7 @@ def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
     for g in range(ng):   # per graph
         r = mine[bounds[g]:bounds[g + 1]]
         calls = rp.call[r]
-        first_op = ops.name[np.flatnonzero(ops.api == calls[0])]
-        first = ops.start[np.flatnonzero(ops.api == calls[0])]
-        head = trace.strings[int(first_op[np.argmin(first)])] if len(first_op) else ""
-        rows.append({"graph": g + 1, "first_op": head, "replays": int(len(r)), "ops_per_replay": _count(rp.n_ops[r]),
+        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)), "ops_per_replay": _count(rp.n_ops[r]),
                      "nodes_per_call": float(np.median(rp.n_ops[r])),
                      "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
                      "node_gaps_us": _us(rp.gaps[r]), "max_node_gap_us": round(float(rp.max_gap[r].max()) / 1e3, 3),
