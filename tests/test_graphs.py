@@ -70,6 +70,12 @@ def test_replay_table_matches_the_generator(files):
                               "in_iterations": None, "ok": True, "reason": None}
     assert g["capture"]["graphs"] == 0 and g["capture_line"] is None
     assert doc["launch_bound_level"] is not None   # a replay trace is judged as usual
+    e = g["eager_per_iteration"]
+    assert e["iterations"] == 6 and e["eager_launches"] == {"median": 5.0, "min": 5, "max": 5}
+    assert e["graph_launches"]["median"] == 2 and e["replayed_ops"] == {"median": 28.0, "min": 28, "max": 28}
+    assert e["graphed_share"] == round(28 / 33, 4)
+    assert [(k["kernel_name"], k["launches_per_iteration"]) for k in e["eager_kernels"]] == [
+        ("embed_kernel", 3.0), ("sampler_kernel", 2.0)]
     assert "| 1 | `gemm_a` | 6 | 20 (20–20) |" in render_markdown(doc)
 
 
@@ -121,6 +127,12 @@ def test_vllm_execution_replays():
     assert doc["graphs"]["eager"]["eager_launch_calls"] == 52
     assert doc["graphs"]["integrity"]["ok"]
     assert doc["launch_bound_level"] == "not launch-bound"   # the expert's reading stands
+    e = doc["graphs"]["eager_per_iteration"]
+    assert (e["eager_launches"]["median"], e["graph_launches"]["median"], e["replayed_ops"]["median"]) == (52, 25, 361)
+    top = {k["kernel_name"]: (k["launches"], k["site"]) for k in e["eager_kernels"][:2]}
+    assert top == {"kernel_unified_attention_2d": (24, "aiter/ops/triton/attention/unified_attention.py:103 "
+                                                       "unified_attention"),
+                   "reshape_and_cache_flash_kernel": (24, "vllm/_custom_ops.py:2519 reshape_and_cache_flash")}
 
 
 @pytest.mark.samples

@@ -164,6 +164,17 @@ def capture_record(doc: dict, g: dict) -> dict:
 
 # --- Markdown ----------------------------------------------------------------------------------
 
+def eager_md(e: dict, out: list[str]) -> None:
+    """The page's eager-remainder lines."""
+    out.append("")
+    out.append(f"Eager remainder per iteration (median of {e['iterations']}): {e['eager_launches']['median']:g} eager "
+               f"launch calls against {e['graph_launches']['median']:g} graph launches replaying "
+               f"{e['replayed_ops']['median']:g} ops ({e['graphed_share']:.0%} of the launched work graphed)")
+    for r in e["eager_kernels"]:
+        site = f" — {r['site']} ({r['site_share']:.0%})" if r["site"] else ""
+        out.append(f"- `{r['kernel_name'][:60]}` {r['launches_per_iteration']:g}/iteration{site}")
+
+
 def capture_page(doc: dict, out: list[str]) -> None:
     """The capture page's body (after the verdict line)."""
     c = doc["graphs"]["capture"]
@@ -195,6 +206,8 @@ def graphs_md(doc: dict, out: list[str]) -> None:
         out.append(f"Eager launch calls {e['eager_launch_calls']:,} · ops replayed from graphs {e['replayed_ops']:,} "
                    f"({e['graphed_share']:.0%} of the launched work)")
     _replay_md(g, out)
+    if g.get("eager_per_iteration"):
+        eager_md(g["eager_per_iteration"], out)
     out += [""] if g.get("depth") else []
     for q in g.get("depth", []):
         out.append(f"- device {q['device_id']} stream {q['stream_id']}: max pending {q['max_depth']:,} counting every "

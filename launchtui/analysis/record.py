@@ -16,7 +16,8 @@ from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture
-from launchtui.analysis.graphs_report import capture_record, graphs_facts, scope_integrity
+from launchtui.analysis.graphs_eager import in_record
+from launchtui.analysis.graphs_report import capture_record, graphs_facts
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -170,7 +171,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     cold = cold_start(trace, sp)
     streams = _gpu_figures(trace, it, devs, doc, cold, table_api_ns, opt, sp)
     if graphs is not None:
-        scope_integrity(trace, graphs, unrecorded, it.index_of)
+        in_record(trace, graphs, unrecorded, it, primary, devs[primary])
         doc["graphs"] = graphs
     _judge(doc)
     return doc, streams

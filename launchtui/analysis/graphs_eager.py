@@ -1,0 +1,64 @@
+"""The eager remainder of a step that runs graphs (docs/definitions.md §12.4): per iteration, the
+launch calls that still run eagerly against the ops replayed from graphs, and which kernels and
+call sites the eager launches come from (a sampler, `reshape_and_cache` between the pieces of a
+piecewise graph)."""
+from __future__ import annotations
+
+import numpy as np
+
+from launchtui.analysis.graphs_report import scope_integrity
+from launchtui.analysis.iterations import Iterations
+from launchtui.analysis.sources import dominant_sites
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.order import string_ranks
+
+TOP_EAGER = 8
+
+
+def _stats(v: np.ndarray) -> dict:
+    return {"median": float(np.median(v)), "min": int(v.min()), "max": int(v.max())}
+
+
+def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray) -> dict:
+    """`calls`: the device's launch calls (exposed.device_launch_calls), in start order."""
+    api, ops = trace.api, trace.ops
+    n = len(it)
+    k = it.index_of(api.start[calls])
+    inside = k >= 0
+    calls, k = calls[inside], k[inside]
+    kind = api.kind[calls]
+    eager, graph = kind == API_LAUNCH, kind == API_GRAPH_LAUNCH
+    on = np.flatnonzero(ops.device == device)
+    per_call = np.bincount(np.searchsorted(calls, ops.api[on][np.isin(ops.api[on], calls)]), minlength=len(calls))
+    e_n = np.bincount(k[eager], minlength=n)
+    g_n = np.bincount(k[graph], minlength=n)
+    r_n = np.bincount(k[graph], weights=per_call[graph], minlength=n).astype(np.int64)
+    share = np.where(e_n + r_n > 0, r_n / np.maximum(e_n + r_n, 1), 0.0)
+    return {"iterations": n, "eager_launches": _stats(e_n), "graph_launches": _stats(g_n), "replayed_ops": _stats(r_n),
+            "graphed_share": round(float(np.median(share)), 4),
+            "eager_kernels": _eager_kernels(trace, calls[eager], on, n)}
+
+
+def _eager_kernels(trace: Trace, ecalls: np.ndarray, on: np.ndarray, n_it: int) -> list[dict]:
+    """The eager launches by kernel name, most first (ties: the name), with their main call site."""
+    if not len(ecalls):
+        return []
+    ops = trace.ops
+    name_of = np.full(len(trace.api) + 1, -1, np.int64)
+    name_of[ops.api[on]] = ops.name[on]           # an eager launch call has one op
+    names = name_of[ecalls]
+    uniq, group, cnt = np.unique(names, return_inverse=True, return_counts=True)
+    order = np.lexsort((string_ranks(trace.strings, uniq), -cnt))[:TOP_EAGER]
+    sites = dominant_sites(trace, ecalls, group, len(uniq))
+    return [{"kernel_name": trace.strings[int(uniq[i])], "launches": int(cnt[i]),
+             "launches_per_iteration": round(int(cnt[i]) / max(n_it, 1), 1),
+             "site": sites[i]["site"] if sites[i] else None, "site_share": sites[i]["share"] if sites[i] else None}
+            for i in order.tolist()]
+
+
+def in_record(trace: Trace, g: dict, unrecorded: np.ndarray, it, device: int, calls: np.ndarray) -> None:
+    """What the record adds once its iterations are known: the integrity gate's scope and, when
+    graphs replay, the eager remainder per iteration (§12.4)."""
+    scope_integrity(trace, g, unrecorded, it.index_of)
+    if g["replays"]["graph_launches"]:
+        g["eager_per_iteration"] = eager_remainder(trace, it, device, calls)
