@@ -161,3 +161,29 @@ def test_unrecorded_replay_outside_the_steps_does_not_stop_the_verdict(tmp_path)
     assert (it["unrecorded_replays"], it["in_iterations"], it["ok"]) == (1, 0, True)
     assert it["reason"].endswith("none lies inside the judged iterations")
     assert doc["launch_bound_level"] == "launch-bound"
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_generator_graph_replay_in_node_mode(tmp_path, fmt):
+    """The default workload replays one 20-kernel graph (Nsight node mode: every node a kernel row
+    with the launch's correlation id); the replay's figures come from the workload's own ops."""
+    import numpy as np
+    from fixtures import synth
+    w = synth.simulate()
+    o, a = w.ops, w.api
+    g = np.asarray(o["graph_id"]) >= 0
+    start, end = np.asarray(o["start"])[g], np.asarray(o["end"])[g]
+    order = np.argsort(start)
+    start, end = start[order], end[order]
+    busy = int((end - start).sum())          # the nodes run one after another on one stream
+    call = int(np.asarray(o["api"])[g][0])
+    api_ns = int(a["end"][call] - a["start"][call])
+    writer = synth.write_nsys_sqlite if fmt == "nsys" else synth.write_kineto_json
+    p = writer(w, tmp_path / ("t.sqlite" if fmt == "nsys" else "t.json"), variant="modern")
+    doc = _record(p)
+    (row,) = doc["graphs"]["replays"]["graphs"]
+    assert (row["replays"], row["ops_per_replay"]["median"]) == (1, int(g.sum()))
+    assert row["span_us"]["median"] == round(int(end.max() - start.min()) / 1e3, 3)
+    assert row["busy_us"]["median"] == round(busy / 1e3, 3)
+    assert row["launch_api_us"]["median"] == round(api_ns / 1e3, 3)
+    assert doc["graphs"]["integrity"]["ok"] and doc["graphs"]["capture"]["graphs"] == 0
