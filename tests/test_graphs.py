@@ -187,3 +187,16 @@ def test_generator_graph_replay_in_node_mode(tmp_path, fmt):
     assert row["busy_us"]["median"] == round(busy / 1e3, 3)
     assert row["launch_api_us"]["median"] == round(api_ns / 1e3, 3)
     assert doc["graphs"]["integrity"]["ok"] and doc["graphs"]["capture"]["graphs"] == 0
+
+
+def test_graphed_step_is_judged_not_too_little(tmp_path):
+    """The generator's eager -> graphed pair: the after side launches 2 calls per step, one a graph
+    launch replaying 481 ops; that is activity to judge (definitions §V2), and the GPU is busy."""
+    from fixtures import pairs
+    _, after = pairs.write_pair(tmp_path, "graphs")
+    doc = _record(after)
+    assert "too_little" not in doc and doc["launch_bound_level"] == "not launch-bound"
+    assert doc["per_iteration"]["launches"]["median"] == 2
+    (g, _) = doc["graphs"]["replays"]["graphs"][:2]
+    assert (g["replays"], g["ops_per_replay"]["median"]) == (8, 481)
+    assert doc["graphs"]["eager_per_iteration"]["graphed_share"] > 0.99

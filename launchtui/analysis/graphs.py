@@ -262,3 +262,15 @@ def overlaps_capture(start: np.ndarray, end: np.ndarray, graphs: dict | None) ->
     for c in (graphs or {}).get("capture", {}).get("captures", []):   # per capture
         out |= (start < c["end_ns"]) & (end > c["start_ns"])
     return out
+
+
+def replayed_beyond_calls(trace: Trace, calls: np.ndarray, index_of) -> int:
+    """Ops replayed by the graph launches among `calls` (start inside an iteration: `index_of`),
+    beyond one per launch: what a graph launch absorbed, for judging how much activity a step has."""
+    g = calls[trace.api.kind[calls] == API_GRAPH_LAUNCH]
+    g = g[index_of(trace.api.start[g]) >= 0] if len(g) else g
+    if not len(g):
+        return 0
+    mark = np.zeros(len(trace.api) + 1, bool)
+    mark[g] = True
+    return int(mark[trace.ops.api].sum()) - len(g)

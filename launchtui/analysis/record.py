@@ -15,7 +15,7 @@ from launchtui.analysis import record_idle as ri
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
-from launchtui.analysis.graphs import overlaps_capture
+from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
 from launchtui.analysis.graphs_report import capture_record, graphs_facts
 from launchtui.analysis.join_check import join_line, launch_join
@@ -236,7 +236,10 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     doc["amdahl_bound"] = doc["gain"]["amdahl_bound"]
     n_launch = int(f.launches.sum())
     window = int(f.iteration_ns.sum())
-    if n_launch < MIN_LAUNCHES or window < MIN_WINDOW_NS:
+    # a graph launch's replayed ops are activity too (definitions.md §12.2): 8 launches replaying
+    # 3,848 ops are a step to judge, not too little
+    n_work = n_launch + replayed_beyond_calls(trace, calls, it.index_of)
+    if n_work < MIN_LAUNCHES or window < MIN_WINDOW_NS:
         doc["too_little"] = f"{n_launch} launch{'es' if n_launch != 1 else ''} in {dur(window / 1e6)}"
         # the launch calls and their submission bound what launching can cost (definitions.md §V2)
         bound = (int(f.launch_api_ns.sum()) + n_launch * causes.latency.ns) / window if window > 0 else None
