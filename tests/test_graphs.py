@@ -39,6 +39,8 @@ def test_capture_trace_gets_the_capture_page(files):
     assert {b["batch_size"]: (b["graphs"], b["captured_launches"]) for b in c["by_batch"]} == {
         bs: (v["graphs"], v["captured"]) for bs, v in truth["by_batch"].items()}
     assert [r["captured_launches"] for r in c["captures"]] == [10, 8, 12, 10, 8, 12]
+    # three nodes of the fifth capture are launched by a second thread of the process
+    assert [r["other_thread"] for r in c["captures"]] == [0, 0, 0, 0, 3, 0]
     # no steady-state verdict, no iterations
     assert doc["launch_bound_level"] is None and doc["launch_bound"] is None and doc["iterations"] is None
     assert doc["conclusion"] == ("graph-capture trace: 60 launches captured into 6 graphs (batch size 256: 30 "

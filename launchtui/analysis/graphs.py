@@ -64,6 +64,7 @@ class Captures:
     end: np.ndarray           # end call end (the trace's last API time when still open)
     captured: np.ndarray      # per capture: launch calls inside it with no GPU op
     eager: np.ndarray         # per capture: launch calls inside it that did run a GPU op
+    other_thread: np.ndarray  # per capture: of `captured`, those made on another thread of its process
     label: list               # per capture: the enclosing range naming the capture, or ""
     batch: list               # per capture: the batch size the label names, or None
     captured_calls: np.ndarray   # API indices of the captured launch calls
@@ -99,7 +100,7 @@ def captures(trace: Trace) -> Captures:
     inst = int(instm.sum()) if instm is not None else 0
     if begin is None and endm is None:
         z = np.zeros(0, np.int64)
-        return Captures(z.astype(np.int32), z, z, z, z, [], [], z, 0, inst)
+        return Captures(z.astype(np.int32), z, z, z, z, z, [], [], z, 0, inst)
     begin = np.zeros(len(api), bool) if begin is None else begin
     endm = np.zeros(len(api), bool) if endm is None else endm
     lo, hi = int(api.start.min()), int(api.end.max())
@@ -116,13 +117,21 @@ def captures(trace: Trace) -> Captures:
     end = np.array([r[2] for r in rows], np.int64)
     launch = np.flatnonzero(api.kind == API_LAUNCH)
     which = _capture_of(api.thread[launch], api.start[launch], thread, start, end)
-    inside = which >= 0
     ran = _has_op(trace)[launch]
+    # a launch with no op on another thread of the process while a capture is open went into the
+    # capturing stream (the capture mode only limits *unsafe* calls on other threads)
+    other = (which < 0) & ~ran
+    if other.any():
+        pid = trace.threads.pid
+        w2 = _capture_of(pid[api.thread[launch[other]]], api.start[launch[other]], pid[thread], start, end)
+        which[np.flatnonzero(other)] = w2
+        other[np.flatnonzero(other)] = w2 >= 0
+    inside = which >= 0
     cap = inside & ~ran
     n = len(start)
     labels, batches = _labels(trace, thread, start, end)
     return Captures(thread, start, end, np.bincount(which[cap], minlength=n), np.bincount(which[inside & ran], minlength=n),
-                    labels, batches, launch[cap], lost, inst)
+                    np.bincount(which[other], minlength=n), labels, batches, launch[cap], lost, inst)
 
 
 def _capture_of(th: np.ndarray, t: np.ndarray, c_th: np.ndarray, c_s: np.ndarray, c_e: np.ndarray) -> np.ndarray:

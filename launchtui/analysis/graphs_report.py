@@ -38,6 +38,7 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
         b[1] += int(cap.captured[i])
     rows = [{"capture": int(i) + 1, "tid": int(trace.threads.tid[cap.thread[i]]), "start_ns": int(cap.start[i]),
              "end_ns": int(cap.end[i]), "captured_launches": int(cap.captured[i]), "eager_launches": int(cap.eager[i]),
+             "other_thread": int(cap.other_thread[i]),
              "label": cap.label[i] or None, "batch_size": cap.batch[i]} for i in idx.tolist()]
     return {"graphs": len(idx), "captured_launches": captured, "launch_calls": int(len(launch)),
             "captured_share": round(share, 4), "eager_in_capture": int(cap.eager[idx].sum()),
