@@ -202,3 +202,22 @@ def test_graphed_step_is_judged_not_too_little(tmp_path):
     (g, _) = doc["graphs"]["replays"]["graphs"][:2]
     assert (g["replays"], g["ops_per_replay"]["median"]) == (8, 481)
     assert doc["graphs"]["eager_per_iteration"]["graphed_share"] > 0.99
+
+
+@pytest.mark.samples
+def test_xdit_compiled_graph_range_is_a_capture_window():
+    """`--nvtx '## Call CompiledFxGraph'` on xdit: one window holding the capture and one replay.
+    Half the launched work is captured (994 of 1,989) and the capture covers 70 % of the window:
+    its GPU idle is the host capturing, so it gets the capture page, not 'host stalls'."""
+    import numpy as np
+    from launchtui.analysis.select import range_selection
+    t = open_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"), use_cache=False)
+    idx = np.array([i for i, x in enumerate(t.ranges.text.tolist())
+                    if x >= 0 and t.strings[x].startswith("## Call CompiledFxGraph")])
+    doc = build_record(t, range_selection(t, idx, "compiled graph"))
+    c = doc["graphs"]["capture"]
+    assert c["captured_time_share"] == pytest.approx(0.70, abs=0.01) and c["captured_share"] < 0.5
+    assert doc["launch_bound_level"] is None
+    assert doc["conclusion"].startswith("graph-capture trace: 994 launches captured into 1 graph;")
+    whole = _record(sample("kineto/xdit_flux1__baseline__rank0.json.gz"))
+    assert whole["graphs"]["capture"]["captured_time_share"] == 0.0   # its periods precede the capture

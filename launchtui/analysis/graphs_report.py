@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from launchtui.analysis import graphs as gr
+from launchtui.analysis import intervals as iv
 from launchtui.analysis.prose import short
 from launchtui.analysis.queue import queue_summary
 from launchtui.analysis.select import Selection
@@ -41,7 +42,7 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
              "other_thread": int(cap.other_thread[i]),
              "label": cap.label[i] or None, "batch_size": cap.batch[i]} for i in idx.tolist()]
     return {"graphs": len(idx), "captured_launches": captured, "launch_calls": int(len(launch)),
-            "captured_share": round(share, 4), "eager_in_capture": int(cap.eager[idx].sum()),
+            "captured_share": round(share, 4), "captured_time_share": None, "eager_in_capture": int(cap.eager[idx].sum()),
             "instantiated": cap.instantiated, "unpaired_capture_calls": cap.open_ended,
             "capture_trace": bool(len(idx)) and share >= gr.CAPTURE_TRACE_SHARE,
             "by_batch": [{"batch_size": b, "label": lab or None, "graphs": n, "captured_launches": c}
@@ -148,11 +149,29 @@ def capture_line(c: dict) -> str:
             f"graph{'s' if c['graphs'] != 1 else ''}{per}; {PROFILE_REPLAY}")
 
 
-CAPTURE_NULLS = {"iterations": None, "per_iteration": None, "per_device": None, "overhead_share": None,
+CAPTURE_NULLS = {"device_id": None, "devices": [], "iterations": None, "per_iteration": None, "per_device": None, "overhead_share": None,
                  "amdahl_bound": None, "streams": [], "backpressure": None, "cpu_stalls": None, "top": [],
                  "nccl": [], "near_misses": [], "cross_checks": {}, "launch_bound": None,
                  "launch_bound_level": None,
                  "launch_thread_cpu": {"available": False, "reason": "a graph-capture trace: no steady state"}}
+
+
+def capture_in_iterations(g: dict | None, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether the judged iterations lie mostly (>= half their time) inside captures: their idle
+    is the host capturing, not steady state (definitions.md §12.1). Marks `g` a capture trace."""
+    caps = (g or {}).get("capture", {}).get("captures", [])
+    if not caps or not len(starts):
+        return False
+    s, e = iv.union(np.array([c["start_ns"] for c in caps], np.int64), np.array([c["end_ns"] for c in caps], np.int64))
+    total = int((ends - starts).sum())
+    share = int(iv.measure_in(s, e, starts, ends).sum()) / total if total > 0 else 0.0
+    c = g["capture"]
+    c["captured_time_share"] = round(share, 4)
+    if share < gr.CAPTURE_TRACE_SHARE:
+        return False
+    c["capture_trace"] = True
+    g["capture_line"] = capture_line(c)
+    return True
 
 
 def capture_record(doc: dict, g: dict) -> dict:

@@ -17,7 +17,7 @@ from launchtui.analysis.limits import trace_limits
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
-from launchtui.analysis.graphs_report import capture_record, graphs_facts
+from launchtui.analysis.graphs_report import capture_in_iterations, capture_record, graphs_facts
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -162,6 +162,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         it = _iterations_inside(trace, it, window)
     if it.heuristic and graphs is not None:   # a launch period never lies inside a capture (§12)
         it = _outside_captures(trace, it, window, graphs)
+    if capture_in_iterations(graphs, it.start, it.end):   # the steps are mostly capture (§12.1)
+        return capture_record(doc, graphs), []
     # the top kernels first: the groups' per-launch arrays go before the gaps (5M peak)
     top, nccl_rows, misses, why, table_api_ns = top_kernels(trace, sel, it, [primary], opt, shared)
     shared.release_groups()
