@@ -130,8 +130,9 @@ def captures(trace: Trace) -> Captures:
     cap = inside & ~ran
     n = len(start)
     labels, batches = _labels(trace, thread, start, end)
-    return Captures(thread, start, end, np.bincount(which[cap], minlength=n), np.bincount(which[inside & ran], minlength=n),
-                    np.bincount(which[other], minlength=n), labels, batches, launch[cap], lost, inst)
+    count = lambda m: np.bincount(which[m], minlength=n)   # noqa: E731 (per capture)
+    return Captures(thread, start, end, count(cap), count(inside & ran), count(other), labels, batches, launch[cap],
+                    lost, inst)
 
 
 def _capture_of(th: np.ndarray, t: np.ndarray, c_th: np.ndarray, c_s: np.ndarray, c_e: np.ndarray) -> np.ndarray:

@@ -42,7 +42,8 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
              "other_thread": int(cap.other_thread[i]),
              "label": cap.label[i] or None, "batch_size": cap.batch[i]} for i in idx.tolist()]
     return {"graphs": len(idx), "captured_launches": captured, "launch_calls": int(len(launch)),
-            "captured_share": round(share, 4), "captured_time_share": None, "eager_in_capture": int(cap.eager[idx].sum()),
+            "captured_share": round(share, 4), "captured_time_share": None,
+            "eager_in_capture": int(cap.eager[idx].sum()),
             "instantiated": cap.instantiated, "unpaired_capture_calls": cap.open_ended,
             "capture_trace": bool(len(idx)) and share >= gr.CAPTURE_TRACE_SHARE,
             "by_batch": [{"batch_size": b, "label": lab or None, "graphs": n, "captured_launches": c}
@@ -60,7 +61,8 @@ def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
     for g in range(ng):   # per graph
         r = mine[bounds[g]:bounds[g + 1]]
         calls = rp.call[r]
-        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)), "ops_per_replay": _count(rp.n_ops[r]),
+        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)),
+                     "ops_per_replay": _count(rp.n_ops[r]),
                      "nodes_per_call": float(np.median(rp.n_ops[r])),
                      "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
                      "node_gaps_us": _us(rp.gaps[r]), "max_node_gap_us": round(float(rp.max_gap[r].max()) / 1e3, 3),
@@ -149,7 +151,8 @@ def capture_line(c: dict) -> str:
             f"graph{'s' if c['graphs'] != 1 else ''}{per}; {PROFILE_REPLAY}")
 
 
-CAPTURE_NULLS = {"device_id": None, "devices": [], "iterations": None, "per_iteration": None, "per_device": None, "overhead_share": None,
+CAPTURE_NULLS = {"device_id": None, "devices": [], "iterations": None, "per_iteration": None, "per_device": None,
+                 "overhead_share": None,
                  "amdahl_bound": None, "streams": [], "backpressure": None, "cpu_stalls": None, "top": [],
                  "nccl": [], "near_misses": [], "cross_checks": {}, "launch_bound": None,
                  "launch_bound_level": None,
@@ -200,9 +203,11 @@ def capture_page(doc: dict, out: list[str]) -> None:
     c = doc["graphs"]["capture"]
     out += ["", f"Launch calls in the window: {c['launch_calls']:,}, of which {c['captured_launches']:,} "
                 "were captured into graphs (no GPU op: recorded, not run; "
-                f"{c['captured_share']:.0%} of the launched work); {c['instantiated']:,} graph instantiations; {c['eager_in_capture']:,} launches inside a capture "
+                f"{c['captured_share']:.0%} of the launched work); {c['instantiated']:,} graph instantiations; "
+                f"{c['eager_in_capture']:,} launches inside a capture "
                 "ran eagerly.", "",
-            "| capture | thread | captured launches | ran eagerly | range | batch size |", "|---:|---:|---:|---:|---|---:|"]
+            "| capture | thread | captured launches | ran eagerly | range | batch size |",
+            "|---:|---:|---:|---:|---|---:|"]
     for r in c["captures"][:50]:
         out.append(f"| {r['capture']} | {r['tid']} | {r['captured_launches']:,} | {r['eager_launches']:,} | "
                    f"{short(r['label'] or '', 40)} | {r['batch_size'] if r['batch_size'] is not None else ''} |")
@@ -242,7 +247,8 @@ def _replay_md(g: dict, out: list[str]) -> None:
     if not r["graphs"]:
         return
     out += ["", f"Replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
-                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']}: no graph id is recorded on the launch call)", "",
+                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']}: no graph id is recorded on the launch "
+                "call)", "",
             "| graph | first op | replays | ops/replay (med, min–max) | span µs (med) | busy µs (med) "
             "| gaps between nodes µs (med, max) | launch call µs (med) |",
             "|---:|---|---:|---:|---:|---:|---:|---:|"]

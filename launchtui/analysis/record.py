@@ -135,7 +135,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
     if trace.source.extra.get("skipped"):   # what the reader left out, by reason (definitions.md §H)
         doc["skipped"] = dict(trace.source.extra["skipped"])
-    graphs, unrecorded = graphs_facts(trace, sel)   # captures and replays (definitions.md §12); None: no graph in the trace
+    graphs, unrecorded = graphs_facts(trace, sel)   # captures and replays (§12); None: the trace has none
     if graphs is not None and graphs["capture_line"]:   # mostly capture: its own page, no steady state
         return capture_record(doc, graphs), []
     if not devs and not len(trace.ops):
