@@ -221,3 +221,14 @@ def test_xdit_compiled_graph_range_is_a_capture_window():
     assert doc["conclusion"].startswith("graph-capture trace: 994 launches captured into 1 graph;")
     whole = _record(sample("kineto/xdit_flux1__baseline__rank0.json.gz"))
     assert whole["graphs"]["capture"]["captured_time_share"] == 0.0   # its periods precede the capture
+
+
+@pytest.mark.samples
+def test_rpd_autograd_graph_replays():
+    """RPD's autograd sample: 20 hipGraphLaunch replaying 418 ops each (8,360), one op sequence."""
+    doc = _record(sample("rocm/rpd_pytorch_autograd_callstack.rpd.gz"))
+    r = doc["graphs"]["replays"]
+    assert (r["graph_launches"], r["replayed_ops"], len(r["graphs"])) == (20, 8360, 1)
+    assert r["graphs"][0]["ops_per_replay"] == {"median": 418.0, "min": 418, "max": 418}
+    assert doc["graphs"]["eager"]["eager_launch_calls"] == 1228
+    assert "1 graph (grouped by" in render_markdown(doc)

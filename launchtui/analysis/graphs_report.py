@@ -247,7 +247,7 @@ def _replay_md(g: dict, out: list[str]) -> None:
     if not r["graphs"]:
         return
     out += ["", f"Replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
-                f"{len(r['graphs'])} graphs (grouped by {r['grouped_by']}: no graph id is recorded on the launch "
+                f"{len(r['graphs'])} graph{'s' if len(r['graphs']) != 1 else ''} (grouped by {r['grouped_by']}: no graph id is recorded on the launch "
                 "call)", "",
             "| graph | first op | replays | ops/replay (med, min–max) | span µs (med) | busy µs (med) "
             "| gaps between nodes µs (med, max) | launch call µs (med) |",
