@@ -297,7 +297,27 @@ def test_rocpd_odd_rows(files, tmp_path):
 def test_os_pids_by_reader():
     assert registry.NSIGHT.pid_shift == 24 and registry.reader_for("nsys-sqlite") is registry.NSIGHT
     assert registry.reader_for("rpd-sqlite") is registry.RPD and registry.facts_of("nope") == frozenset()
-    assert registry.facts_of("kineto-json") == {registry.FACT_CALL_STACKS, registry.FACT_RANGES}
+    assert registry.facts_of("kineto-json") == {registry.FACT_CALL_STACKS, registry.FACT_RANGES,
+                                                registry.FACT_CALL_NUMBERING}
+    # RPD's ids are row ids with bits of their own: no sampling is read from their density (§V13)
+    assert registry.FACT_CALL_NUMBERING in registry.facts_of("rocpd-sqlite")
+    assert registry.FACT_CALL_NUMBERING not in registry.facts_of("rpd-sqlite")
+
+
+def test_rpd_row_ids_do_not_make_a_trace_sampled(files):
+    """An RPD database whose call ids leave most of their span unused (as the real ones do: high
+    words of their own) is no sample: the density is not read for the format."""
+    import copy
+
+    from launchtui.analysis.limits import trace_limits
+    t = copy.copy(load(files, "rpd"))
+    t.api = copy.copy(t.api)
+    t.api.corr = np.where(t.api.corr >= 0, t.api.corr * 4096, -1)   # ids spread over 4096× their count
+    lim = trace_limits(t)
+    assert lim["correlation_density"] is None and lim["sampled"] is False
+    t.source = copy.deepcopy(t.source)
+    t.source.format = "kineto-json"      # the same ids where they number every call: a sample
+    assert trace_limits(t)["sampled"] is True
 
 
 def test_rocpd_roctx_control_calls_are_no_ranges(files, tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.registry import FACT_CALL_NUMBERING
 
 LAUNCH_KINDS = (API_LAUNCH, API_GRAPH_LAUNCH)
 
@@ -29,6 +30,8 @@ def correlation_density(trace: Trace) -> float | None:
     """The lowest, over processes with enough API calls, of calls with an id / the ids' span. Counts
     calls, not distinct ids: a reused id (a few %) cannot move a density of 0.001 across 0.02,
     and no per-call sort is needed."""
+    if not trace.provides(FACT_CALL_NUMBERING):     # ids that do not number the calls say nothing
+        return None
     api = trace.api
     ok = api.corr >= 0
     if ok.sum() < MIN_CALLS:

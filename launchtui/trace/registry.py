@@ -33,6 +33,9 @@ FACT_CPU_SAMPLING = "cpu-sampling"            # OS scheduling / CPU samples of t
 FACT_CALL_STACKS = "call-stacks"              # a call stack per launch call (§S1)
 FACT_COMMAND_BUFFER_FULL = "command-buffer-full"   # the profiler marks launches that blocked (§6)
 FACT_RANGES = "ranges"                        # NVTX-like ranges: NVTX, record_function, roctx (§7)
+# the profiler numbers every API call in sequence (CUPTI / rocprofiler-sdk correlation ids), so ids
+# missing from the trace are calls it does not hold (§V13); RPD's row ids carry other bits
+FACT_CALL_NUMBERING = "call-numbering"
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,12 @@ def _is_rocprof_v1(s: Schema) -> bool:
 
 
 NSIGHT = Reader("nsys-sqlite", "Nsight Systems", SQLITE, "launchtui.trace.nsys_sqlite:read_nsys_sqlite",
-                frozenset({FACT_CPU_SAMPLING, FACT_CALL_STACKS, FACT_COMMAND_BUFFER_FULL, FACT_RANGES}),
+                frozenset({FACT_CPU_SAMPLING, FACT_CALL_STACKS, FACT_COMMAND_BUFFER_FULL, FACT_RANGES,
+                           FACT_CALL_NUMBERING}),
                 _is_nsight, "not an Nsight Systems export (no StringIds, CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
                 peak_per_byte=1.0, pid_shift=24, pid_mask=0xFFFFFF)
 ROCPD = Reader("rocpd-sqlite", "rocprofv3 rocpd", SQLITE, "launchtui.trace.rocpd:read_rocpd",
-               frozenset({FACT_RANGES}), _is_rocpd,
+               frozenset({FACT_RANGES, FACT_CALL_NUMBERING}), _is_rocpd,
                "not a rocprofv3 rocpd database (no rocpd_event with rocpd_region or rocpd_kernel_dispatch)",
                peak_per_byte=2.0, pid_mask=0xFFFFFFFF)
 RPD = Reader("rpd-sqlite", "RPD", SQLITE, "launchtui.trace.rpd:read_rpd", frozenset({FACT_RANGES}), _is_rpd,
@@ -112,7 +116,7 @@ ROCPROF_V1 = Reader("rocprof-v1-sqlite", "rocprof v1", SQLITE, "launchtui.trace.
                     frozenset(), _is_rocprof_v1, "not a rocprof v1 database (no HIP, OPS or COPY tables)",
                     peak_per_byte=2.0)
 KINETO = Reader("kineto-json", "Kineto", JSON, "launchtui.trace.kineto:read_kineto",
-                frozenset({FACT_CALL_STACKS, FACT_RANGES}), peak_per_byte=2.6)
+                frozenset({FACT_CALL_STACKS, FACT_RANGES, FACT_CALL_NUMBERING}), peak_per_byte=2.6)
 NSYS_REPORT = Reader("nsys-sqlite", "Nsight Systems", NSYS_REP, "launchtui.trace.nsys_rep:read_report",
                      NSIGHT.facts, peak_per_byte=8.0, pid_shift=24, pid_mask=0xFFFFFF)
 
