@@ -272,7 +272,9 @@ def cmd_record(args) -> int:
 def cmd_report(args) -> int:
     from launchtui import result_cache as rc
     from launchtui.analysis.backpressure import backpressure
-    from launchtui.analysis.report import build_report, render_text
+    from launchtui.analysis.launches import group_totals
+    from launchtui.analysis.record import record_and_stalls
+    from launchtui.analysis.report import build_report, render_text, selection_stats_of
     from launchtui.output import dumps
     if args.by == "source":
         return _report_sources(args)
@@ -285,12 +287,12 @@ def cmd_report(args) -> int:
     bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, shared, bp=bp)
     keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp),   # for the TUI's first open
-            (rc.KERNEL_GROUPS, (sel, opt.names), rc.group_totals(shared.kernel_groups(sel, opt.names))),
+            (rc.KERNEL_GROUPS, (sel, opt.names), group_totals(shared.kernel_groups(sel, opt.names))),
             (rc.SELECTION_STATS, (sel, opt.backpressure),      # its queues' thresholds start with this one
-             rc.selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))]
+             selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))]
     if args.json:
         ropt = _record_options(args)
-        rec = rc.record_and_stalls(trace, sel, ropt, shared)
+        rec = record_and_stalls(trace, sel, ropt, shared)
         doc["record"] = rec[0]
         keep.append((rc.RECORD, rc.record_inputs(trace, sel, ropt), rec))
     _emit(dumps(doc) if args.json else render_text(doc), args)

@@ -148,42 +148,9 @@ KERNEL_GROUPS = "kernel-groups"  # launches.KernelGroups totals (group_totals) f
 SELECTION_STATS = "selection-stats"   # the TUI's stats line (selection_stats_of) for (Selection, Options)
 
 
-def selection_stats_of(launches: dict, queues: list[dict], threshold: int) -> dict:
-    """The TUI's stats line from a report's `launches` (report.launch_totals) and `queues`
-    (queue_summary, as JSON; its thresholds include `threshold`): launch totals and the deepest
-    queue (the first stream of that depth), with its time at or above `threshold`. One function
-    for both, so `report` stores what the TUI would compute (0.36 s at 5M kernels)."""
-    peak = max(queues, key=lambda q: q["max_depth"]) if queues else None
-    return {
-        "launches": launches["kernel_launches"],
-        "launch_api_ms": launches["launch_api_ms"],
-        "queue_peak": peak["max_depth"] if peak else 0,
-        "queue_peak_stream": (peak["device_id"], peak["stream_id"]) if peak else None,
-        "time_above_ns": peak["time_at_or_above_ns"].get(str(threshold), 0) if peak else 0,
-    }
-
-
-def group_totals(gr):
-    """Kernel groups without their per-launch arrays: what the table's rows read (kilobytes, not
-    the 80 MB of launch indices at 5M kernels)."""
-    import dataclasses
-
-    import numpy as np
-    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int64))
-
-
 def record_inputs(trace, sel, opt) -> tuple:
     """The record names its trace as opened (its `source`), so the path is part of its inputs."""
     return (str(trace.source.path), sel, opt)
-
-
-def record_and_stalls(trace, sel, opt, shared=None) -> tuple[dict, frozenset]:
-    """The case record and the API indices of its spikes that are not blocked calls (CPU stalls,
-    cold starts, slow calls without a pattern: the TUI's stall marks); `shared`: the report's
-    analysis.shared.Shared."""
-    from launchtui.analysis.record import record_with_streams
-    doc, streams = record_with_streams(trace, sel, opt, shared)
-    return doc, frozenset(e.worst_api for v in streams for e in v.unblocked_spikes())
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:

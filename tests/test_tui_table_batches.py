@@ -76,7 +76,7 @@ def test_groups_from_stored_totals_equal_kernel_groups(synth):
 
     from launchtui.analysis.launches import kernel_groups
     from launchtui.analysis.select import WHOLE
-    from launchtui.result_cache import group_totals
+    from launchtui.analysis.launches import group_totals
     from launchtui.tui.verdict import _with_launches
     for names in ("short", "full"):
         ref = kernel_groups(synth, WHOLE, names)

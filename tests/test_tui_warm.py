@@ -37,12 +37,12 @@ def _boom(*a, **k):
 
 
 def _forbid_compute(monkeypatch):
-    import launchtui.tui.loader as loader
+    import launchtui.analysis.record as record
+    import launchtui.analysis.report as report
     import launchtui.tui.verdict as verdict
-    from launchtui import result_cache
-    monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
+    monkeypatch.setattr(record, "record_and_stalls", _boom)
     monkeypatch.setattr(verdict, "table_rows", _boom)
-    monkeypatch.setattr(loader, "selection_stats", _boom)
+    monkeypatch.setattr(report, "selection_stats", _boom)
 
 
 @pytest.mark.tui
@@ -58,14 +58,14 @@ def test_warm_open_shows_the_stored_verdict_and_table_equal_to_a_fresh_one(synth
 @pytest.mark.slow
 @pytest.mark.tui
 def test_other_settings_and_new_code_recompute(synth, monkeypatch):
-    import launchtui.tui.verdict as verdict
+    import launchtui.analysis.record as record
     from launchtui import result_cache
     fresh_m = _state(synth, no_cache=True, keys=["M", "M", "M"])
     assert fresh_m[4] != _state(synth, no_cache=True)[4]     # the thresholds changed the table
     _state(synth, no_cache=False)            # stores the default settings only
     from launchtui.analysis.record import RecordOptions
-    calls, orig = [], result_cache.record_and_stalls
-    monkeypatch.setattr(result_cache, "record_and_stalls", lambda *a: calls.append(a[2]) or orig(*a))
+    calls, orig = [], record.record_and_stalls
+    monkeypatch.setattr(record, "record_and_stalls", lambda *a: calls.append(a[2]) or orig(*a))
     assert _state(synth, no_cache=False, keys=["M", "M", "M"]) == fresh_m
     assert calls and RecordOptions() not in calls   # only the new settings were computed
     calls.clear()
@@ -80,15 +80,15 @@ def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monke
     computed beside the model: the TUI's first open after it shows them without computing any,
     equal to a fresh open."""
     import launchtui.analysis.backpressure as bp
-    from launchtui import result_cache
+    import launchtui.analysis.record as record
+    import launchtui.analysis.report as report
     from launchtui.cli import main
     fresh = _state(synth, no_cache=True)
     assert main(["report", str(synth), "--json"]) == 0
     capsys.readouterr()
-    monkeypatch.setattr(result_cache, "record_and_stalls", _boom)
+    monkeypatch.setattr(record, "record_and_stalls", _boom)
     monkeypatch.setattr(bp, "backpressure", _boom)
-    import launchtui.tui.loader as loader
-    monkeypatch.setattr(loader, "selection_stats", _boom)    # the stats line: stored by `report` too
+    monkeypatch.setattr(report, "selection_stats", _boom)    # the stats line: stored by `report` too
     import launchtui.tui.verdict as verdict
     totals, orig = [], verdict.table_rows
     monkeypatch.setattr(verdict, "table_rows", lambda *a, **k: totals.append(a[-1]) or orig(*a, **k))
@@ -112,7 +112,7 @@ def test_the_table_shows_its_rows_before_their_phases(synth):
     from launchtui.tui.verdict import PHASE_PENDING, VerdictSettings, table_rows
     tr = open_trace(str(synth), use_cache=False)
     from launchtui.analysis.launches import kernel_groups
-    from launchtui.result_cache import group_totals
+    from launchtui.analysis.launches import group_totals
     plain = lambda rs: [{k: v for k, v in r.items() if k not in ("nvtx_range", "nvtx_share")} for r in rs]  # noqa: E731
     for totals in (None, group_totals(kernel_groups(tr, WHOLE, "short"))):   # grouped here, or by `report`
         seen = []
@@ -154,11 +154,11 @@ def test_a_warm_reopen_reads_the_trace_window_and_extent_stored_not_scanned(synt
                                    ["--nvtx", "a"]])
 def test_report_stores_the_stats_line_equal_to_computing_it(synth, extra, monkeypatch, capsys):
     """What `report` stores for the TUI's stats line (from its launch totals and queue summary) is
-    what tui.loader.selection_stats computes for the same selection and options."""
+    what report.selection_stats computes for the same selection and options."""
     from launchtui import result_cache
     from launchtui.cli import main
     from launchtui.trace.load import open_trace
-    from launchtui.tui.loader import selection_stats
+    from launchtui.analysis.report import selection_stats
     kept, orig = [], result_cache.remember
     monkeypatch.setattr(result_cache, "remember",
                         lambda kind, inputs, entry, value: kept.append((kind, inputs, value)) or

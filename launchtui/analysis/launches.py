@@ -249,3 +249,10 @@ def unmatched_kernels(trace: Trace, sel: Selection = WHOLE) -> dict:
     un = m & (ops.api < 0)
     return {"count": int(un.sum()), "kernels": int((un & (ops.kind == OP_KERNEL)).sum()),
             "of_total": int(m.sum())}
+
+
+def group_totals(gr: KernelGroups) -> KernelGroups:
+    """Kernel groups without their per-launch arrays: what the table's rows read (kilobytes, not
+    the launch indices of every kernel)."""
+    import dataclasses
+    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int64))

@@ -124,6 +124,14 @@ def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = Reco
     return record_with_streams(trace, sel, opt, shared)[0]
 
 
+def record_and_stalls(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),
+                      shared: Shared | None = None) -> tuple[dict, frozenset]:
+    """The case record and the API indices of its spikes that are not blocked calls (CPU stalls,
+    cold starts, slow calls without a pattern: the TUI's stall marks)."""
+    doc, streams = record_with_streams(trace, sel, opt, shared)
+    return doc, frozenset(e.worst_api for v in streams for e in v.unblocked_spikes())
+
+
 def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),
                         shared: Shared | None = None):
     """(record, per-stream verdicts): the verdicts keep what JSON does not (the stall episodes,

@@ -63,6 +63,27 @@ def launch_totals(trace: Trace, sel: Selection, k=None, api_ns=None) -> dict:
             "graph_launched_ops": _graph_ops(trace, sel)}
 
 
+def selection_stats_of(launches: dict, queues: list[dict], threshold: int) -> dict:
+    """The TUI's stats line from a report's `launches` (launch_totals) and `queues` (queue_summary,
+    as JSON; its thresholds include `threshold`): launch totals and the deepest queue (the first
+    stream of that depth), with its time at or above `threshold`. One function for both, so
+    `report` stores what the TUI would compute."""
+    peak = max(queues, key=lambda q: q["max_depth"]) if queues else None
+    return {
+        "launches": launches["kernel_launches"],
+        "launch_api_ms": launches["launch_api_ms"],
+        "queue_peak": peak["max_depth"] if peak else 0,
+        "queue_peak_stream": (peak["device_id"], peak["stream_id"]) if peak else None,
+        "time_above_ns": peak["time_at_or_above_ns"].get(str(threshold), 0) if peak else 0,
+    }
+
+
+def selection_stats(trace: Trace, sel: Selection, options: Options = Options()) -> dict:
+    """Launch totals and queue summary for the TUI's stats line."""
+    qs = queue_summary(trace, sel, (options.threshold, options.full))
+    return selection_stats_of(launch_totals(trace, sel), [q.to_json() for q in qs], options.threshold)
+
+
 def _graph_ops(trace: Trace, sel: Selection) -> int:
     """Matched ops of the selection launched by a graph launch. For the whole trace, the sum of the
     typed index's per-stream counts when the index is built (it counts every matched op once)."""

@@ -253,12 +253,3 @@ def table_rows(trace, sel: Selection, names: str = "short") -> list[dict]:
         r.setdefault("nvtx_range", None)
         r.setdefault("nvtx_share", 0.0)
     return rows
-
-
-def selection_stats(trace, sel: Selection, options: Options = Options()) -> dict:
-    """Launch totals and queue summary for the stats line."""
-    from launchtui.analysis.queue import queue_summary
-    from launchtui.analysis.report import launch_totals
-    from launchtui.result_cache import selection_stats_of
-    qs = queue_summary(trace, sel, (options.threshold, options.full))
-    return selection_stats_of(launch_totals(trace, sel), [q.to_json() for q in qs], options.threshold)

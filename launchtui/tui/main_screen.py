@@ -287,7 +287,7 @@ class MainScreen(Screen):
 
     def _compute_table(self, gen: int, spec: SelectionSpec, names: str, settings, base: int, spans) -> None:
         from launchtui.analysis.select import build_selection
-        from launchtui.tui.loader import selection_stats
+        from launchtui.analysis.report import selection_stats
         from launchtui.tui.verdict import table_rows
         from launchtui.result_cache import memo
         self.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory

@@ -64,13 +64,14 @@ def compute(trace, device, settings: VerdictSettings, gen: int, entry=None) -> V
     """The record for the shown device (all: the one with most launches) at the current settings;
     stored beside the model entry (result_cache.RECORD), where `report --json` stores the same."""
     from launchtui import result_cache as rc
+    from launchtui.analysis import record
     from launchtui.analysis.record import RecordOptions
     from launchtui.analysis.select import WHOLE
     sel = WHOLE if device is None else WHOLE.with_devices((device,))
     opt = RecordOptions(min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
                         phase_level=settings.phase_level)
     doc, stalls = rc.memo(rc.RECORD, rc.record_inputs(trace, sel, opt), entry,
-                          lambda: rc.record_and_stalls(trace, sel, opt))
+                          lambda: record.record_and_stalls(trace, sel, opt))
     it = doc.get("iterations") or {}
     starts, ends = it.get("starts_ns", []), it.get("ends_ns", [])
     return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64), list(zip(starts, ends)), stalls)
@@ -82,7 +83,7 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     at the chosen level (normalised names) as `nvtx_range` / `nvtx_share`. Launches inside an
     iteration span start their phase path at `base_depth`, the others at the outermost range.
     `shown(rows)` gets the rows before their phases (which take seconds on a large trace), to show them;
-    at once from `totals` (the same groups' result_cache.group_totals, as `report` stores them)."""
+    at once from `totals` (the same groups' launches.group_totals, as `report` stores them)."""
     from launchtui.analysis.launches import launches_of, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     if shown is not None and totals is not None and len(trace.ranges):
