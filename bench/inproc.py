@@ -201,18 +201,19 @@ def _mark_index_steps(mark) -> None:
 
 
 def warm_open(path: str) -> dict:
-    """open_trace from the model cache (memory-mapped) and the typed index restored from it: what a
+    """The model from the cache (memory-mapped) and the typed index mapped from beside it: what a
     warm TUI or an uncached command pays before any analysis (the result cache bypassed)."""
     import resource
     t, c = time.perf_counter(), time.process_time()
-    from launchtui.analysis.index import trace_index
-    from launchtui.trace.load import open_trace
+    from launchtui.session import Index, Session
+    from launchtui.trace.load import open_cached
     imp = time.perf_counter() - t
     stages = []
-    trace = open_trace(path, progress=lambda stage, rows: stages.append(stage))
+    opened = open_cached(path, progress=lambda stage, rows: stages.append(stage))
+    trace = opened.trace
     if stages != ["loaded from cache"]:
         return {"error": "no cache entry: the trace was read, not opened from the cache"}
-    trace_index(trace)
+    Session(trace, opened.entry).get(Index())
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"import_s": round(imp, 3), "open_s": round(time.perf_counter() - t - imp, 3),
             "cpu_s": round(time.process_time() - c, 3), "ops": len(trace.ops),

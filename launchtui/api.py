@@ -31,12 +31,13 @@ def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, devic
     None for all (`--device`); `nvtx`: as `--nvtx NAME`.
     """
     from launchtui.trace.cache import commit
-    from launchtui.trace.load import open_trace
-    trace = open_trace(path, use_cache=use_cache, defer_cache=True)
+    from launchtui.trace.load import open_cached
+    opened = open_cached(path, use_cache=use_cache)
+    trace = opened.trace
     spec = SelectionSpec(device=parse_device(device, path), trim_s=None if trim is None else
                          (float(trim[0]), float(trim[1])), nvtx=nvtx or None)
     sel = build_selection(trace, spec)
-    commit(trace)
+    commit(opened)
     return TraceFrames(trace, sel)
 
 

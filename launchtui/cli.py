@@ -208,7 +208,7 @@ def _report_options(args):
 
 
 def _emit(text: str, args) -> None:
-    args._emitted = text  # what launchtui.result_cache stores
+    args._emitted = text  # what session.cached_output stores
     if getattr(args, "output", None) is not None:
         from launchtui.output import write_atomic
         path = write_atomic(args.output, text, force=args.force)
@@ -217,33 +217,46 @@ def _emit(text: str, args) -> None:
         sys.stdout.write(text)
 
 
-def _load(args, need_cuda: bool = False):
+def _open(args, need_cuda: bool = False, shared: bool = False):
+    """(trace.cache.Opened, session.Session) of args.trace; with `need_cuda`, its index asked for
+    once, before any analysis. `shared`: the session's queries reuse one analysis.shared.Shared
+    (kernel groups and spikes computed once for the report and the record)."""
     from launchtui.errors import TraceError
-    from launchtui.trace.load import open_trace
-    trace = open_trace(args.trace, use_cache=not getattr(args, "no_cache", False), defer_cache=True)
+    from launchtui.session import Index, Session
+    from launchtui.trace.load import open_cached
+    opened = open_cached(args.trace, use_cache=not getattr(args, "no_cache", False))
+    trace = opened.trace
     if need_cuda and not trace.has_cuda_tables:
         if foreign := trace.source.extra.get("foreign"):
             raise TraceError(args.trace, f"no CUDA or HIP activity launchtui can read: {foreign}")
         raise TraceError(args.trace, "no CUDA activity in this trace (no CUDA API calls or GPU ops); "
                                   "`launchtui info` describes what it holds")
-    if need_cuda:   # the derived index, once, before any analysis (kept in the cache on commit)
-        from launchtui.analysis.index import trace_index
-        trace_index(trace)
-    return trace
+    if shared:
+        from launchtui.analysis.shared import Shared
+        shared = Shared(trace)
+    session = Session(trace, opened.entry, shared or None)
+    if need_cuda:
+        session.get(Index())
+    return opened, session
 
 
-def _commit(trace) -> None:
+def _commit(opened, session, *queries) -> None:
+    """Cache the model when it was read afresh, then store beside it the index and `queries`
+    (what the TUI's first open would compute again), when the session holds them."""
+    from launchtui.session import Index
     from launchtui.trace.cache import commit
-    commit(trace)
+    commit(opened)
+    session.entry = opened.entry
+    session.save(Index(), *queries)
 
 
 def cmd_info(args) -> int:
     from launchtui.analysis.info import render_info, trace_info
     from launchtui.output import dumps
-    trace = _load(args)
-    info = trace_info(trace)
+    opened, session = _open(args)
+    info = trace_info(opened.trace)
     _emit(dumps(info) if args.json else render_info(info), args)
-    _commit(trace)
+    _commit(opened, session)
     return 0
 
 
@@ -258,56 +271,43 @@ def _record_options(args):
 
 
 def cmd_record(args) -> int:
-    from launchtui.analysis.record import build_record
     from launchtui.analysis.record_markdown import render_markdown
-    from launchtui.output import dumps
     from launchtui.analysis.select import selection_from_args
-    trace = _load(args, need_cuda=True)
-    doc = build_record(trace, selection_from_args(trace, args), _record_options(args))
+    from launchtui.output import dumps
+    from launchtui.session import Record
+    opened, session = _open(args, need_cuda=True)
+    query = Record(selection_from_args(opened.trace, args), _record_options(args))
+    doc = session.get(query)[0]
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
-    _commit(trace)
+    _commit(opened, session, query)
     return 0
 
 
 def cmd_report(args) -> int:
-    from launchtui import result_cache as rc
-    from launchtui.analysis.backpressure import backpressure
     from launchtui.analysis.launches import group_totals
-    from launchtui.analysis.record import record_and_stalls
     from launchtui.analysis.report import build_report, render_text, selection_stats_of
+    from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
+    from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
         return _report_sources(args)
-    from launchtui.analysis.select import selection_from_args
-    trace = _load(args, need_cuda=True)
-    from launchtui.analysis.shared import Shared
+    opened, session = _open(args, need_cuda=True, shared=True)
+    trace = opened.trace
     sel = selection_from_args(trace, args)
-    shared = Shared(trace)   # kernel groups and spikes: computed once for the report and the record
     opt = _report_options(args)
-    bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
-    doc = build_report(trace, sel, opt, shared, bp=bp)
-    keep = [(rc.BACKPRESSURE, (sel, opt.backpressure), bp),   # for the TUI's first open
-            (rc.KERNEL_GROUPS, (sel, opt.names), group_totals(shared.kernel_groups(sel, opt.names))),
-            (rc.SELECTION_STATS, (sel, opt.backpressure),      # its queues' thresholds start with this one
-             selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))]
+    bp = session.get(Backpressure(sel, opt.backpressure))
+    doc = build_report(trace, sel, opt, session.shared, bp=bp)
+    # what the TUI's first open asks for too, under the same queries
+    keep = [Backpressure(sel, opt.backpressure), KernelGroups(sel, opt.names),
+            SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
+    session.put(keep[1], group_totals(session.shared.kernel_groups(sel, opt.names)))
+    session.put(keep[2], selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))
     if args.json:
-        ropt = _record_options(args)
-        rec = record_and_stalls(trace, sel, ropt, shared)
-        doc["record"] = rec[0]
-        keep.append((rc.RECORD, rc.record_inputs(trace, sel, ropt), rec))
+        keep.append(Record(sel, _record_options(args)))
+        doc["record"] = session.get(keep[-1])[0]
     _emit(dumps(doc) if args.json else render_text(doc), args)
-    _commit(trace)
-    _share(args, keep)
+    _commit(opened, session, *keep)
     return 0
-
-
-def _share(args, results) -> None:
-    """Store what the TUI's first open would compute again (the record, the backpressure marks)
-    beside the model entry just committed (result_cache.RECORD / BACKPRESSURE)."""
-    from launchtui import result_cache as rc
-    entry = None if getattr(args, "no_cache", False) else rc.model_entry(args.trace)
-    for kind, inputs, value in results if entry is not None else ():
-        rc.remember(kind, inputs, entry, value)
 
 
 def _report_sources(args) -> int:
@@ -319,10 +319,11 @@ def _report_sources(args) -> int:
         flt = SourceFilter.parse(args.source_filter)
     except ValueError as e:
         raise UsageError(str(e), args.trace) from None
-    trace = _load(args, need_cuda=True)
+    opened, session = _open(args, need_cuda=True)
+    trace = opened.trace
     doc = build_source_report(trace, selection_from_args(trace, args), flt, args.limit, args.names)
     _emit(dumps(doc) if args.json else render_source_report(doc), args)
-    _commit(trace)
+    _commit(opened, session)
     return 0
 
 
@@ -330,14 +331,15 @@ def cmd_export(args) -> int:
     from launchtui.analysis.export import export_document
     from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
-    trace = _load(args, need_cuda=True)
+    opened, session = _open(args, need_cuda=True)
+    trace = opened.trace
     sel = selection_from_args(trace, args)
     if args.format == "chrome":
         _emit_chrome(trace, sel, args)
     else:
         doc = export_document(trace, sel, _report_options(args))
         _emit(dumps(doc), args)
-    _commit(trace)
+    _commit(opened, session)
     return 0
 
 
@@ -364,13 +366,13 @@ def cmd_diff(args) -> int:
     from launchtui.output import dumps
     gates = parse_gates(args.fail_if)  # bad gate syntax fails before any trace is read
     with ThreadPoolExecutor(2) as pool:
-        traces = list(pool.map(lambda p: _load(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
+        opened = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
                                (args.before, args.after)))
-    doc = diff_document(*traces, iter_name=args.iter)
+    doc = diff_document(*(o.trace for o, _ in opened), iter_name=args.iter)
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
-    for t in traces:
-        _commit(t)
+    for o, session in opened:
+        _commit(o, session)
     for g, x in tripped:
         print(f"launchtui: {tripped_line(g, x, doc)}", file=sys.stderr)
     return 1 if tripped else 0
@@ -414,8 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         ranks = _ranks_command(cmd, argv)
         if ranks:
             return _ranks_main(*ranks)
-        from launchtui.result_cache import run_cached
-        return run_cached(cmd, parsers[cmd].parse_args(rest), handler, _emit)
+        from launchtui.session import cached_output
+        return cached_output(cmd, parsers[cmd].parse_args(rest), handler, _emit)
     return _guard(run)
 
 

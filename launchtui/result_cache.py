@@ -1,4 +1,7 @@
-"""Finished outputs of `report`, `record` and `info`, cached beside the model they were computed from.
+"""The store's mechanism: where results live, how they are keyed, read, written and evicted. What is
+stored and when is session.py's (its queries); this module knows no analysis.
+
+Finished outputs of `report`, `record` and `info` are cached beside the model they were computed from.
 
 A warm `report --json` then recomputes nothing and never loads the model: it stats the trace and
 the model entry, reads one small file and writes it (bench/README.md: flat in the trace's size).
@@ -12,9 +15,11 @@ so any code, schema or version change invalidates them. Only successful runs are
 their model entry exists (a trace without CUDA activity is not cached, nor are its results); the
 model entry is marked as used on a hit, as loading it would. `--no-cache` neither reads nor writes.
 
-The TUI stores its first computed state the same way (`memo`): the verdict's record and the kernel
-table's rows for a selection and settings, pickled beside the text results in the user's private cache,
-keyed like them (code, model entry, every input), so a warm open shows them without recomputing.
+The session's results are keyed the same way (`key_of`: code, model entry, every input): pickled
+beside the text results (`load_pickle` / `store_pickle`), or flat files of arrays beside the model
+entry, memory-mapped (`load_mapped` / `store_mapped`: `<entry>.<slot>`, evicted with it). Every
+path is under paths.cache_dir(), which is used only when it belongs to the user and no one else may
+write to it: nothing here unpickles or maps a file another user could have planted.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ def results_dir() -> Path:
     return cache_dir() / "results"
 
 
-def _code_fingerprint() -> bytes:
+def code_fingerprint() -> bytes:
     """launchtui's modules (size, mtime) and numpy's / msgspec's installed files, found without
     importing them (an upgrade rewrites them)."""
     from importlib.util import find_spec
@@ -87,7 +92,7 @@ def _hash(inputs, entry: Path) -> str | None:
         return None
     if not stat.S_ISREG(est.st_mode):
         return None
-    h = hashlib.sha256(_code_fingerprint())
+    h = hashlib.sha256(code_fingerprint())
     h.update(repr((inputs, entry.name, est.st_dev, est.st_ino, est.st_size)).encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:40]
 
@@ -98,25 +103,18 @@ def model_entry(trace_path) -> Path | None:
     return entry if entry is not None and entry.is_file() else None
 
 
-MISS = object()   # lookup(): nothing stored
+MISS = object()   # load_pickle / load_mapped: nothing stored (or not readable)
 
 
-def memo(kind: str, inputs, entry: Path | None, compute):
-    """`compute()`, or its stored value for the same `kind`, `inputs` (compared by repr) and model
-    entry. The value is pickled: the files are the user's own, in the private cache directory, and
-    any change of launchtui's code or of the entry gives a new key. `entry` None: just compute."""
-    value = lookup(kind, inputs, entry)
-    if value is MISS:
-        value = compute()
-        remember(kind, inputs, entry, value)
-    return value
+def key_of(inputs, entry: Path) -> str | None:
+    """The key of a result computed from `inputs` (repr'd) beside the model entry; None without one."""
+    return _hash(inputs, entry)
 
 
-def lookup(kind: str, inputs, entry: Path | None):
-    """The value `memo` stored for these, else `MISS` (also without an entry)."""
-    key = _hash((kind, inputs), entry) if entry is not None else None
-    if key is None:   # no entry, or it is gone or not a regular file
-        return MISS
+def load_pickle(key: str):
+    """The value `store_pickle` stored under `key`, else MISS. The files are the user's own, in the
+    private cache directory (paths.cache_dir), and any change of launchtui's code or of the model
+    entry gives another key."""
     import pickle
     data = _read_bytes(results_dir() / f"{key}.pkl")
     if data is not None:
@@ -127,30 +125,52 @@ def lookup(kind: str, inputs, entry: Path | None):
     return MISS
 
 
-def remember(kind: str, inputs, entry: Path | None, value) -> None:
-    """Store `value` as `memo` would have (nothing without an entry or when it does not pickle)."""
-    key = _hash((kind, inputs), entry) if entry is not None else None
-    if key is None:
-        return
+def store_pickle(key: str, value) -> bool:
+    """Store `value` under `key` (nothing when it does not pickle or is too large); True if stored."""
     import pickle
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
-        return
-    _store_bytes(key, data, ".pkl")
+        return False
+    return _store_bytes(key, data, ".pkl")
 
 
-# Results that `report` computes anyway and the TUI's first open needs: stored by `report` under
-# these kinds, read by the TUI (same inputs, same code: the same values).
-RECORD = "record"          # (record, CPU-stall API indices) for (trace path, Selection, RecordOptions)
-BACKPRESSURE = "backpressure"   # analysis.backpressure.backpressure() for (Selection, Options)
-KERNEL_GROUPS = "kernel-groups"  # launches.KernelGroups totals (group_totals) for (Selection, names)
-SELECTION_STATS = "selection-stats"   # the TUI's stats line (selection_stats_of) for (Selection, Options)
+def mapped_path(entry: Path, slot: str) -> Path:
+    """The flat file of `slot` beside the model entry (evicted and counted with it: trace/cache.py)."""
+    return entry.with_name(f"{entry.name}.{slot}")
 
 
-def record_inputs(trace, sel, opt) -> tuple:
-    """The record names its trace as opened (its `source`), so the path is part of its inputs."""
-    return (str(trace.source.path), sel, opt)
+def _identity(entry: Path, key: str) -> dict:
+    st = os.stat(entry)   # not its mtime: every warm open marks the entry as used
+    return {"entry": [st.st_dev, st.st_ino, st.st_size], "code": code_fingerprint().hex(), "key": key}
+
+
+def load_mapped(entry: Path, slot: str, key: str, decode):
+    """`decode(skeleton, arrays)` of the flat file of `slot` when it holds `key`, else MISS (absent,
+    stale, another key, or a file that does not parse or fit)."""
+    from launchtui.trace import flatfile
+    try:
+        header, arrays = flatfile.read(mapped_path(entry, slot))
+        if header.get("identity") != _identity(entry, key):
+            return MISS
+        return decode(header["value"], arrays)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return MISS
+
+
+def store_mapped(entry: Path, slot: str, key: str, encode) -> bool:
+    """Write `encode()` = (skeleton, arrays) as the flat file of `slot`, atomically, unless the
+    entry and it would pass the model cache's bound; a full or read-only cache never fails."""
+    from launchtui.trace import flatfile
+    from launchtui.trace.cache import max_bytes
+    try:
+        skeleton, arrays = encode()
+        if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
+            return False
+        flatfile.write(mapped_path(entry, slot), {"identity": _identity(entry, key), "value": skeleton}, arrays)
+        return True
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:
@@ -210,10 +230,10 @@ def _store(key: str, text: str) -> None:
     _store_bytes(key, data, ".txt")
 
 
-def _store_bytes(key: str, data: bytes, suffix: str) -> None:
+def _store_bytes(key: str, data: bytes, suffix: str) -> bool:
     """Write atomically; a full or read-only cache directory never fails the command."""
     if len(data) > MAX_TEXT_BYTES:
-        return
+        return False
     d = results_dir()
     try:
         import tempfile
@@ -227,8 +247,9 @@ def _store_bytes(key: str, data: bytes, suffix: str) -> None:
             Path(tmp).unlink(missing_ok=True)
             raise
         _evict(d)
+        return True
     except OSError:
-        pass
+        return False
 
 
 def _evict(d: Path) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import sample, snapshot
-from launchtui.analysis.index import build_index, trace_index
+from launchtui.analysis.index import attached, build_index, trace_index
 from launchtui.cli import main
 from launchtui.trace import cache, flatfile
 from launchtui.trace.load import open_trace, read_trace
@@ -42,7 +42,8 @@ def test_cache_round_trip_and_key(tmp_path):
     second = open_trace(src)
     _same_model(fresh, first)
     _same_model(fresh, second)
-    assert second.cache_entry is None  # came from the cache: nothing to commit
+    from launchtui.trace.load import open_cached
+    assert not open_cached(src).fresh  # came from the cache: nothing to commit
     # touching the trace changes the key: a new entry, the old one is never trusted
     os.utime(src, ns=(1, 1))
     open_trace(src)
@@ -208,19 +209,20 @@ def test_real_nsys_exports_old_report_and_refuses_new(tmp_path, capsys):
 
 
 def test_cache_keeps_the_index_and_warm_report_is_identical(tmp_path, capsys):
+    from launchtui.session import Index, Session
+    from launchtui.trace.load import open_cached
     src = tmp_path / "t.sqlite"
     shutil.copy(sample(H100), src)
     assert main(["report", str(src), "--json"]) == 0  # cold: reads, reports, then caches with analyses
     cold = capsys.readouterr().out
     (entry,) = cache.models_dir().glob("*.model")
-    _, z = flatfile.read(entry)
-    assert {"index.qs.meta", "index.depth_before_launch", "index.op_ranges",
-            "index.distinguishing_names"} <= set(z)
-    warm_trace = open_trace(src)
-    assert warm_trace.index is None and warm_trace.index_arrays is not None   # restored on first use
+    _, z = flatfile.read(entry.with_name(entry.name + ".index"))   # beside the model, not in it
+    assert {"qs.meta", "depth_before_launch", "op_ranges", "distinguishing_names"} <= set(z)
+    opened = open_cached(src)
+    assert not opened.fresh and attached(opened.trace) is None   # the model carries no index
     fresh = build_index(read_trace(src))
-    warm = trace_index(warm_trace)
-    assert warm_trace.index_arrays is None and trace_index(warm_trace) is warm
+    warm = Session(opened.trace, opened.entry).get(Index())
+    assert trace_index(opened.trace) is warm and not warm.op_ranges.flags.owndata
     assert (warm.op_ranges == fresh.op_ranges).all()
     assert (warm.depth_before_launch == fresh.depth_before_launch).all()
     assert [(s.device, s.stream, s.t.tolist(), s.v.tolist()) for s in warm.queue_series] == \

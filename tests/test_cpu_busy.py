@@ -93,8 +93,11 @@ def test_busy_estimated_from_samples_without_sched_events(tmp_path):
 def test_cache_keeps_cpu_tables(tmp_path):
     p, _, _ = _written(tmp_path)
     first = open_trace(p)           # read and cached
-    second = open_trace(p)          # from the cache
-    assert second.cache_entry is None and len(second.cpu_runs) == len(first.cpu_runs) > 0
+    from launchtui.trace.load import open_cached
+    second = open_cached(p)         # from the cache
+    assert not second.fresh
+    second = second.trace
+    assert len(second.cpu_runs) == len(first.cpu_runs) > 0
     for a, b in ((first.cpu_runs, second.cpu_runs), (first.cpu_samples, second.cpu_samples)):
         for col in ("thread", "start", "end") if a is first.cpu_runs else ("thread", "time", "state"):
             assert np.array_equal(getattr(a, col), getattr(b, col)), col

@@ -179,13 +179,16 @@ def test_launch_totals_shortcuts_match_the_direct_sums():
     from launchtui.analysis.launches import kernel_groups
     from launchtui.analysis.report import build_report, launch_totals
     us = 1000
-    tr = make_trace([(0, 0, 0, 50 * us, 1, API_GRAPH_LAUNCH), (0, 0, 100 * us, 105 * us, 2, API_GRAPH_LAUNCH),
-                     (0, 0, 200 * us, 207 * us, 3, API_LAUNCH), (0, 0, 300 * us, 333 * us, 4, API_LAUNCH)],
-                    [(0, 7, 60 * us, 61 * us, 1, 0), (0, 7, 62 * us, 63 * us, 1, 0), (0, 7, 64 * us, 65 * us, 1, 0),
-                     (1, 7, 110 * us, 111 * us, 2, 0), (1, 7, 112 * us, 113 * us, 2, 0),
-                     (0, 7, 210 * us, 215 * us, 3, 0), (1, 8, 340 * us, 345 * us, 4, 0)])
+
+    def new():
+        return make_trace([(0, 0, 0, 50 * us, 1, API_GRAPH_LAUNCH), (0, 0, 100 * us, 105 * us, 2, API_GRAPH_LAUNCH),
+                           (0, 0, 200 * us, 207 * us, 3, API_LAUNCH), (0, 0, 300 * us, 333 * us, 4, API_LAUNCH)],
+                          [(0, 7, 60 * us, 61 * us, 1, 0), (0, 7, 62 * us, 63 * us, 1, 0),
+                           (0, 7, 64 * us, 65 * us, 1, 0), (1, 7, 110 * us, 111 * us, 2, 0),
+                           (1, 7, 112 * us, 113 * us, 2, 0), (0, 7, 210 * us, 215 * us, 3, 0),
+                           (1, 8, 340 * us, 345 * us, 4, 0)])
     for sel in (Selection(), Selection(0, 63 * us), Selection(devices=(1,)), Selection(150 * us, 400 * us)):
-        tr.index = None
+        tr = new()    # no index built yet
         direct = launch_totals(tr, sel)
         trace_index(tr)
         gr = kernel_groups(tr, sel)

@@ -82,7 +82,7 @@ def test_a_rebuilt_model_entry_or_new_code_misses(demo, capsys, monkeypatch):
     entry.write_bytes(b"garbage")                      # the entry is no longer what the result came from
     assert run(["report", demo, "--json"], capsys)[1] == text
     assert entry.stat().st_size > 1000, "the model entry was rebuilt"
-    monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
+    monkeypatch.setattr(result_cache, "code_fingerprint", lambda: b"other code")
     calls.clear()
     assert run(["report", demo, "--json"], capsys)[1] == text
     assert calls == [1], "new code recomputes from the model"

@@ -1,6 +1,5 @@
-"""The TUI's load caches the model with its typed index (committed after the index is built, as the
-CLI does), so the next open restores the index from the memory-mapped entry instead of rebuilding it;
-a load that fails on a bad option writes nothing."""
+"""The TUI's load caches the model and, beside it, its typed index (as the CLI does), so the next
+open maps the index instead of rebuilding it; a load that fails on a bad option writes nothing."""
 import pytest
 
 from launchtui.errors import TraceError
@@ -11,14 +10,18 @@ from tests.tui_helpers import tui_args
 DEMO = "fixtures/demo/demo.sqlite"
 
 
-def test_tui_load_caches_the_index_and_the_next_open_restores_it():
+def test_tui_load_caches_the_index_and_the_next_open_restores_it(monkeypatch):
+    from launchtui.analysis import index
     first = load(tui_args(DEMO, no_cache=False))
     (entry,) = cache.models_dir().glob("*.model")
-    _, arrays = flatfile.read(entry)
-    assert {"index.op_ranges", "index.depth_before_launch", "index.qs.meta"} <= set(arrays)
+    _, arrays = flatfile.read(entry.with_name(entry.name + ".index"))
+    assert {"op_ranges", "depth_before_launch", "qs.meta"} <= set(arrays)
+    assert not any(k.startswith("index.") for k in flatfile.read(entry)[1])   # the model holds only the model
+    built = []
+    monkeypatch.setattr(index, "build_index", lambda tr: built.append(tr))
     second = load(tui_args(DEMO, no_cache=False))
-    assert second.trace.index is not None and second.trace.index_arrays is None   # restored, then used
-    assert (second.trace.index.op_ranges == first.trace.index.op_ranges).all()
+    assert not built and not index.attached(second.trace).op_ranges.flags.owndata   # mapped, then used
+    assert (index.attached(second.trace).op_ranges == index.attached(first.trace).op_ranges).all()
     assert len(second.marks) == len(first.marks) and second.fit_window == first.fit_window
 
 

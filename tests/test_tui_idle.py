@@ -286,7 +286,6 @@ def test_the_row_follows_the_verdicts_device():
 
 def test_a_warm_reopen_maps_the_stored_row(case, monkeypatch):
     from launchtui.analysis import idle_lane
-    from launchtui.tui import lanes_cache
     path, truth, _ = case("dependency")
     apps = []
 
@@ -301,7 +300,7 @@ def test_a_warm_reopen_maps_the_stored_row(case, monkeypatch):
                         _row_on_screen(app), lane.g0.flags.owndata)
         return run(go())
     first = state()
-    stored = sorted(p.name for p in Path(app_entry(path)).parent.glob("*" + lanes_cache.IDLE_SUFFIX + "*"))
+    stored = sorted(p.name for p in Path(app_entry(path)).parent.glob("*.model.idle*"))   # queries.IdleRow
     assert len(stored) == 1
 
     def boom(*a, **k):
@@ -334,7 +333,7 @@ def test_new_verdict_work_stops_a_running_build(monkeypatch):
     real = idle_view.compute
     seen = []
 
-    def slow(trace, inputs, entry=None, cancelled=None):
+    def slow(session, inputs, cancelled=None):
         if not seen:
             seen.append("blocked")
             for _ in range(1000):            # stands for a long 5M build, block after block
@@ -343,7 +342,7 @@ def test_new_verdict_work_stops_a_running_build(monkeypatch):
                     raise Cancelled()
                 threading.Event().wait(0.01)
             seen.append("not stopped")
-        return real(trace, inputs, entry, cancelled)
+        return real(session, inputs, cancelled)
     monkeypatch.setattr(idle_view, "compute", slow)
     trace = open_trace(DEMO, use_cache=False)
 

@@ -1,4 +1,5 @@
-"""The TUI's lanes and marks stored beside the model entry (tui/lanes_cache.py): a warm open maps them
+"""The TUI's lanes and marks stored beside the model entry (queries.TimelineLanes, tui/lanes_cache.py
+their codec): a warm open maps them
 and they equal freshly built ones; other options, new code or a rebuilt entry build them again; the
 model cache's bound evicts them with their entry."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 from launchtui.analysis.backpressure import Options
 from launchtui.trace import cache
-from launchtui.tui import lanes_cache
+from launchtui.result_cache import mapped_path
 from launchtui.tui.loader import load, store_lanes
 from tests.tui_helpers import tui_args
 
@@ -20,6 +21,17 @@ from tests.tui_helpers import tui_args
 def synth(tmp_path_factory):
     from fixtures.synth import simulate, write_nsys_sqlite
     return str(write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("lanes") / "synth.sqlite", variant="modern"))
+
+
+def _side(entry):
+    return mapped_path(entry, "lanes")
+
+
+def _stored(entry, options, trace) -> bool:
+    """Whether a session of `trace` beside `entry` finds lanes and marks stored for `options`."""
+    from launchtui.session import MISS, Session
+    from launchtui.tui.queries import TimelineLanes
+    return Session(trace, entry).peek(TimelineLanes(options)) is not MISS
 
 
 def _plain(obj):
@@ -45,11 +57,11 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     cold = load(tui_args(synth, no_cache=False))
     # read from the file: the lanes are stored at once and mapped back (the built arrays freed
     # before the verdict's and table's temporaries)
-    assert cold.lanes_stored and cold.results_entry is not None
+    assert cold.lanes_stored and cold.session.entry is not None
     assert _plain(cold.lanes) == _plain(fresh.lanes)
     assert not next(iter(cold.lanes.hw.values()))[0].ev.cum.flags.owndata   # a view of the mapped file
     assert store_lanes(cold) is None                     # stored once (and the optimizer range found)
-    side = lanes_cache.path_for(cold.results_entry)
+    side = _side(cold.session.entry)
     side.unlink()                                        # the model cached, the lanes not (after `report`)
     again = load(tui_args(synth, no_cache=False))
     assert not again.lanes_stored
@@ -58,14 +70,14 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     assert not next(iter(mapped.hw.values()))[0].ev.cum.flags.owndata
     assert side.is_file()
     n, size = cache.usage()    # one entry, its lanes counted in its size
-    assert n == 1 and size >= cold.results_entry.stat().st_size + side.stat().st_size
+    assert n == 1 and size >= cold.session.entry.stat().st_size + side.stat().st_size
 
     import launchtui.analysis.lanes as lanes_mod
     import launchtui.analysis.backpressure as bp
     monkeypatch.setattr(lanes_mod, "build_lanes", lambda *a, **k: 1 / 0)
     monkeypatch.setattr(bp, "timeline_marks", lambda *a, **k: 1 / 0)
-    import launchtui.tui.loader as loader
-    monkeypatch.setattr(loader, "optimizer_range", lambda *a, **k: 1 / 0)   # stored by the cold load
+    import launchtui.tui.queries as queries
+    monkeypatch.setattr(queries, "optimizer_range", lambda *a, **k: 1 / 0)   # stored by the cold load
     warm = load(tui_args(synth, no_cache=False))
     assert warm.lanes_stored
     assert _plain(warm.lanes) == _plain(fresh.lanes)
@@ -78,30 +90,30 @@ def test_other_options_new_code_or_a_rebuilt_entry_build_again(synth, monkeypatc
     from launchtui import result_cache
     first = load(tui_args(synth, no_cache=False))
     store_lanes(first)
-    entry = first.results_entry
-    assert lanes_cache.load(entry, Options(), first.trace) is not None
-    assert lanes_cache.load(entry, Options(threshold=7), first.trace) is None
-    monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
-    assert lanes_cache.load(entry, Options(), first.trace) is None
+    entry = first.session.entry
+    assert _stored(entry, Options(), first.trace)
+    assert not _stored(entry, Options(threshold=7), first.trace)
+    monkeypatch.setattr(result_cache, "code_fingerprint", lambda: b"other code")
+    assert not _stored(entry, Options(), first.trace)
     monkeypatch.undo()
     tmp = entry.with_name("rebuilt.tmp")
     tmp.write_bytes(entry.read_bytes())
     os.replace(tmp, entry)                               # rebuilt as cache.save does: a new file
-    assert lanes_cache.load(entry, Options(), first.trace) is None
-    lanes_cache.path_for(entry).write_bytes(b"garbage")
-    assert lanes_cache.load(entry, Options(), first.trace) is None
+    assert not _stored(entry, Options(), first.trace)
+    _side(entry).write_bytes(b"garbage")
+    assert not _stored(entry, Options(), first.trace)
 
 
 def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monkeypatch):
     first = load(tui_args(synth, no_cache=False))
     store_lanes(first)
-    side = lanes_cache.path_for(first.results_entry)
+    side = _side(first.session.entry)
     assert side.is_file()
     other = tmp_path / "other.sqlite"
     other.write_bytes(open(synth, "rb").read())
-    monkeypatch.setenv("LAUNCHTUI_CACHE_MAX_MB", str(first.results_entry.stat().st_size * 1.5 / 1e6))
+    monkeypatch.setenv("LAUNCHTUI_CACHE_MAX_MB", str(first.session.entry.stat().st_size * 1.5 / 1e6))
     load(tui_args(str(other), no_cache=False))          # its commit evicts the older entry
-    assert not first.results_entry.exists() and not side.exists()
+    assert not first.session.entry.exists() and not side.exists()
 
 
 @pytest.mark.tui
@@ -125,7 +137,7 @@ def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
     synth = shutil.copy(synth, tmp_path / "cold.sqlite")     # a trace not opened before: lanes built
     before, after, same, owned = run(go())                   # stored and mapped while loading
     assert before == after and same and not owned
-    lanes_cache.path_for(model_entry(synth)).unlink()        # the model cached, the lanes not
+    _side(model_entry(synth)).unlink()        # the model cached, the lanes not
     before, after, same, owned = run(go())                   # built, stored after the view, swapped
     assert before == after and same and not owned
 
@@ -163,7 +175,7 @@ def test_lanes_are_stored_after_the_first_table_not_beside_the_workers(synth, tm
     from tui_helpers import make_app, run, settle, wait_ready
     path = shutil.copy(synth, tmp_path / "after_report.sqlite")
     load(tui_args(path, no_cache=False))            # fills the model cache (what `report` does)
-    lanes_cache.path_for(model_entry(path)).unlink()
+    _side(model_entry(path)).unlink()
     seen = []
     real = loader.store_lanes
 
@@ -185,7 +197,7 @@ def test_lanes_are_stored_after_the_first_table_not_beside_the_workers(synth, tm
     app = make_app(path, no_cache=False)
     owned = run(go())
     assert seen == [(False, True, True)] and not owned
-    assert lanes_cache.path_for(model_entry(path)).exists()
+    assert _side(model_entry(path)).exists()
 
 
 def test_a_reopen_reads_the_stored_queue_tables_and_window_without_recomputing(synth, monkeypatch):
@@ -217,7 +229,7 @@ def test_the_first_open_after_report_builds_the_lanes_after_the_view(synth, tmp_
     from tui_helpers import make_app, run, screen_text, settle, wait_ready
     path = shutil.copy(synth, tmp_path / "after_report2.sqlite")
     load(tui_args(path, no_cache=False))
-    lanes_cache.path_for(model_entry(path)).unlink()
+    _side(model_entry(path)).unlink()
     seen = {}
     real = loader.build_pending_lanes
 

@@ -136,7 +136,7 @@ def test_phase_wording_matches_the_share():
 
 @pytest.mark.tui
 def test_initial_view_fits_gpu_activity_and_its_launches(demo_trace):
-    from launchtui.tui.loader import gpu_activity_window
+    from launchtui.tui.queries import gpu_activity_window
     tr = demo_trace
     ops, api = tr.ops, tr.api
     # independently: every op, and every API call that launched one

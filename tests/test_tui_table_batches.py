@@ -21,7 +21,8 @@ def _rows_by_batch(monkeypatch, trace, level: int):
     from launchtui.analysis.select import WHOLE
     from launchtui.tui import verdict
     settings = verdict.VerdictSettings(min_launches=1, max_avg_us=1e9, phase_level=level)
-    doc = verdict.compute(trace, None, settings, 1).doc
+    from launchtui.session import Session
+    doc = verdict.compute(Session(trace), None, settings, 1).doc
     it = doc.get("iterations") or {}
     base, spans = int(it.get("base_depth", 0)), list(zip(it.get("starts_ns", []), it.get("ends_ns", [])))
     out = {}

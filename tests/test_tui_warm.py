@@ -1,5 +1,5 @@
 """A warm TUI open shows the verdict's record and the kernel table stored beside the model by the
-previous open (result_cache.memo), equal to a fresh computation; other settings or a code change
+previous open (the session's queries), equal to a fresh computation; other settings or a code change
 recompute (issue 11: warm TUI interactive at 5M)."""
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_other_settings_and_new_code_recompute(synth, monkeypatch):
     assert _state(synth, no_cache=False, keys=["M", "M", "M"]) == fresh_m
     assert calls and RecordOptions() not in calls   # only the new settings were computed
     calls.clear()
-    monkeypatch.setattr(result_cache, "_code_fingerprint", lambda: b"other code")
+    monkeypatch.setattr(result_cache, "code_fingerprint", lambda: b"other code")
     _state(synth, no_cache=False)
     assert calls == [RecordOptions()]
 
@@ -94,14 +94,6 @@ def test_first_open_after_report_reuses_its_record_and_backpressure(synth, monke
     monkeypatch.setattr(verdict, "table_rows", lambda *a, **k: totals.append(a[-1]) or orig(*a, **k))
     assert _state(synth, no_cache=False) == fresh
     assert totals and totals[0] is not None and len(totals[0])   # the report's kernel groups: rows at once
-
-
-def test_memo_stores_nothing_without_a_model_entry(tmp_path):
-    from launchtui import result_cache
-    calls = []
-    assert result_cache.memo("k", (1,), None, lambda: calls.append(1) or 5) == 5
-    assert result_cache.memo("k", (1,), tmp_path / "absent.model", lambda: calls.append(1) or 5) == 5
-    assert len(calls) == 2 and not result_cache.results_dir().exists()
 
 
 def test_the_table_shows_its_rows_before_their_phases(synth):
@@ -155,19 +147,17 @@ def test_a_warm_reopen_reads_the_trace_window_and_extent_stored_not_scanned(synt
 def test_report_stores_the_stats_line_equal_to_computing_it(synth, extra, monkeypatch, capsys):
     """What `report` stores for the TUI's stats line (from its launch totals and queue summary) is
     what report.selection_stats computes for the same selection and options."""
-    from launchtui import result_cache
-    from launchtui.cli import main
-    from launchtui.trace.load import open_trace
     from launchtui.analysis.report import selection_stats
-    kept, orig = [], result_cache.remember
-    monkeypatch.setattr(result_cache, "remember",
-                        lambda kind, inputs, entry, value: kept.append((kind, inputs, value)) or
-                        orig(kind, inputs, entry, value))
+    from launchtui.cli import main
+    from launchtui.session import SelectionStats, Session
+    from launchtui.trace.load import open_trace
+    kept, orig = [], Session.put
+    monkeypatch.setattr(Session, "put", lambda self, q, v, remap=False: kept.append((q, v)) or orig(self, q, v, remap))
     assert main(["report", str(synth), "--json", *extra]) == 0
     capsys.readouterr()
-    stored = [(i, v) for k, i, v in kept if k == result_cache.SELECTION_STATS]
+    stored = [(q, v) for q, v in kept if isinstance(q, SelectionStats)]
     assert len(stored) == 1
-    (sel, options), value = stored[0]
+    query, value = stored[0]
     tr = open_trace(str(synth), use_cache=False)
-    assert value == selection_stats(tr, sel, options)
+    assert value == selection_stats(tr, query.sel, query.options)
     assert value["launches"] > 0 and value["queue_peak"] > 0

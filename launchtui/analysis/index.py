@@ -1,8 +1,9 @@
 """The trace's derived index: every per-op lookup the analyses share, built once, then read-only.
 
-`trace_index(trace)` returns it, building it on first use under a lock (the CLI and the TUI loader
-call it right after loading, before any worker starts), or restoring it from the arrays the cache
-kept (`trace.index_arrays`). After that nothing mutates it: workers only read. Distinguishing names
+`trace_index(trace)` returns it, building it on first use under a lock, or the one the session
+attached (`attach`: mapped from beside the model entry, session.Index; the CLI and the TUI loader
+ask for it right after loading, before any worker starts). After that nothing mutates it: workers
+only read. Distinguishing names
 are interned into the trace's StringTable here, at build time, never lazily from a worker.
 
 What it holds (definitions.md §5-§7):
@@ -21,6 +22,7 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +39,10 @@ CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 
 _BUILD_LOCK = threading.Lock()
 _LAZY_LOCK = threading.Lock()   # the parts computed on first use (ops_by_api)
+_ATTACH_LOCK = threading.Lock()
+# the index of each live trace, by id (a Trace is mutable data, not hashable): the model holds no
+# analysis state; an entry goes when its trace is collected
+_INDEXES: dict[int, "TraceIndex"] = {}
 # depths (series values, depth before launch) are int16 when every one is at most this (the usual
 # case: the launch queue holds ~1,000), leaving headroom for the readers' small offsets (`d + 1`)
 SMALL_DEPTH = (1 << 14) - 1
@@ -89,7 +95,7 @@ class TraceIndex:
         lo, hi = np.searchsorted(keys, [a, a + 1])
         return idx[lo:hi]
 
-    # --- serialisation for the cache (plain arrays; the cache never imports this module) ---------
+    # --- serialisation for the session's mapped store (plain arrays) ------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
         qs = self.queue_series
         return {
@@ -128,24 +134,30 @@ class TraceIndex:
 
 
 def trace_index(trace: Trace) -> TraceIndex:
-    """The trace's index, built (or restored from the cache's arrays) once."""
-    idx = trace.index
+    """The trace's index: the one attached to it, else built (once, under a lock) and attached."""
+    idx = _INDEXES.get(id(trace))
     if idx is None:
         with _BUILD_LOCK:
-            if trace.index is None:
-                trace.index = _restore_or_build(trace)
-            idx = trace.index
+            idx = _INDEXES.get(id(trace))
+            if idx is None:
+                idx = attach(trace, build_index(trace))
     return idx
 
 
-def _restore_or_build(trace: Trace) -> TraceIndex:
-    arrays, trace.index_arrays = trace.index_arrays, None
-    if arrays:
-        try:
-            return TraceIndex.from_arrays(trace, arrays)
-        except (KeyError, ValueError, IndexError):
-            pass  # a cache entry that does not fit: compute afresh
-    return build_index(trace)
+def attach(trace: Trace, idx: TraceIndex) -> TraceIndex:
+    """Make `idx` what `trace_index(trace)` returns for as long as the trace lives (the session
+    maps it from beside the model entry); an index attached before stays. Returns the one attached."""
+    with _ATTACH_LOCK:
+        have = _INDEXES.get(id(trace))
+        if have is None:
+            _INDEXES[id(trace)] = have = idx
+            weakref.finalize(trace, _INDEXES.pop, id(trace), None)
+    return have
+
+
+def attached(trace: Trace) -> TraceIndex | None:
+    """The trace's index when one was built or attached, else None (nothing is built)."""
+    return _INDEXES.get(id(trace))
 
 
 def build_index(trace: Trace) -> TraceIndex:

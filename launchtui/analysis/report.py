@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.graphs_report import graphs_json, report_lines
+from launchtui.analysis.index import attached
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
 from launchtui.analysis.queue import DEFAULT_THRESHOLDS, queue_summary, selection_bounds
@@ -87,8 +88,9 @@ def selection_stats(trace: Trace, sel: Selection, options: Options = Options()) 
 def _graph_ops(trace: Trace, sel: Selection) -> int:
     """Matched ops of the selection launched by a graph launch. For the whole trace, the sum of the
     typed index's per-stream counts when the index is built (it counts every matched op once)."""
-    if sel.t0 is None and sel.t1 is None and sel.devices is None and sel.ranges is None and trace.index is not None:
-        return sum(s.graph_ops for s in trace.index.queue_series)
+    idx = attached(trace)
+    if sel.t0 is None and sel.t1 is None and sel.devices is None and sel.ranges is None and idx is not None:
+        return sum(s.graph_ops for s in idx.queue_series)
     api, ops = trace.api, trace.ops
     m = (ops.api >= 0) & op_mask(trace, sel)
     return int((api.kind[ops.api[m]] == API_GRAPH_LAUNCH).sum()) if m.any() else 0

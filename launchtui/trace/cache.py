@@ -12,7 +12,7 @@ import math
 import os
 import stat
 import shutil
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from launchtui.paths import cache_dir
@@ -63,14 +63,11 @@ def save(trace: Trace, dest: Path) -> None:
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
     arrays["processes"] = trace.processes
-    if trace.index is not None:   # the derived index, once a command built it (its own arrays)
-        arrays.update({f"index.{k}": v for k, v in trace.index.to_arrays().items()})
     flatfile.write(dest, header, arrays)
 
 
 def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     header, z = flatfile.read(entry)   # memory-mapped: pages are read when an analysis touches them
-    index_arrays = {k[len("index."):]: v for k, v in z.items() if k.startswith("index.")}
     if header.get("format_version") != FORMAT_VERSION:
         raise ValueError("format version mismatch")
     tables = {}
@@ -98,22 +95,34 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
     trace.processes = z["processes"]
-    trace.index_arrays = index_arrays or None   # launchtui.analysis.index restores (and checks) it
     return trace
 
 
-def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trace:
-    """The cached model when valid, else read the trace and cache it (best effort).
+@dataclass
+class Opened:
+    """A trace as opened through the cache: `entry` is its model entry (None: not cached, e.g. not
+    a regular file or `--no-cache`), which exists unless `fresh`: read from the file, written by
+    `commit(opened)` (a command that fails on bad options first leaves nothing written)."""
+    trace: Trace
+    entry: Path | None = None
+    fresh: bool = False
 
-    With `defer`, a fresh read is cached only when the caller calls `commit(trace)`: a command
-    that then fails on bad options leaves nothing written anywhere.
-    """
+
+def load_or_read(path: Path, reader, progress=None) -> Trace:
+    """The cached model when valid, else read the trace and cache it (best effort)."""
+    opened = open_model(path, reader, progress)
+    commit(opened)
+    return opened.trace
+
+
+def open_model(path: Path, reader, progress=None) -> Opened:
+    """The cached model when valid, else the trace read afresh (cached on `commit`)."""
     try:
         st = path.stat()
     except OSError:
-        return reader(path, progress)  # the reader produces the proper one-line error
+        return Opened(reader(path, progress))  # the reader produces the proper one-line error
     if not path.is_file():
-        return reader(path, progress)
+        return Opened(reader(path, progress))
     entry = entry_path(path, st)
     sweep_stale_temporaries(entry.parent, ".tmp-*")  # a directory listing: cheap, and warm runs sweep too
     if _usable_entry(entry):
@@ -122,14 +131,10 @@ def load_or_read(path: Path, reader, progress=None, defer: bool = False) -> Trac
             if progress:
                 progress("loaded from cache", len(trace.ops))
             os.utime(entry)  # recently used: evicted last
-            return trace
+            return Opened(trace, entry)
         except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, EOFError):
             entry.unlink(missing_ok=True)  # corrupt or stale: rebuild
-    trace = reader(path, progress)
-    trace.cache_entry = entry
-    if not defer:
-        commit(trace)
-    return trace
+    return Opened(reader(path, progress), entry, fresh=True)
 
 
 def _usable_entry(entry: Path) -> bool:
@@ -148,17 +153,21 @@ def _usable_entry(entry: Path) -> bool:
     return False
 
 
-def commit(trace: Trace) -> None:
+def commit(opened: Opened) -> None:
     """Write a freshly read trace to the cache (no-op when it came from there or was committed)."""
-    entry, trace.cache_entry = trace.cache_entry, None
-    if entry is None or not trace.has_cuda_tables:  # nothing worth caching without CUDA activity
+    fresh, opened.fresh = opened.fresh, False
+    entry, trace = opened.entry, opened.trace
+    if not fresh or entry is None:
+        return
+    if not trace.has_cuda_tables:  # nothing worth caching without CUDA activity
+        opened.entry = None
         return
     try:
         save(trace, entry)
         sweep_stale_temporaries(entry.parent, ".tmp-*")
         _evict(keep=entry)
     except OSError:
-        pass  # a read-only or full cache directory must not stop the user
+        opened.entry = None  # a read-only or full cache directory must not stop the user
 
 
 def _entries() -> list[Path]:
@@ -170,7 +179,8 @@ def _entries() -> list[Path]:
 
 
 def _with_sidecars(entry: Path) -> list[Path]:
-    """The entry and the files stored beside it under its name (the TUI's `<entry>.lanes`)."""
+    """The entry and the files stored beside it under its name (`<entry>.index`, the TUI's
+    `<entry>.lanes`: session.py's mapped results)."""
     return [entry, *entry.parent.glob(entry.name + ".*")]
 
 

@@ -133,12 +133,18 @@ def _read(path: Path, st: os.stat_result, kind: str, progress, chosen: list) -> 
     return reader.read(path, src, progress)
 
 
-def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True, defer_cache: bool = False) -> Trace:
-    """Read a trace, through the per-user model cache unless `use_cache` is False.
-
-    With `defer_cache`, a fresh read is cached only on `launchtui.trace.cache.commit(trace)`.
-    """
+def open_trace(path: str | os.PathLike, progress=None, use_cache: bool = True) -> Trace:
+    """Read a trace, through the per-user model cache unless `use_cache` is False."""
     if not use_cache:
         return read_trace(path, progress)
     from launchtui.trace import cache
-    return cache.load_or_read(Path(path), read_trace, progress, defer=defer_cache)
+    return cache.load_or_read(Path(path), read_trace, progress)
+
+
+def open_cached(path: str | os.PathLike, progress=None, use_cache: bool = True):
+    """`open_trace` whose fresh read is cached only on `trace.cache.commit(opened)`: a trace.cache.Opened
+    (the trace, its model entry, whether it still has to be written)."""
+    from launchtui.trace import cache
+    if not use_cache:
+        return cache.Opened(read_trace(path, progress))
+    return cache.open_model(Path(path), read_trace, progress)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -254,13 +252,6 @@ class SourceInfo:
                 "producer": self.producer, "version": self.version}
 
 
-class SerialisableIndex(Protocol):
-    """What the trace layer needs of the derived index (built in `launchtui.analysis.index`): its
-    arrays, for the cache."""
-
-    def to_arrays(self) -> dict[str, np.ndarray]: ...
-
-
 @dataclass
 class Trace:
     source: SourceInfo
@@ -280,12 +271,6 @@ class Trace:
     # the readers' distinct process keys (Nsight globalPid, Kineto pid), ascending: ops.pid and
     # api.pid index it once `finalize` ran
     processes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    # The derived index (launchtui.analysis.index.TraceIndex): set once by `trace_index(trace)`, then
-    # read-only. `index_arrays` holds what the cache kept of it until then; `cache_entry` is where
-    # `trace.cache.commit` writes a freshly read trace (None: came from the cache or not cached).
-    index: SerialisableIndex | None = field(default=None, repr=False, compare=False)
-    index_arrays: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
-    cache_entry: Path | None = field(default=None, repr=False, compare=False)
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:

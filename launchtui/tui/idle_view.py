@@ -2,12 +2,11 @@
 largest gaps of a cause (x / X, > / <) and the details of the gap under the cursor (definitions.md §T7).
 
 The lane is the record's device's (the verdict panel's words and the row agree): it is requested
-when a verdict arrives, mapped from beside the model entry when stored there (tui/lanes_cache.py),
+when a verdict arrives, mapped from beside the model entry when stored there (queries.IdleRow),
 else built once the table worker is done (their temporaries never peak together).
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 
 import numpy as np
@@ -25,32 +24,34 @@ def lane_inputs(doc: dict | None) -> tuple | None:
     return int(doc["device_id"]), tuple(it["starts_ns"]), tuple(it["ends_ns"]), int(it.get("base_depth", 0))
 
 
-def _digest(inputs: tuple) -> str:
+def query(inputs: tuple):
+    """The session's IdleRow query of `inputs` (lane_inputs)."""
     from launchtui.analysis.backpressure import Options
-    return hashlib.sha256(repr((inputs, Options())).encode()).hexdigest()
+    from launchtui.tui.queries import IdleRow
+    device, starts, ends, base = inputs
+    return IdleRow(device, starts, ends, base, Options())
 
 
-def stored(trace, inputs: tuple, entry=None):
+def stored(session, inputs: tuple):
     """The lane for `inputs` mapped from beside the model entry, None when not stored."""
-    from launchtui.tui import lanes_cache
-    return lanes_cache.load_idle(entry, inputs[0], _digest(inputs), trace)
+    from launchtui.session import MISS
+    lane = session.peek(query(inputs))
+    return None if lane is MISS else lane
 
 
-def compute(trace, inputs: tuple, entry=None, cancelled=None):
+def compute(session, inputs: tuple, cancelled=None):
     """The idle lane for `inputs` (lane_inputs): mapped from beside the model entry, else built and
     stored there, then mapped back (its built arrays go: only the pages a frame reads stay).
     Raises idle_lane.Cancelled when `cancelled()` turns true while building."""
     from launchtui.analysis.idle_lane import build_idle_lane
-    from launchtui.tui import lanes_cache
-    lane = stored(trace, inputs, entry)
-    if lane is None:
+    from launchtui.session import MISS
+    q = query(inputs)
+    lane = session.peek(q)
+    if lane is MISS:
         device, starts, ends, base = inputs
-        lane = build_idle_lane(trace, device, np.array(starts, np.int64), np.array(ends, np.int64), base,
+        lane = build_idle_lane(session.trace, device, np.array(starts, np.int64), np.array(ends, np.int64), base,
                                cancelled=cancelled)
-        if entry is not None:
-            key = _digest(inputs)
-            lanes_cache.store_idle(entry, key, lane)
-            lane = lanes_cache.load_idle(entry, device, key, trace) or lane
+        lane = session.put(q, lane, remap=True)
     return lane
 
 
@@ -110,7 +111,7 @@ class IdleView:
     def _start(self, build: bool) -> None:
         scr = self.screen
         gen, inputs = self.gen, self.target
-        trace, entry = scr.loaded.trace, scr.loaded.results_entry
+        session = scr.loaded.session
         self.running, self.building = True, build
         if build:
             stop = self._stop = threading.Event()
@@ -119,11 +120,11 @@ class IdleView:
         def work() -> None:
             from launchtui.analysis.idle_lane import Cancelled
             if not build:      # mapping a stored lane: cheap, beside any worker
-                lane = stored(trace, inputs, entry)
+                lane = stored(session, inputs)
                 scr.post_message(IdleReady(gen, MISSING if lane is None else lane))
                 return
             try:
-                scr.post_message(IdleReady(gen, compute(trace, inputs, entry, stop.is_set)))
+                scr.post_message(IdleReady(gen, compute(session, inputs, stop.is_set)))
             except Cancelled:
                 pass
             finally:

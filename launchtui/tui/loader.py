@@ -12,7 +12,9 @@ import numpy as np
 
 from launchtui.analysis.backpressure import Options
 from launchtui.analysis.lanes import Lanes
-from launchtui.analysis.select import WHOLE, Selection, SelectionSpec
+from launchtui.analysis.select import Selection, SelectionSpec
+from launchtui.session import MISS, Session
+from launchtui.tui.queries import build_lanes_for, marks_for
 from launchtui.trace.model import Trace
 
 
@@ -30,19 +32,21 @@ class Loaded:
     bounds: tuple | None = None     # (trace.window(), trace.extent()) found by load(): see windows()
     clock_ns: float = 1.0           # the trace clock's tick: zoom stops at one tick per column
     spec: SelectionSpec | None = None   # what the command line asked for
-    results_entry: object = None    # the model cache entry the TUI's first results are stored beside
+    session: Session | None = None  # the trace's results (session.py): the TUI's workers ask it
     options: Options = Options()    # what the marks were found with
-    lanes_stored: bool = False      # lanes and marks came from beside the model (tui/lanes_cache.py)
+    lanes_stored: bool = False      # lanes and marks came from beside the model (queries.TimelineLanes)
     _nvtx_summary: list | None = None
+
+    def __post_init__(self) -> None:
+        if self.session is None:
+            self.session = Session(self.trace)
 
     @property
     def optimizer(self) -> tuple:
         """(range index, note) for O (optimizer_range), stored beside the model; computed on first
-        use (the load worker asks for it after the view is shown, keeping its cost off the open)."""
-        if self._optimizer is None:
-            from launchtui.result_cache import memo
-            self._optimizer = memo("tui-optimizer", (), self.results_entry, lambda: optimizer_range(self.trace))
-        return self._optimizer
+        use (the load worker asks for it after the view is shown, off the open)."""
+        from launchtui.tui.queries import OptimizerRange
+        return self.session.get(OptimizerRange())
 
     def windows(self) -> tuple:
         """(trace.window(), trace.extent()): the header's GPU-op window and the timeline's time
@@ -87,65 +91,60 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
 
     Raises TraceError (one-line message) for unreadable traces and bad --trim/--device/--nvtx."""
     from launchtui.analysis import nvtx
-    from launchtui.analysis.backpressure import backpressure, timeline_marks
-    from launchtui.analysis.index import trace_index
     from launchtui.analysis.select import SelectionSpec, build_selection
-    from launchtui.trace.cache import commit
-    from launchtui.trace.load import open_trace
+    from launchtui.session import Index
+    from launchtui.trace.cache import Opened, commit
+    from launchtui.trace.load import open_cached
+    from launchtui.tui.queries import TimelineLanes, Windows
 
     progress = progress or (lambda stage, rows: None)
     t: dict = {}
     t0 = time.perf_counter()
-    opened_here = trace is None
     if trace is None:
-        # cached once the typed index exists (below), so a warm open restores it instead of rebuilding it
-        trace = open_trace(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False),
-                           defer_cache=True)
+        opened = open_cached(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
+    else:
+        opened = Opened(trace)      # injected: nothing stored
+    trace = opened.trace
     t["open"] = time.perf_counter() - t0
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
-    use_store = opened_here and not getattr(args, "no_cache", False)
-    from launchtui import result_cache as rc
-    from launchtui.tui import lanes_cache
-    entry0 = rc.model_entry(args.trace) if use_store else None   # a warm open's (None before a cold one's commit)
-    stored = lanes_cache.load(entry0, options, trace)
+    session = Session(trace, opened.entry)   # a warm open's entry exists; a cold one's after commit
+    session.get(Index())        # mapped from beside the model entry when stored, before any analysis
+    stored = session.peek(TimelineLanes(options))
     t1 = time.perf_counter()
-    if stored is not None:      # a warm open: mapped from beside the model, nothing rebuilt
+    if stored is not MISS:      # a warm open: mapped from beside the model, nothing rebuilt
         lanes, marks = stored
-    elif defer_lanes and entry0 is not None and getattr(trace, "cache_entry", None) is None:
+    elif defer_lanes and opened.entry is not None and not opened.fresh:
         lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
         progress("building timeline lanes", len(trace.ops))
-        lanes = _built_lanes(trace, options)
+        lanes = build_lanes_for(trace, options)
     t["lanes"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    if stored is None:
+    if stored is MISS:
         progress("finding backpressure", len(trace.ops))
-        # `report` stores the same backpressure() beside the model: the first open after it reuses it
-        bp = rc.memo(rc.BACKPRESSURE, (WHOLE, options), entry0, lambda: backpressure(trace, WHOLE, options))
-        marks = timeline_marks(trace, WHOLE, options, bp=bp)
+        marks = marks_for(session, options)
     nvtx.op_ranges(trace)
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
-    trace_index(trace)
-    read_cold = getattr(trace, "cache_entry", None) is not None   # read from the file, not the cache
-    commit(trace)   # no-op for a trace that came from the cache or is not cached
-    entry = rc.model_entry(args.trace) if use_store else None
+    read_cold = opened.fresh    # read from the file, not the cache
+    commit(opened)   # no-op for a trace that came from the cache or is not cached
+    session.entry = opened.entry
+    session.save(Index())
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
     hits = nvtx.search(trace, args.nvtx) if getattr(args, "nvtx", None) else None
-    # stored beside the model: each reads whole columns (the fit window is a reopen's largest
-    # page-ins; trace.window() and extent() would otherwise be asked on the UI thread)
-    window, trace_window, extent = rc.memo("tui-windows", (), entry, lambda: (
-        gpu_activity_window(trace), trace.window(), trace.extent()))
+    # stored beside the model: each reads whole columns (a reopen's largest page-ins), asked here,
+    # off the UI thread
+    window, trace_window, extent = session.get(Windows())
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
                     fit_window=window, bounds=(trace_window, extent),
                     clock_ns=clock_tick_ns(trace), spec=spec,
-                    results_entry=entry, options=options, lanes_stored=stored is not None)
-    if read_cold and entry is not None:
+                    session=session, options=options, lanes_stored=stored is not MISS)
+    if read_cold and session.entry is not None:
         # a cold open holds the whole model in memory: swap the built lanes for their mapped copy
-        # before the verdict and table add their temporaries (its peak; a second more of a long read)
+        # before the verdict and table add their temporaries (its peak)
         mapped = _store(loaded)
         if mapped is not None:
             loaded.lanes = mapped
@@ -154,50 +153,26 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
 
 def build_pending_lanes(loaded: Loaded) -> Lanes:
     """The lanes `load(defer_lanes=True)` left pending, built (off the UI thread)."""
-    return _built_lanes(loaded.trace, loaded.options)
-
-
-def _built_lanes(trace, options: Options) -> Lanes:
-    """The timeline lanes of `trace`, their spike cells at `options`' thresholds."""
-    from launchtui.analysis.lanes import build_lanes, set_spike_threshold
-    lanes = build_lanes(trace)
-    set_spike_threshold(lanes, options.spike_us, options.spike_factor)
-    return lanes
+    return build_lanes_for(loaded.trace, loaded.options)
 
 
 def store_lanes(loaded: Loaded):
     """Store freshly built lanes and marks beside the model entry (after the view is shown: writing
     them takes a while on a large trace), so the next open maps them instead; and find the
     optimizer range (stored too). Returns the lanes mapped back from the file (their pages are read
-    only where a frame looks, so the built arrays, as large as the model's columns, can go), or None."""
+    only where a frame looks, so the built arrays can go), or None."""
     loaded.optimizer
     return _store(loaded)
 
 
 def _store(loaded: Loaded):
-    if loaded.results_entry is None or loaded.lanes_stored or loaded.lanes.pending:
+    if loaded.session.entry is None or loaded.lanes_stored or loaded.lanes.pending:
         return None
-    from launchtui.tui import lanes_cache
-    lanes_cache.store(loaded.results_entry, loaded.options, loaded.lanes, loaded.marks)
+    from launchtui.tui.queries import TimelineLanes
+    built = (loaded.lanes, loaded.marks)
+    kept = loaded.session.put(TimelineLanes(loaded.options), built, remap=True)
     loaded.lanes_stored = True
-    mapped = lanes_cache.load(loaded.results_entry, loaded.options, loaded.trace)
-    return None if mapped is None else mapped[0]
-
-
-def gpu_activity_window(trace) -> tuple[int, int] | None:
-    """[first start, last end] over the GPU ops and the API calls that launched them (definitions.md §T1).
-
-    The first view fits this, not every event: a context-creation cudaMalloc of 300 ms before the
-    first kernel would squeeze all kernels into a few columns. None without GPU ops."""
-    ops = trace.ops
-    if not len(ops):
-        return trace.extent()
-    lo, hi = int(ops.start.min()), int(ops.end.max())
-    a = ops.api[ops.api >= 0]
-    if len(a):
-        lo = min(lo, int(trace.api.start[a].min()))
-        hi = max(hi, int(trace.api.end[a].max()))
-    return lo, hi
+    return None if kept is built else kept[0]
 
 
 def clock_tick_ns(trace, sample: int = 4096) -> float:
@@ -213,36 +188,6 @@ def clock_tick_ns(trace, sample: int = 4096) -> float:
     while tick > 1 and (v % tick).any():
         tick //= 10
     return float(tick)
-
-
-def optimizer_range(trace) -> tuple[int, str]:
-    """The optimizer phase for `O`: the first range whose name contains 'optim' (case-insensitive)
-    that launched kernels; the first 'optim' range at all when none did; (-1, '') when absent.
-
-    PyTorch's `Optimizer.zero_grad#…` ranges come first and usually launch no kernel (set_to_none),
-    so the literal first match would show an empty table. The note says what was skipped."""
-    import numpy as np
-
-    from launchtui.analysis import nvtx
-    from launchtui.analysis.select import launched_inside
-    from launchtui.trace.model import OP_KERNEL
-    hits = nvtx.search(trace, nvtx.OPTIMIZER_PATTERN)
-    if not len(hits):
-        return -1, ""
-    first = int(hits[0])
-    if not len(trace.ops):
-        return first, ""
-    is_kernel = trace.ops.kind == OP_KERNEL
-    seen = set()
-    for r in hits[:200].tolist():           # one candidate per distinct name, in time order
-        text = int(trace.ranges.text[r])
-        if text in seen:
-            continue
-        seen.add(text)
-        if (launched_inside(trace, np.array([r], np.int64)) & is_kernel).any():
-            note = "" if r == first else f" (skipped {nvtx.range_name(trace, first)}: it launched no kernels)"
-            return int(r), note
-    return first, " (no 'optim' range launched kernels)"
 
 
 def table_rows(trace, sel: Selection, names: str = "short") -> list[dict]:

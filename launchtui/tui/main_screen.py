@@ -286,29 +286,26 @@ class MainScreen(Screen):
                         exclusive=True, group="table")
 
     def _compute_table(self, gen: int, spec: SelectionSpec, names: str, settings, base: int, spans) -> None:
+        from launchtui.analysis.backpressure import Options
         from launchtui.analysis.select import build_selection
-        from launchtui.analysis.report import selection_stats
+        from launchtui.session import MISS, KernelGroups, SelectionStats
+        from launchtui.tui.queries import TableRows
         from launchtui.tui.verdict import table_rows
-        from launchtui.result_cache import memo
         self.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
-        tr = self.loaded.trace
+        session = self.loaded.session
+        tr = session.trace
         sel = build_selection(tr, spec)
 
         def compute():
-            from launchtui import result_cache as rc
-            from launchtui.analysis.backpressure import Options
-            stats = rc.lookup(rc.SELECTION_STATS, (sel, Options()), self.loaded.results_entry)   # `report`'s
-            if stats is rc.MISS:
-                stats = selection_stats(tr, sel)
+            stats = session.get(SelectionStats(sel, Options()))   # stored by `report` too
             # the rows as soon as they are known (from the groups `report` stored, else once
             # grouped); their phase column follows
             shown = lambda rows: self.post_message(TableReady(gen, rows, stats, sel, final=False))  # noqa: E731
-            totals = rc.lookup(rc.KERNEL_GROUPS, (sel, names), self.loaded.results_entry)
+            totals = session.peek(KernelGroups(sel, names))
             return table_rows(tr, sel, names, settings, base, spans, shown,
-                              None if totals is rc.MISS else totals), stats
+                              None if totals is MISS else totals), stats
         # stored beside the model: a warm open fills the table without recomputing it
-        rows, stats = memo("tui-table", (spec, names, settings, base, list(spans)), self.loaded.results_entry,
-                           compute)
+        rows, stats = session.get(TableRows(spec, names, settings, base, tuple(spans)), compute)
         self.post_message(TableReady(gen, rows, stats, sel))
 
     def on_table_ready(self, m: TableReady) -> None:

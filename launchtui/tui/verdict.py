@@ -60,18 +60,16 @@ class VerdictReady(Message):
         self.result = result
 
 
-def compute(trace, device, settings: VerdictSettings, gen: int, entry=None) -> VerdictResult:
-    """The record for the shown device (all: the one with most launches) at the current settings;
-    stored beside the model entry (result_cache.RECORD), where `report --json` stores the same."""
-    from launchtui import result_cache as rc
-    from launchtui.analysis import record
+def compute(session, device, settings: VerdictSettings, gen: int) -> VerdictResult:
+    """The record for the shown device (all: the one with most launches) at the current settings:
+    the session's `Record` query, which `report --json` and `record` store under the same key."""
     from launchtui.analysis.record import RecordOptions
     from launchtui.analysis.select import WHOLE
+    from launchtui.session import Record
     sel = WHOLE if device is None else WHOLE.with_devices((device,))
     opt = RecordOptions(min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
                         phase_level=settings.phase_level)
-    doc, stalls = rc.memo(rc.RECORD, rc.record_inputs(trace, sel, opt), entry,
-                          lambda: record.record_and_stalls(trace, sel, opt))
+    doc, stalls = session.get(Record(sel, opt))
     it = doc.get("iterations") or {}
     starts, ends = it.get("starts_ns", []), it.get("ends_ns", [])
     return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64), list(zip(starts, ends)), stalls)
@@ -387,13 +385,12 @@ class VerdictView:
         scr = self.screen
         if getattr(scr, "idle", None) is not None:
             scr.idle.interrupt()
-        gen, dev, settings, trace = self.gen, scr.device, self.settings, scr.loaded.trace
-        entry = scr.loaded.results_entry
+        gen, dev, settings, session = self.gen, scr.device, self.settings, scr.loaded.session
 
         def work() -> None:
             if getattr(scr, "idle", None) is not None:
                 scr.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
-            scr.post_message(VerdictReady(compute(trace, dev, settings, gen, entry)))
+            scr.post_message(VerdictReady(compute(session, dev, settings, gen)))
         scr.run_worker(work, thread=True, exclusive=True, group="verdict")
 
     def ready(self, result: VerdictResult) -> bool:

@@ -1,0 +1,247 @@
+"""One keyed store of what launchtui derives from a loaded trace: `Session(trace, entry).get(query)`.
+
+A query is a frozen dataclass (`Query`): its fields are every input of its result, and its class
+says how the result is computed (`compute(session)`) and how it is kept (`store`):
+
+- MEMORY: in this session only;
+- PICKLE: pickled in the per-user results directory (result_cache.py), keyed by the query, the
+  trace as opened and the model entry;
+- MAPPED: a flat file of arrays beside the model entry (`<entry>.<slot>`, trace/flatfile.py),
+  memory-mapped on read; its header names the key it holds, so another key is a miss.
+
+`get` looks in memory, then on disk, then computes (and keeps the result both ways). Equal queries
+are one result, whoever asks: `report` stores its backpressure, kernel groups, selection stats and
+record under the queries the TUI's workers ask, so the TUI's first open after it finds them. The
+disk key covers the query's class and fields, the trace's path as opened (outputs name it), the
+model entry's identity and launchtui's code (result_cache.key_of): a rebuilt entry or changed code
+never reuses a result. Nothing touches the disk without a model entry, nor for a session made
+without one (`--no-cache`); the cache directory is used only when private (paths.cache_dir).
+
+The queries of the analyses live here; the TUI's own (lanes, table rows, idle row) in
+tui/queries.py. Importing this module loads no analysis (nor numpy): the CLI's warm path goes
+through it (`cached_output`). A query's `compute` may run in any thread: equal queries compute once (one lock per
+key) and results are read-only.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from launchtui import result_cache
+
+if TYPE_CHECKING:
+    from launchtui.analysis.backpressure import Options
+    from launchtui.analysis.record_options import RecordOptions
+    from launchtui.analysis.select import Selection
+
+MEMORY, PICKLE, MAPPED = "memory", "pickle", "mapped"
+MISS = result_cache.MISS    # peek(): nothing in memory or on disk
+
+
+class Query:
+    """Base of the frozen dataclasses `Session.get` takes (see the module docstring)."""
+
+    store: ClassVar[str] = MEMORY
+    # whether the session keeps the result in memory too; False for large results the view holds
+    # itself and replaces (the idle row of each verdict)
+    memo: ClassVar[bool] = True
+
+    def compute(self, session: Session) -> Any:
+        raise NotImplementedError
+
+    # ---- MAPPED queries: one file beside the model entry per slot, the last key written wins ----
+    def slot(self) -> str:
+        return type(self).__name__.lower()
+
+    def encode(self, value) -> tuple[Any, dict]:
+        """(JSON-ready skeleton, named arrays) of `value`."""
+        raise NotImplementedError
+
+    def decode(self, skeleton, arrays: dict, trace) -> Any:
+        """`value` back from `encode`'s output (arrays memory-mapped); ValueError/KeyError/TypeError
+        when it does not fit `trace`."""
+        raise NotImplementedError
+
+
+class Session:
+    """The results of one loaded trace. `entry`: its model cache entry (may not exist yet: results
+    go to disk once it does, `save`); None keeps everything in memory. `shared`: a command's
+    analysis.shared.Shared, which queries computing kernel groups or spikes reuse (None: each
+    computation gets a private one, so nothing per launch outlives it)."""
+
+    def __init__(self, trace, entry: Path | None = None, shared=None) -> None:
+        self.trace = trace
+        self.entry = entry
+        self._shared = shared
+        self._values: dict = {}
+        self._on_disk: set = set()   # queries read from or written to disk
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def shared(self):
+        if self._shared is not None:
+            return self._shared
+        from launchtui.analysis.shared import Shared
+        return Shared(self.trace)
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def get(self, query: Query, compute: Callable[[], Any] | None = None):
+        """The result of `query`: from memory, else disk, else `compute()` (default
+        `query.compute(self)`), then kept in memory and, when the query persists, on disk."""
+        value = self._values.get(query, MISS)
+        if value is not MISS:
+            return value
+        with self._key_lock(query):
+            value = self._values.get(query, MISS)
+            if value is MISS:
+                value = self._read(query)
+                if value is MISS:
+                    value = compute() if compute is not None else query.compute(self)
+                    self._write(query, value)
+                self._keep(query, value)
+        return value
+
+    def peek(self, query: Query):
+        """The result of `query` from memory or disk, else MISS (nothing is computed)."""
+        value = self._values.get(query, MISS)
+        if value is MISS:
+            value = self._read(query)
+            if value is not MISS:
+                self._keep(query, value)
+        return value
+
+    def put(self, query: Query, value, remap: bool = False):
+        """Keep `value` as the result of `query` (memory, and disk when it persists). `remap`: a
+        MAPPED result is read back from its file, so its built arrays can go; returns what is kept."""
+        self._write(query, value)
+        if remap and query.store == MAPPED:
+            mapped = self._read(query)
+            value = value if mapped is MISS else mapped
+        self._keep(query, value)
+        return value
+
+    def save(self, *queries: Query) -> None:
+        """Write the results of `queries` held in memory and not on disk yet: after the model entry
+        they are stored beside was committed (a cold command computes before it exists)."""
+        for q in queries:
+            value = self._values.get(q, MISS)
+            if value is not MISS and q not in self._on_disk:
+                self._write(q, value)
+
+    # ---- persistence ------------------------------------------------------------------------
+    def _keep(self, query: Query, value) -> None:
+        if query.memo:
+            self._values[query] = value
+
+    def _key_lock(self, query) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(query, threading.Lock())
+
+    def _key(self, query: Query) -> str | None:
+        """The disk key of `query` here; None without a model entry (nothing stored)."""
+        if self.entry is None or query.store == MEMORY:
+            return None
+        return result_cache.key_of((type(query).__module__, repr(query), str(self.trace.source.path)),
+                                   self.entry)
+
+    def _read(self, query: Query):
+        key = self._key(query)
+        if key is None:
+            return MISS
+        if query.store == PICKLE:
+            value = result_cache.load_pickle(key)
+        else:
+            value = result_cache.load_mapped(self.entry, query.slot(), key,
+                                             lambda skel, arrays: query.decode(skel, arrays, self.trace))
+        if value is not MISS:
+            self._on_disk.add(query)
+        return value
+
+    def _write(self, query: Query, value) -> None:
+        key = self._key(query)
+        if key is None:
+            return
+        if query.store == PICKLE:
+            stored = result_cache.store_pickle(key, value)
+        else:
+            stored = result_cache.store_mapped(self.entry, query.slot(), key, lambda: query.encode(value))
+        if stored:
+            self._on_disk.add(query)
+
+
+def cached_output(cmd: str, args, handler, emit) -> int:
+    """Run a command's `handler(args)`, or emit its finished output stored by an earlier run with
+    the same options (result_cache.run_cached)."""
+    return result_cache.run_cached(cmd, args, handler, emit)
+
+
+# ---- the analyses' queries ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Backpressure(Query):
+    """analysis.backpressure.backpressure(): episodes and spikes of a selection."""
+    sel: Selection
+    options: Options
+    store: ClassVar[str] = PICKLE
+
+    def compute(self, session):
+        from launchtui.analysis import backpressure as bp
+        return bp.backpressure(session.trace, self.sel, self.options,
+                               sp=session.shared.spikes(self.sel, self.options))
+
+
+@dataclass(frozen=True)
+class KernelGroups(Query):
+    """The selection's kernel groups without their per-launch arrays (launches.group_totals):
+    what the table's rows read, kilobytes instead of the launches' indices."""
+    sel: Selection
+    names: str
+    store: ClassVar[str] = PICKLE
+
+    def compute(self, session):
+        from launchtui.analysis.launches import group_totals
+        return group_totals(session.shared.kernel_groups(self.sel, self.names))
+
+
+@dataclass(frozen=True)
+class SelectionStats(Query):
+    """The TUI's stats line (report.selection_stats): launch totals and the deepest queue."""
+    sel: Selection
+    options: Options
+    store: ClassVar[str] = PICKLE
+
+    def compute(self, session):
+        from launchtui.analysis import report
+        return report.selection_stats(session.trace, self.sel, self.options)
+
+
+@dataclass(frozen=True)
+class Record(Query):
+    """(case record, API indices of its CPU-stall spikes): record.record_and_stalls."""
+    sel: Selection
+    options: RecordOptions
+    store: ClassVar[str] = PICKLE
+
+    def compute(self, session):
+        from launchtui.analysis import record
+        return record.record_and_stalls(session.trace, self.sel, self.options, session._shared)
+
+
+@dataclass(frozen=True)
+class Index(Query):
+    """The trace's derived index (analysis/index.py): every per-op lookup the analyses share. A
+    result mapped from disk is attached to the trace, so the analyses' `trace_index` find it."""
+    store: ClassVar[str] = MAPPED
+
+    def compute(self, session):
+        from launchtui.analysis.index import trace_index
+        return trace_index(session.trace)
+
+    def encode(self, value):
+        return {}, value.to_arrays()
+
+    def decode(self, skeleton, arrays, trace):
+        from launchtui.analysis.index import TraceIndex, attach
+        return attach(trace, TraceIndex.from_arrays(trace, arrays))
