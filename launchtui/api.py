@@ -30,14 +30,13 @@ def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, devic
     `trim`: (a, b) seconds on the trace's clock, as `--trim A B`; `device`: a device number, or
     None for all (`--device`); `nvtx`: as `--nvtx NAME`.
     """
-    from launchtui.trace.cache import commit
-    from launchtui.trace.load import open_cached
-    opened = open_cached(path, use_cache=use_cache)
-    trace = opened.trace
+    from launchtui.session import Session
+    session = Session.open(path, use_cache=use_cache)
+    trace = session.trace
     spec = SelectionSpec(device=parse_device(device, path), trim_s=None if trim is None else
                          (float(trim[0]), float(trim[1])), nvtx=nvtx or None)
     sel = build_selection(trace, spec)
-    commit(opened)
+    session.commit()
     return TraceFrames(trace, sel)
 
 

@@ -218,14 +218,13 @@ def _emit(text: str, args) -> None:
 
 
 def _open(args, need_cuda: bool = False, shared: bool = False):
-    """(trace.cache.Opened, session.Session) of args.trace; with `need_cuda`, its index asked for
-    once, before any analysis. `shared`: the session's queries reuse one analysis.shared.Shared
-    (kernel groups and spikes computed once for the report and the record)."""
+    """The session.Session of args.trace; with `need_cuda`, its index asked for once, before any
+    analysis. `shared`: its queries reuse one analysis.shared.Shared (kernel groups and spikes
+    computed once for the report and the record)."""
     from launchtui.errors import TraceError
     from launchtui.session import Index, Session
-    from launchtui.trace.load import open_cached
-    opened = open_cached(args.trace, use_cache=not getattr(args, "no_cache", False))
-    trace = opened.trace
+    session = Session.open(args.trace, use_cache=not getattr(args, "no_cache", False))
+    trace = session.trace
     if need_cuda and not trace.has_cuda_tables:
         if foreign := trace.source.extra.get("foreign"):
             raise TraceError(args.trace, f"no CUDA or HIP activity launchtui can read: {foreign}")
@@ -233,30 +232,19 @@ def _open(args, need_cuda: bool = False, shared: bool = False):
                                   "`launchtui info` describes what it holds")
     if shared:
         from launchtui.analysis.shared import Shared
-        shared = Shared(trace)
-    session = Session(trace, opened.entry, shared or None)
+        session.use_shared(Shared(trace))
     if need_cuda:
         session.get(Index())
-    return opened, session
-
-
-def _commit(opened, session, *queries) -> None:
-    """Cache the model when it was read afresh, then store beside it the index and `queries`
-    (what the TUI's first open would compute again), when the session holds them."""
-    from launchtui.session import Index
-    from launchtui.trace.cache import commit
-    commit(opened)
-    session.entry = opened.entry
-    session.save(Index(), *queries)
+    return session
 
 
 def cmd_info(args) -> int:
     from launchtui.analysis.info import render_info, trace_info
     from launchtui.output import dumps
-    opened, session = _open(args)
-    info = trace_info(opened.trace)
+    session = _open(args)
+    info = trace_info(session.trace)
     _emit(dumps(info) if args.json else render_info(info), args)
-    _commit(opened, session)
+    session.commit()
     return 0
 
 
@@ -275,11 +263,11 @@ def cmd_record(args) -> int:
     from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
     from launchtui.session import Record
-    opened, session = _open(args, need_cuda=True)
-    query = Record(selection_from_args(opened.trace, args), _record_options(args))
+    session = _open(args, need_cuda=True)
+    query = Record(selection_from_args(session.trace, args), _record_options(args))
     doc = session.get(query)[0]
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
-    _commit(opened, session, query)
+    session.commit(query)
     return 0
 
 
@@ -291,8 +279,8 @@ def cmd_report(args) -> int:
     from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
         return _report_sources(args)
-    opened, session = _open(args, need_cuda=True, shared=True)
-    trace = opened.trace
+    session = _open(args, need_cuda=True, shared=True)
+    trace = session.trace
     sel = selection_from_args(trace, args)
     opt = _report_options(args)
     bp = session.get(Backpressure(sel, opt.backpressure))
@@ -306,7 +294,7 @@ def cmd_report(args) -> int:
         keep.append(Record(sel, _record_options(args)))
         doc["record"] = session.get(keep[-1])[0]
     _emit(dumps(doc) if args.json else render_text(doc), args)
-    _commit(opened, session, *keep)
+    session.commit(*keep)
     return 0
 
 
@@ -319,11 +307,11 @@ def _report_sources(args) -> int:
         flt = SourceFilter.parse(args.source_filter)
     except ValueError as e:
         raise UsageError(str(e), args.trace) from None
-    opened, session = _open(args, need_cuda=True)
-    trace = opened.trace
+    session = _open(args, need_cuda=True)
+    trace = session.trace
     doc = build_source_report(trace, selection_from_args(trace, args), flt, args.limit, args.names)
     _emit(dumps(doc) if args.json else render_source_report(doc), args)
-    _commit(opened, session)
+    session.commit()
     return 0
 
 
@@ -331,15 +319,15 @@ def cmd_export(args) -> int:
     from launchtui.analysis.export import export_document
     from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
-    opened, session = _open(args, need_cuda=True)
-    trace = opened.trace
+    session = _open(args, need_cuda=True)
+    trace = session.trace
     sel = selection_from_args(trace, args)
     if args.format == "chrome":
         _emit_chrome(trace, sel, args)
     else:
         doc = export_document(trace, sel, _report_options(args))
         _emit(dumps(doc), args)
-    _commit(opened, session)
+    session.commit()
     return 0
 
 
@@ -366,13 +354,13 @@ def cmd_diff(args) -> int:
     from launchtui.output import dumps
     gates = parse_gates(args.fail_if)  # bad gate syntax fails before any trace is read
     with ThreadPoolExecutor(2) as pool:
-        opened = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
-                               (args.before, args.after)))
-    doc = diff_document(*(o.trace for o, _ in opened), iter_name=args.iter)
+        sessions = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
+                                 (args.before, args.after)))
+    doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter)
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
-    for o, session in opened:
-        _commit(o, session)
+    for session in sessions:
+        session.commit()
     for g, x in tripped:
         print(f"launchtui: {tripped_line(g, x, doc)}", file=sys.stderr)
     return 1 if tripped else 0

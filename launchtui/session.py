@@ -75,10 +75,39 @@ class Session:
         self.trace = trace
         self.entry = entry
         self._shared = shared
+        self._opened = None     # open(): the trace.cache.Opened that commit() writes
         self._values: dict = {}
         self._on_disk: set = set()   # queries read from or written to disk
         self._locks: dict = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path, progress=None, use_cache: bool = True) -> Session:
+        """The session of the trace at `path`, its model through the per-user cache (`use_cache`
+        False: read afresh, nothing stored); a fresh read is written by `commit`."""
+        from launchtui.trace.load import open_cached
+        opened = open_cached(path, progress, use_cache)
+        session = cls(opened.trace, opened.entry)
+        session._opened = opened
+        return session
+
+    @property
+    def fresh(self) -> bool:
+        """The trace was read from its file and its model is not committed yet."""
+        return self._opened is not None and self._opened.fresh
+
+    def commit(self, *queries: Query) -> None:
+        """Write a freshly read model to the cache (nothing for one from the cache, or without
+        CUDA activity), then store beside it the index and `queries` when held in memory."""
+        if self._opened is not None:
+            from launchtui.trace.cache import commit
+            commit(self._opened)
+            self.entry = self._opened.entry
+        self.save(Index(), *queries)
+
+    def use_shared(self, shared) -> None:
+        """Let this session's queries reuse a command's analysis.shared.Shared."""
+        self._shared = shared
 
     @property
     def shared(self):
@@ -232,7 +261,10 @@ class Record(Query):
 @dataclass(frozen=True)
 class Index(Query):
     """The trace's derived index (analysis/index.py): every per-op lookup the analyses share. A
-    result mapped from disk is attached to the trace, so the analyses' `trace_index` find it."""
+    result mapped from disk is attached to the trace, so the analyses' `trace_index` find it. Ask
+    for it before a fresh read's model is committed: building it interns the distinguishing names
+    into the trace's strings, which the stored index refers to (a model saved without them makes
+    the stored index not fit: rebuilt, never trusted)."""
     store: ClassVar[str] = MAPPED
 
     def compute(self, session):

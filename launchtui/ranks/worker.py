@@ -13,24 +13,18 @@ def process_rank(path: str, use_cache: bool = True) -> dict:
     from launchtui.errors import TraceError
     from launchtui.ranks.summary import rank_summary
     from launchtui.session import Index, Session
-    from launchtui.trace.load import open_cached
     t0 = time.perf_counter()
     out = {"file": path, "meta_rank": None, "status": "ok", "error": None, "summary": None}
     try:
-        opened = open_cached(path, use_cache=use_cache)
-        trace = opened.trace
-        session = Session(trace, opened.entry)
+        session = Session.open(path, use_cache=use_cache)
+        trace = session.trace
         rank = trace.source.extra.get("rank")
         out["meta_rank"] = int(rank) if isinstance(rank, (int, float)) and not isinstance(rank, bool) else None
         if not trace.has_cuda_tables:
             raise TraceError(path, "no CUDA activity in this trace (no CUDA API calls or GPU ops)")
         session.get(Index())
         out["summary"] = rank_summary(trace)
-        if use_cache:
-            from launchtui.trace.cache import commit
-            commit(opened)
-            session.entry = opened.entry
-            session.save(Index())   # the index beside the model, as the CLI stores it
+        session.commit()   # the model and, beside it, the index, as the CLI stores them
     except TraceError as e:
         out.update(status="error", error=e.problem)
     except MemoryError:

@@ -93,28 +93,25 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     from launchtui.analysis import nvtx
     from launchtui.analysis.select import SelectionSpec, build_selection
     from launchtui.session import Index
-    from launchtui.trace.cache import Opened, commit
-    from launchtui.trace.load import open_cached
     from launchtui.tui.queries import TimelineLanes, Windows
 
     progress = progress or (lambda stage, rows: None)
     t: dict = {}
     t0 = time.perf_counter()
-    if trace is None:
-        opened = open_cached(args.trace, progress=progress, use_cache=not getattr(args, "no_cache", False))
+    if trace is None:   # a warm open's model entry exists; a cold one's after commit
+        session = Session.open(args.trace, progress, use_cache=not getattr(args, "no_cache", False))
     else:
-        opened = Opened(trace)      # injected: nothing stored
-    trace = opened.trace
+        session = Session(trace)    # injected: nothing stored
+    trace = session.trace
     t["open"] = time.perf_counter() - t0
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
-    session = Session(trace, opened.entry)   # a warm open's entry exists; a cold one's after commit
     session.get(Index())        # mapped from beside the model entry when stored, before any analysis
     stored = session.peek(TimelineLanes(options))
     t1 = time.perf_counter()
     if stored is not MISS:      # a warm open: mapped from beside the model, nothing rebuilt
         lanes, marks = stored
-    elif defer_lanes and opened.entry is not None and not opened.fresh:
+    elif defer_lanes and session.entry is not None and not session.fresh:
         lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
         progress("building timeline lanes", len(trace.ops))
@@ -127,10 +124,8 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     nvtx.op_ranges(trace)
     from launchtui.tui.details import prepare as prepare_details
     prepare_details(trace)
-    read_cold = opened.fresh    # read from the file, not the cache
-    commit(opened)   # no-op for a trace that came from the cache or is not cached
-    session.entry = opened.entry
-    session.save(Index())
+    read_cold = session.fresh    # read from the file, not the cache
+    session.commit()   # the model (when read afresh) and, beside it, the index
     t["marks"] = time.perf_counter() - t2
     dev = getattr(args, "device", "all")
     device = None if dev is None or str(dev).lower() == "all" else int(dev)
