@@ -1,16 +1,13 @@
 """The TUI's lanes and marks stored beside the model entry (queries.TimelineLanes, tui/lanes_cache.py
-their codec): a warm open maps them
-and they equal freshly built ones; other options, new code or a rebuilt entry build them again; the
-model cache's bound evicts them with their entry."""
+their codec): a warm open maps them and they equal freshly built ones; the model cache's bound evicts
+them with their entry (other options, new code or a rebuilt entry: tests/test_session.py)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pytest
 
-from launchtui.analysis.backpressure import Options
 from launchtui.trace import cache
 from launchtui.result_cache import mapped_path
 from launchtui.tui.loader import load, store_lanes
@@ -25,13 +22,6 @@ def synth(tmp_path_factory):
 
 def _side(entry):
     return mapped_path(entry, "lanes")
-
-
-def _stored(entry, options, trace) -> bool:
-    """Whether a session of `trace` beside `entry` finds lanes and marks stored for `options`."""
-    from launchtui.session import MISS, Session
-    from launchtui.tui.queries import TimelineLanes
-    return Session(trace, entry).peek(TimelineLanes(options)) is not MISS
 
 
 def _plain(obj):
@@ -84,24 +74,6 @@ def test_a_warm_open_maps_the_stored_lanes_equal_to_fresh_ones(synth, monkeypatc
     assert _plain(warm.marks) == _plain(fresh.marks) and len(fresh.marks)
     assert warm.optimizer == fresh_optimizer
     assert sum(len(v) for v in fresh.lanes.hw.values()) and fresh.lanes.queue and fresh.lanes.api
-
-
-def test_other_options_new_code_or_a_rebuilt_entry_build_again(synth, monkeypatch):
-    from launchtui import result_cache
-    first = load(tui_args(synth, no_cache=False))
-    store_lanes(first)
-    entry = first.session.entry
-    assert _stored(entry, Options(), first.trace)
-    assert not _stored(entry, Options(threshold=7), first.trace)
-    monkeypatch.setattr(result_cache, "code_fingerprint", lambda: b"other code")
-    assert not _stored(entry, Options(), first.trace)
-    monkeypatch.undo()
-    tmp = entry.with_name("rebuilt.tmp")
-    tmp.write_bytes(entry.read_bytes())
-    os.replace(tmp, entry)                               # rebuilt as cache.save does: a new file
-    assert not _stored(entry, Options(), first.trace)
-    _side(entry).write_bytes(b"garbage")
-    assert not _stored(entry, Options(), first.trace)
 
 
 def test_the_cache_bound_evicts_the_lanes_with_their_entry(synth, tmp_path, monkeypatch):
@@ -204,12 +176,12 @@ def test_a_reopen_reads_the_stored_queue_tables_and_window_without_recomputing(s
     """The queue rows' sparse tables and peaks and the first view's window come from beside the
     model on a warm open (each read whole columns: ~0.8 s of a 5M reopen), equal to fresh ones."""
     from launchtui.analysis import intervals, lanes
-    from launchtui.tui import loader
+    from launchtui.tui import queries
     fresh = load(tui_args(synth))
     warm = load(tui_args(synth, no_cache=False))
     store_lanes(warm)
     monkeypatch.setattr(intervals.RangeMax, "__init__", lambda *a, **k: (_ for _ in ()).throw(AssertionError("rebuilt")))
-    monkeypatch.setattr(loader, "gpu_activity_window", lambda tr: (_ for _ in ()).throw(AssertionError("recomputed")))
+    monkeypatch.setattr(queries, "gpu_activity_window", lambda tr: (_ for _ in ()).throw(AssertionError("recomputed")))
     again = load(tui_args(synth, no_cache=False))
     assert again.lanes_stored and again.fit_window == fresh.fit_window
     assert _plain(again.lanes.queue) == _plain(fresh.lanes.queue) and len(fresh.lanes.queue)
