@@ -19,8 +19,8 @@ without one (`--no-cache`); the cache directory is used only when private (paths
 
 The queries of the analyses live here; the TUI's own (lanes, table rows, idle row) in
 tui/queries.py. Importing this module loads no analysis (nor numpy): the CLI's warm path goes
-through it (`cached_output`). A query's `compute` may run in any thread: equal queries compute once (one lock per
-key) and results are read-only.
+through it (`cached_output`). A query's `compute` may run in any thread: equal queries compute
+once (one lock per key) and results are read-only.
 """
 from __future__ import annotations
 
