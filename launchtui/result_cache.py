@@ -177,13 +177,13 @@ def record_inputs(trace, sel, opt) -> tuple:
     return (str(trace.source.path), sel, opt)
 
 
-def record_and_stalls(trace, sel, opt, shared=None) -> tuple[dict, frozenset]:
-    """The case record and the API indices of its spikes that are not blocked calls (CPU stalls,
-    cold starts, slow calls without a pattern: the TUI's stall marks); `shared`: the report's
-    analysis.shared.Shared."""
+def record_and_stalls(trace, sel, opt, shared=None) -> tuple[dict, dict]:
+    """The case record and {API index: what it is} of its spikes that are not blocked calls (CPU
+    stalls, cold starts, slow calls without a pattern: the TUI's stall marks, §V3's words);
+    `shared`: the report's analysis.shared.Shared."""
     from launchtui.analysis.record import record_with_streams
     doc, streams = record_with_streams(trace, sel, opt, shared)
-    return doc, frozenset(e.worst_api for v in streams for e in v.unblocked_spikes())
+    return doc, {e.worst_api: v.spike_words.get(e.worst_api, "") for v in streams for e in v.unblocked_spikes()}
 
 
 def run_cached(cmd: str, args, handler, emit) -> int:

@@ -162,7 +162,7 @@ def test_queue_class_per_iteration_burst_in_one_step(traces):
     hit = {i for i, (a, b) in enumerate(steps) for t in truth["blocked_at"] if a <= t < b}
     assert hit == {w.cfg.burst_in_step - 1} and truth["blocked"] >= 3
     s = {(x["device_id"], x["stream_id"]): x for x in doc["streams"]}[(0, 7)]
-    assert s["iteration_classes"] == {"saturated": 1, "dry": 3, "normal": 0}
+    assert s["iteration_classes"] == {"saturated": 1, "dry": 3, "backlogged": 0, "normal": 0}
     assert s["queue_class"] == "dry" and doc["backpressure"] is False
     assert s["blocked_launches"] == truth["blocked"] and s["observed_limit"] == w.cfg.queue_limit
     assert s["max_depth"] == w.cfg.queue_limit

@@ -94,14 +94,17 @@ def test_iteration_marks_jumps_and_cpu_stalls(synth):
             assert len(tl.stall_apis) >= 2 and doc["cpu_stalls"] == 0
             marks = scr.visible_marks()
             stalls = sum(1 for e in marks if e.kind == "spike" and e.worst_api in tl.stall_apis)
-            assert f"{len(marks) - stalls} backpressure marks · {stalls} CPU stalls" in scr.stats_line.text
-            # b lands on marks in time order; the lazy-loading launch comes first and reads as a stall
+            cpu = sum(1 for w in tl.stall_apis.values() if w.startswith("CPU stall"))
+            assert f"{len(marks) - stalls} backpressure marks · {stalls} △ not blocked ({cpu} CPU stall" in scr.stats_line.text
+            assert sum(1 for w in tl.stall_apis.values() if w.startswith("cold start")) == 2
+            # b lands on marks in time order; the lazy-loading launch comes first and reads as what
+            # the record's depth rule calls it: a cold start at depth 1, outside the iterations
             tl.view.goto(0)
             await pilot.press("b")
             await settle(app, pilot)
             first = scr.current_mark
             assert first.kind == "spike" and first.worst_api in tl.stall_apis
-            assert scr.context.startswith("CPU stall, not backpressure")
+            assert scr.context.startswith("cold start (first launch, depth 1) outside the iterations: ")
     run(go())
 
 
@@ -129,7 +132,7 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
     """80×24: the panel takes one line so the timeline keeps 6 rows of lanes; V shows every line
     (squeezing the timeline), V again fits it back. 90×28: the level and idle split, the conclusion
     and one line per class. Every form leads with the level and what the GPU waited for."""
-    from launchtui.tui.verdict import COMPACT, FULL, ONE, level_word, one_line, split
+    from launchtui.tui.verdict import COMPACT, FULL, ONE, _conclusion_rest, level_word, one_line, split
     path, trace = synth
 
     async def go():
@@ -157,7 +160,7 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             await settle(app, pilot)
             assert panel.form == COMPACT and tl.content_height >= 6
             assert panel.lines[0] == f"Verdict: {level_word(doc)} · {split(doc)}"
-            assert panel.lines[1] == " " + doc["conclusion"].split(": ", 1)[1] and panel.lines[2:] == [
+            assert panel.lines[1] == " " + _conclusion_rest(doc) and panel.lines[2:] == [
                 " normal: " + ", ".join(f"GPU {s['device_id']} s{s['stream_id']}" for s in doc["streams"])]
             await pilot.resize_terminal(140, 48)
             await settle(app, pilot)

@@ -535,7 +535,8 @@ class MainScreen(Screen):
         self.current_mark = e
         self.context = details.describe_mark(self.loaded.trace, e, i + 1, len(marks), self.origin())
         if e.kind == "spike" and e.worst_api in tl.stall_apis:
-            self.context = "CPU stall, not backpressure (slow launch at low depth): " + self.context
+            words = tl.stall_apis.get(e.worst_api) if isinstance(tl.stall_apis, dict) else None
+            self.context = f"{words or 'slow launch, not a blocked call'}: " + self.context
         if j >= 0:
             tl.select_row(j)
         self.jump(e.start)

@@ -21,7 +21,7 @@ PHASE_LEVELS = (1, 2, 3)
 FULL, COMPACT, ONE = "full", "compact", "one line"   # the panel's forms, richest first
 
 CLASS_STYLE = {"saturated": Style(color="red", bold=True), "dry": Style(color="yellow", bold=True),
-               "normal": Style(color="green")}
+               "backlogged": Style(color="magenta"), "normal": Style(color="green")}
 HEAD = Style(bold=True)
 
 
@@ -51,7 +51,7 @@ class VerdictResult:
     doc: dict
     iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # boundaries (ns)
     iteration_spans: list = field(default_factory=list)    # [(start, end)] per iteration
-    stall_apis: frozenset = frozenset()                     # API indices of CPU-stall spikes
+    stall_apis: dict = field(default_factory=dict)          # spikes not blocked: API index -> words
 
 
 class VerdictReady(Message):
@@ -167,7 +167,7 @@ def _base_depths(trace, op_idx: np.ndarray, base_depth: int, spans) -> np.ndarra
 PHASE_PENDING = "…"   # the phase column while the rows' phases are computed
 
 
-ORDER = {"saturated": 0, "dry": 1, "normal": 2}
+ORDER = {"saturated": 0, "dry": 1, "backlogged": 2, "normal": 3}   # queue_class.CLASSES
 
 
 def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
@@ -405,10 +405,12 @@ class VerdictView:
         return True
 
     def mark_counts(self, marks) -> str:
-        """'N backpressure marks · M CPU stalls': stalls are launch spikes at low depth, not backpressure."""
-        stalls = self.result.stall_apis if self.result else frozenset()
-        n_stall = sum(1 for e in marks if e.kind == "spike" and e.worst_api in stalls)
-        return f"{len(marks) - n_stall} backpressure marks · {n_stall} CPU stalls"
+        """'N backpressure marks · M slow calls not blocked (K CPU stalls)': spikes that are not
+        blocked calls are not backpressure; CPU stalls are those at low depth (§V3)."""
+        stalls = self.result.stall_apis if self.result else {}
+        mine = [stalls.get(e.worst_api, "") for e in marks if e.kind == "spike" and e.worst_api in stalls]
+        cpu = sum(1 for w in mine if w.startswith("CPU stall"))
+        return f"{len(marks) - len(mine)} backpressure marks · {len(mine)} △ not blocked ({cpu} CPU stall{'s' if cpu != 1 else ''})"
 
     def change(self, what: str, direction: int = 1) -> str:
         s = self.settings
