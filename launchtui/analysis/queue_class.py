@@ -31,7 +31,7 @@ from launchtui.analysis.cold_start import SHALLOW_DEPTH, ColdStart, cold_start
 from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
 from launchtui.analysis.stream_calls import DRY_SLACK_NS
-from launchtui.trace.model import Trace
+from launchtui.trace.model import API_LAUNCH, Trace
 
 MIN_BLOCKED = 3           # blocked calls that make an iteration saturated (any Nsight-flagged one does)
 MIN_LAUNCHES = 10         # fewer launches on a stream in an iteration are too little evidence for dry
@@ -69,6 +69,7 @@ class StreamVerdict:
     outside_max_depth: int | None = None     # deeper outside the iterations than inside: that depth
     outside_blocked: int = 0                 # launch calls blocked outside the iterations
     spike_words: dict = field(default_factory=dict, repr=False)   # API index -> what the spike is (§V3)
+    outside: dict | None = None              # what the timeline marks outside the iterations (§V3)
 
     def to_json(self) -> dict:
         r = lambda x: None if x is None else round(x, 4)   # noqa: E731
@@ -81,7 +82,8 @@ class StreamVerdict:
                 "empty_time_share": r(self.empty_time_share), "dry_within_us": self.dry_within_us,
                 "command_buffer_full": self.command_buffer_full, "reason": self.reason,
                 "iteration_classes": self.iteration_classes, "ceiling": self.ceiling,
-                "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked}
+                "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked,
+                "outside": self.outside}
 
     def one_line(self) -> str:
         return f"device {self.device_id} stream {self.stream_id}: {self.queue_class} — {self.reason}"
@@ -147,6 +149,7 @@ class _Inputs:
     cbf_ids: np.ndarray             # API indices Nsight flagged 'command buffer full', sorted
     cold_calls: frozenset           # API indices of cold-start calls
     spikes: dict                    # (device, stream) -> its spike Episodes
+    threshold: int                  # the backpressure threshold the timeline marks episodes at (§6)
 
 
 def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = Options(), devices=None,
@@ -167,7 +170,7 @@ def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = 
     for e in sp:
         by_stream.setdefault((e.device, e.stream), []).append(e)
     x = _Inputs(np.asarray(starts, np.int64), np.asarray(ends, np.int64), depth_before_launch(trace),
-                np.flatnonzero(command_buffer_full(trace)), cold_calls, by_stream)
+                np.flatnonzero(command_buffer_full(trace)), cold_calls, by_stream, opt.threshold)
     out = []
     for dev, series in groupby(stream_series(trace), key=lambda s: s.device):   # (device, stream) order
         if devices is not None and dev not in devices:
@@ -250,11 +253,28 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
         blocked_calls=calls.api[c_in.blocked].tolist(), outside_stalls=kinds["outside"],
         other_spikes=kinds["cold"] + kinds["none"], outside_max_depth=out_depth, spike_words=kinds["words"],
         outside_blocked=len(c_out.blocked) if out_depth is not None else 0)
+    if out_depth is not None and (v.outside_blocked or out_depth >= x.threshold):
+        v.outside = {"max_depth": out_depth, "blocked": v.outside_blocked, "range": _range_at_max(trace, s)}
     dur = trace.api.end[v.blocked_calls] - trace.api.start[v.blocked_calls]
     v.reason = _reason(v, c_in, int(f["launches"].max()), len(x.starts), len(backlog),
                        float(np.median(dur)) / 1e3 if len(dur) else 0.0,
                        int(np.median(f["median_depth"][won])) if won.any() else 0)
     return v
+
+
+def _range_at_max(trace: Trace, s: StreamSeries) -> str | None:
+    """The innermost NVTX range of the launch call that took the stream to its deepest point (the
+    depth rises at a launch call's start), None without one."""
+    from launchtui.analysis import nvtx
+    if not len(s.v):
+        return None
+    t = int(s.t[int(np.argmax(s.v))])
+    api = trace.api
+    hit = np.flatnonzero((api.start == t) & (api.kind == API_LAUNCH))
+    if not len(hit):
+        return None
+    r = int(nvtx.innermost_at(trace, api.thread[hit[:1]], api.start[hit[:1]])[0])
+    return nvtx.range_name(trace, r) if r >= 0 else None
 
 
 def _sort_spikes(eps: list, calls: sc.Calls, c_in: ce.Ceiling, c_out: ce.Ceiling, cold: frozenset) -> dict:

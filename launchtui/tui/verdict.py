@@ -167,6 +167,8 @@ def _base_depths(trace, op_idx: np.ndarray, base_depth: int, spans) -> np.ndarra
 PHASE_PENDING = "…"   # the phase column while the rows' phases are computed
 
 
+OUTSIDE = Style(color="red")   # the outside-the-iterations note: the timeline's red marks
+
 ORDER = {"saturated": 0, "dry": 1, "backlogged": 2, "normal": 3}   # queue_class.CLASSES
 
 
@@ -223,13 +225,17 @@ def one_line(doc: dict, width: int | None = None) -> tuple[str, Style]:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
+    from launchtui.analysis.record_conclusion import outside_notes
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
     queues = "queues: " + (", ".join(f"{k} {c}" for c, k in n.items() if k) or "none")
+    out = ", ".join(outside_notes(doc, short=True))
     head = f"Verdict: {level_word(doc)}"
     has = bool(doc.get("idle_by_cause"))
-    tries = [(2, queues), (1, queues), (1, "")] if has else [(0, queues), (0, "")]
-    for limit, q in tries:
-        line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, "V: details") if p)
+    # what the timeline marks outside the iterations outlives the idle split and the queue counts
+    tries = ([(2, queues, out), (1, queues, out), (1, "", out), (0, "", out), (1, "", "")] if has
+             else [(0, queues, out), (0, "", out), (0, "", "")])
+    for limit, q, o in tries:
+        line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, o, "V: details") if p)
         if width is None or len(line) <= width:
             break
     return line, HEAD
@@ -268,6 +274,10 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
     if rest:
         lines.append(f" {rest}")
         styles.append(Style())
+    from launchtui.analysis.record_conclusion import outside_notes
+    for note in outside_notes(doc):   # what the timeline shows beyond the judged iterations
+        lines.append(f" {note}")
+        styles.append(OUTSIDE)
     if form == FULL and not doc.get("too_little"):
         hb = doc["idle_by_cause"]["host_bound"]
         lines.append(f" {pi['launches']['median']:,.0f} launches/iter · host-bound "

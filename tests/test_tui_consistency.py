@@ -1,0 +1,41 @@
+"""Pilot tests of issue 22: the timeline, the verdict panel, the record and the export tell one
+story at every size (the bundled demo and a generated trace)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui_helpers import make_app, run, screen_text, settle, wait_ready
+
+pytestmark = pytest.mark.tui
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
+
+
+async def _ready(app, pilot):
+    await wait_ready(app, pilot)
+    await settle(app, pilot)
+    return app.screen
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_demo_says_what_lies_outside_the_iterations(size):
+    """The demo's burst after the ProfilerSteps fills stream 7 to 1022 on the timeline while the
+    panel judges the steps only: the panel says so at both sizes, from the record's own facts."""
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=size) as pilot:
+            scr = await _ready(app, pilot)
+            doc = scr.verdict.result.doc
+            s7 = next(s for s in doc["streams"] if (s["device_id"], s["stream_id"]) == (0, 7))
+            assert s7["queue_class"] == "normal" and s7["max_depth"] == 107
+            assert s7["outside"] == {"max_depth": 1022, "blocked": 30, "range": "inference_burst"}
+            text = screen_text(app)
+            assert "q s7      1022!" in text
+            if size[0] == 80:
+                assert "Verdict: launch-bound · s7 1022 outside the iterations · V: details" in text
+            else:
+                assert ("outside the iterations (not judged): GPU 0 stream 7 reaches 1022 in "
+                        "`inference_burst`, 30 launch calls block") in text
+    run(go())
