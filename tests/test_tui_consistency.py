@@ -39,3 +39,30 @@ def test_demo_says_what_lies_outside_the_iterations(size):
                 assert ("outside the iterations (not judged): GPU 0 stream 7 reaches 1022 in "
                         "`inference_burst`, 30 launch calls block") in text
     run(go())
+
+
+def test_panel_wraps_into_the_tables_blank_rows_and_V_shows_more():
+    """120×40: the table's 6 rows leave its area's last rows blank; the panel takes them (its lines
+    continue instead of ending in "…"), the timeline keeps its rows, and V shows every line in full."""
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=(120, 40)) as pilot:
+            scr = await _ready(app, pilot)
+            panel, table = scr.verdict.panel, scr.table
+            area = scr.query_one("#tables")
+            assert area.size.height == len(table.order) + 1 == 7        # no blank row under the table
+            assert len(panel.lines) == panel.size.height > panel.MAX_LINES
+            assert any(x.startswith("   ") for x in panel.lines)          # a wrapped line
+            text = screen_text(app)
+            for i in (1, 2, 3):
+                assert f" {i}. " in text                                  # the top kernels on screen
+            tl_rows = scr.timeline.content_height
+            before = list(panel.lines)
+            await pilot.press("V")
+            await settle(app, pilot)
+            assert panel.expanded and len(panel.lines) > len(before)
+            assert not any(x.endswith("…") for x in panel.lines)          # every line in full
+            await pilot.press("V")
+            await settle(app, pilot)
+            assert not panel.expanded and panel.lines == before and scr.timeline.content_height == tl_rows
+    run(go())

@@ -320,6 +320,7 @@ class MainScreen(Screen):
         if not m.rows:
             self.table.empty_text = self._empty_table_text()
         self.table.set_rows(m.rows)
+        self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
         if m.final:
             self.table_busy = False

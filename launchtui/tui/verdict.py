@@ -180,6 +180,9 @@ def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
         lines.append(f" {cls}: " + ", ".join(
             f"GPU {s['device_id']} s{s['stream_id']}" + class_mix(s)
             + (f" limit {s['observed_limit']}" if s["observed_limit"] is not None else "")
+            + (f" ({s['outside']['max_depth']} outside the iterations"
+               + (f" in `{s['outside']['range']}`" if s["outside"].get("range") else "") + ")"
+               if s.get("outside") else "")
             for s in doc["streams"] if s["queue_class"] == cls))
         styles.append(CLASS_STYLE.get(cls, Style()))
     return lines, styles
@@ -275,7 +278,7 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
         lines.append(f" {rest}")
         styles.append(Style())
     from launchtui.analysis.record_conclusion import outside_notes
-    for note in outside_notes(doc):   # what the timeline shows beyond the judged iterations
+    for note in outside_notes(doc) if form == FULL else ():   # compact: on its stream's class line
         lines.append(f" {note}")
         styles.append(OUTSIDE)
     if form == FULL and not doc.get("too_little"):
@@ -311,12 +314,43 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
     return lines, styles
 
 
+def wrap_lines(lines: list[str], styles: list[Style], width: int, budget: int) -> tuple[list[str], list[Style]]:
+    """Each line that is wider than `width` continued on the next rows (at word boundaries,
+    indented two), first lines first, while the total stays within `budget` rows; a line that
+    cannot wrap whole keeps what fits and is elided on its last row."""
+    out, out_styles = [], []
+    left = budget - len(lines)          # rows beyond one per line
+    for text, style in zip(lines, styles):
+        parts = []
+        rest = text
+        while len(rest) > width and left > 0:
+            cut = _break_at(rest, width)
+            parts.append(rest[:cut].rstrip())
+            rest = "   " + rest[cut:].lstrip()
+            left -= 1
+        parts.append(rest)
+        out += parts
+        out_styles += [style] * len(parts)
+    return out, out_styles
+
+
+def _break_at(text: str, width: int) -> int:
+    """Where to break `text` to fit `width`: after the last " · ", "; " or ", " in the line's
+    right half (a part stays whole: `| sync 0.2`), else the last space, else at the width."""
+    for sep in (" · ", "; ", ", "):
+        pos = text.rfind(sep, 0, width - len(sep) + 2)
+        if pos > width // 2:
+            return pos + (1 if sep == " · " else len(sep) - 1)
+    sp = text.rfind(" ", 0, width + 1)
+    return sp if sp > width // 2 else width
+
+
 class VerdictPanel(TextPanel):
     """The verdict lines. Height rule: the richest form (FULL, COMPACT, ONE) whose lines leave the
     timeline MIN_TIMELINE_ROWS rows of lanes below its axis; `V` expands to FULL whatever the room."""
 
     DEFAULT_CSS = """
-    VerdictPanel { height: auto; max-height: 10; background: $panel; }
+    VerdictPanel { height: auto; background: $panel; }
     """
     MAX_LINES = 10
     MIN_TIMELINE_ROWS = 6
@@ -337,17 +371,68 @@ class VerdictPanel(TextPanel):
             return None
         return self.size.height + tl.size.height - (AXIS_ROWS + self.MIN_TIMELINE_ROWS + 1)
 
+    def spare_table_rows(self) -> int:
+        """Rows the kernel table's area holds beyond its header and rows (0 while the call-site
+        pane shows, or before layout): the panel may take them to wrap its lines (§T6)."""
+        if not self.is_attached:
+            return 0
+        scr = self.screen
+        table = getattr(scr, "table", None)
+        try:
+            area = scr.query_one("#tables")
+        except Exception:   # not a MainScreen
+            return 0
+        if table is None or not scr.size.height or area.has_class("-sources") or area.has_class("-both"):
+            return 0
+        n = len(table.order)
+        if not n:      # rows not there yet (or none: the table's one-line message)
+            return 0
+        return max(0, self._natural(area) - (1 + n))
+
+    def _natural(self, area) -> int:
+        """The table area's height by its CSS (30 %), before the panel took rows from it."""
+        size = self.screen.size
+        if not getattr(self, "_shrunk", False):
+            self._natural_h, self._natural_for = area.size.height, size
+        elif getattr(self, "_natural_for", None) != size:   # resized while shrunk: the CSS rule
+            self._natural_h, self._natural_for = min(16, max(4, int((size.height - 1) * 0.3))), size
+        return self._natural_h
+
     def show(self, doc: dict | None, settings: VerdictSettings) -> None:
         self.doc, self.settings = doc, settings
         room = self.room()
+        width = self.size.width or None
         for form in ((FULL,) if self.expanded else (FULL, COMPACT, ONE)):
-            lines, styles = panel_lines(doc or {}, settings, form, self.size.width or None)
+            lines, styles = panel_lines(doc or {}, settings, form, width)
             if room is None or min(len(lines), self.MAX_LINES) <= room:
                 break
         self.form = form
-        lines, styles = lines[:self.MAX_LINES], styles[:self.MAX_LINES]
+        # the rows the height rule gives, then the table area's blank rows: more lines, then the
+        # lines wrapped instead of elided (the timeline never gives up rows for them)
+        base = len(lines) if self.expanded else min(len(lines), self.MAX_LINES)
+        spare = self.spare_table_rows() if room is not None and form != ONE else 0
+        lines, styles = lines[:base + spare], styles[:base + spare]
+        # V: every line in full, wrapped, leaving the header, the axis, the details and the table
+        budget = max(base, self.screen.size.height - 16) if self.expanded and self.is_attached else base + spare
+        if form != ONE and width:
+            lines, styles = wrap_lines(lines, styles, width, budget)
         self.styles.height = len(lines)
+        self._give_table(len(lines) - base, spare)
         self.set_lines(lines, styles)
+
+    def _give_table(self, taken: int, spare: int) -> None:
+        """Shrink the table's area by the spare rows the wrapped lines took (none: its CSS height)."""
+        try:
+            area = self.screen.query_one("#tables")
+        except Exception:
+            return
+        taken = min(max(0, taken), spare)
+        if taken:
+            area.styles.height = self._natural(area) - taken
+            self._shrunk = True
+        elif getattr(self, "_shrunk", False):
+            area.styles.height = "30%"
+            self._shrunk = False
 
     def relayout(self) -> None:
         self.show(self.doc, self.settings)
