@@ -291,9 +291,12 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
         more, more_styles = _class_lines(doc)
         return lines + more, styles + more_styles
     src = it["source"] + (" (heuristic)" if it["heuristic"] else "")
-    lines.append(f" GPU {doc['device_id']} · {it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, "
-                 f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
-                 f"table {settings.label()} (m/M u/U P)")
+    if it["source"] in ("none", "whole window"):   # no marks: the window is the one iteration (§V1)
+        what = f"no iteration marks: the whole window, {it['median_ns'] / 1e6:,.3f} ms"
+    else:
+        what = (f"{it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, median "
+                f"{it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'one iteration'})")
+    lines.append(f" GPU {doc['device_id']} · {what} · table {settings.label()} (m/M u/U P)")
     styles.append(Style())
     from launchtui.analysis.record_conclusion import class_mix
     for s in doc["streams"]:
