@@ -139,8 +139,12 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--format", choices=("launchtui", "chrome"), default="launchtui",
                    help="launchtui (default): launchtui's own range document; chrome: Chrome Trace Event JSON "
                         "(Kineto conventions) with the record's idle causes, queue depth and marks")
-    p.add_argument("--iter", metavar="NAME", help="with --format chrome: iterations for the record's marks are "
-                                                  "the ranges whose name contains NAME")
+    p.add_argument("--iter", metavar="NAME", help="iterations for the record (the chrome marks, or with "
+                                                  "--phase-level the analysis' record) are the ranges whose "
+                                                  "name contains NAME")
+    p.add_argument("--phase-level", type=_count, default=None, metavar="N",
+                   help="also write the case record of the window (analysis.record) with phases at this "
+                        "depth below the iteration, as the TUI's verdict panel shows it")
     _selection_args(p, trim_required=False)
     _table_args(p)
     parsers["export"] = p
@@ -309,7 +313,12 @@ def cmd_export(args) -> int:
     if args.format == "chrome":
         _emit_chrome(trace, sel, args)
     else:
-        doc = export_document(trace, sel, _report_options(args))
+        ropt = None
+        if args.phase_level is not None:
+            from launchtui.analysis.record_options import RecordOptions
+            ropt = RecordOptions(iter_name=args.iter, min_launches=args.min_launches, max_avg_us=args.max_avg_us,
+                                 phase_level=args.phase_level, names=args.names)
+        doc = export_document(trace, sel, _report_options(args), ropt)
         _emit(dumps(doc), args)
     _commit(trace)
     return 0

@@ -66,3 +66,48 @@ def test_panel_wraps_into_the_tables_blank_rows_and_V_shows_more():
             await settle(app, pilot)
             assert not panel.expanded and panel.lines == before and scr.timeline.content_height == tl_rows
     run(go())
+
+
+def test_export_writes_the_thresholds_phase_level_and_names_the_screen_shows(tmp_path, monkeypatch):
+    """After `m m U` (and `P`, `D`) the table shows other rows: `e` writes those rows, the record at
+    the panel's phase level and the name mode, and its "same as" hint repeats every one of them."""
+    import json
+    import shlex
+
+    from launchtui.cli import main
+    monkeypatch.chdir(tmp_path)
+
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=(120, 40)) as pilot:
+            scr = await _ready(app, pilot)
+            await pilot.press("m", "m", "U", "P", "D")
+            await settle(app, pilot)
+            st = scr.verdict.settings
+            assert (st.min_launches, st.max_avg_us, st.phase_level, scr.name_mode) != (100, 10.0, 1, "short")
+            shown = [(r["kernel_name"], r["device_id"], r["launch_count"]) for r in scr.table.visible_rows()]
+            await pilot.press("0")       # the whole GPU-op window
+            await settle(app, pilot)
+            await pilot.press("e")
+            await pilot.pause()
+            dlg = app.screen
+            hint = dlg.commands["launchtui"]
+            for opt in (f"--min-launches {st.min_launches}", f"--max-avg-us {st.max_avg_us:g}", "--limit 0",
+                        f"--names {scr.name_mode}", f"--phase-level {st.phase_level}"):
+                assert opt in hint
+            dlg.query_one("#export-path").value = str(tmp_path / "tui.json")
+            await pilot.press("enter")
+            await settle(app, pilot)
+            return shown, hint, st
+    shown, hint, st = run(go())
+    doc = json.loads((tmp_path / "tui.json").read_text())
+    a = doc["analysis"]
+    assert a["options"]["min_launches"] == st.min_launches and a["options"]["max_avg_us"] == st.max_avg_us
+    assert a["options"]["names"] == "full" and a["record"]["options"]["phase_level"] == st.phase_level
+    rows = [(r["kernel_name"], r["device_id"], r["launch_count"]) for r in a["small_kernels"] + a["small_kernels_nccl"]]
+    assert sorted(rows) == sorted(shown) and len(rows) == len(shown)
+    # the hint's command writes the same bytes
+    words = shlex.split(hint)
+    words[words.index("-o") + 1] = str(tmp_path / "cli.json")
+    assert main(words[1:]) == 0
+    assert (tmp_path / "cli.json").read_bytes() == (tmp_path / "tui.json").read_bytes()
