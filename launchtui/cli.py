@@ -9,6 +9,14 @@ from launchtui.analysis.config import CONFIG
 from launchtui.errors import TraceError, memory_message, printable
 
 SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
+SUBCOMMAND_LINES = {   # `launchtui --help`: every subcommand, one line each
+    "info": "what a trace holds and what its gaps disable",
+    "report": "small-and-frequent kernels, queue depth per stream, backpressure",
+    "record": "the case record: per-iteration launch overhead, queue classes, top kernels, fixes",
+    "export": "one window as JSON (or --format chrome: a Chrome trace for Perfetto / HTA)",
+    "diff": "before/after comparison of two traces, with a verdict and --fail-if gates",
+    "cache": "the per-user cache of loaded traces: clear | info",
+}
 MAX_TRIM_S = 9.2e9       # int64 ns on any clock, epoch clocks included
 MAX_US = 1e12            # µs options: larger values select nothing a real trace holds
 MAX_FACTOR = 1e6
@@ -169,7 +177,10 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     parsers["cache"] = p
 
     p = _Parser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
-                                "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
+                                "`launchtui TRACE` opens the TUI (the bundled demo: fixtures/demo/demo.sqlite).",
+                epilog="subcommands (launchtui COMMAND --help for each):\n"
+                       + "\n".join(f"  {c:<8}{line}" for c, line in SUBCOMMAND_LINES.items()),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace")
     p.add_argument("--version", action="version", version=f"launchtui {__version__}")
     p.add_argument("--compare", metavar="AFTER", help="compare with a second trace: both timelines aligned on an "

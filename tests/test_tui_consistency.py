@@ -111,3 +111,75 @@ def test_export_writes_the_thresholds_phase_level_and_names_the_screen_shows(tmp
     words[words.index("-o") + 1] = str(tmp_path / "cli.json")
     assert main(words[1:]) == 0
     assert (tmp_path / "cli.json").read_bytes() == (tmp_path / "tui.json").read_bytes()
+
+
+def test_help_lists_every_subcommand_one_line_each(capsys):
+    from launchtui.cli import SUBCOMMANDS, main
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    tail = out.split("subcommands (launchtui COMMAND --help for each):\n")[1].splitlines()
+    assert [x.split()[0] for x in tail] == [c for c in SUBCOMMANDS if c != "tui"]
+    assert all(len(x) <= 100 for x in tail)
+
+
+def test_filter_status_esc_rows_wording_and_key_feedback():
+    """/soft: the stats line and details say "0 of 6 rows" at once; Esc after Enter clears the
+    filter; "1 row" in the singular; P stops at the trace's deepest range level and says it went
+    back; b past the last mark says it wrapped."""
+    from tui_helpers import record_notifications
+
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=(160, 48)) as pilot:
+            scr = await _ready(app, pilot)
+            notes = record_notifications(app)
+            await pilot.press("tab", "slash", *"soft")
+            await settle(app, pilot)
+            assert ": 0 of 6 rows │" in scr.stats_line.text and "filter 'soft'" in scr.stats_line.text
+            assert scr.context == "filter 'soft': 0 of 6 rows (Esc clears)"
+            await pilot.press("enter", "escape")
+            await settle(app, pilot)
+            assert scr.table.filter_text == "" and ": 6 rows │" in scr.stats_line.text
+            await pilot.press("slash", *"triton_poi_fused_mul_add_0", "enter")
+            await settle(app, pilot)
+            assert ": 2 of 6 rows │" in scr.stats_line.text
+            await pilot.press("escape")
+            await settle(app, pilot)
+            # P: the demo's ranges reach 2 levels below ProfilerStep; a third press would go past them
+            assert scr.verdict.deepest_level() == 2
+            await pilot.press("P")
+            await settle(app, pilot)
+            assert scr.verdict.settings.phase_level == 2
+            await pilot.press("P")
+            await settle(app, pilot)
+            assert scr.verdict.settings.phase_level == 1
+            assert "below the iteration: back to 1" in scr.context
+            # b from past the last mark wraps, and says so
+            scr.timeline.view.goto(scr.loaded.trace.extent()[1])
+            await pilot.press("b")
+            await settle(app, pilot)
+            assert scr.context.startswith("past the last mark: back to the first. ")
+            assert "past the last mark: back to the first." in notes
+    run(go())
+
+
+def test_an_empty_table_says_computing_while_its_rows_are_computed():
+    """Before the table worker's rows come, the table never says "no data"."""
+    from launchtui.tui.main_screen import TABLE_COMPUTING
+
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(app, pilot)
+            scr = app.screen
+            scr.table.set_rows([])
+            scr.refresh_selection()                 # rows gone, the worker running
+            assert scr.table.empty_lines(100) == [TABLE_COMPUTING]
+            await settle(app, pilot)
+            assert len(scr.table.order) == 6
+            await pilot.press("u", "u", "u", "u", "u", "u", "u", "u")   # down to < 1 µs: no row qualifies
+            await settle(app, pilot)
+            assert len(scr.table.order) == 0 and scr.table.empty_text.startswith("(No small-and-frequent")
+    run(go())

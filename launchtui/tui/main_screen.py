@@ -62,6 +62,16 @@ MainScreen #tables.-both > SourceTable { border-left: vkey $panel-lighten-2; }
 """
 
 
+TABLE_COMPUTING = "(small-and-frequent kernels: computing…)"   # never "no data" while loading
+
+
+def _rows(t) -> str:
+    """'1 row', '6 rows', with a filter '2 of 6 rows'."""
+    n = len(t.order)
+    of = f" of {len(t.rows)}" if t.filter_text else ""
+    return f"{n}{of} row{'' if n == 1 and not of else 's'}"
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
     return escape(text)
@@ -143,8 +153,8 @@ class MainScreen(Screen):
             self.context = "missing: " + "; ".join(tr.missing)
             for line in tr.missing:
                 self.notify(line, title="Not in this trace", severity="warning", timeout=8)
-        if not len(tr.ops):
-            self.table.empty_text = "(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+        self.table.empty_text = ("(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+                                 if not len(tr.ops) else TABLE_COMPUTING)
         self.verdict.mount(self.query_one("#verdict"))
         self.sources.mount(self.source_table, self.query_one("#tables"))
         self.update_header()
@@ -267,7 +277,7 @@ class MainScreen(Screen):
         filt = f" │ filter '{t.filter_text}'" if t.filter_text else ""
         nccl = " │ NCCL hidden" if t.hide_nccl else ""
         self.stats_line.set_lines([
-            f" Small & frequent ({self.verdict.settings.label()}) in {label}: {len(t.order)} rows │ {s['launches']:,} "
+            f" Small & frequent ({self.verdict.settings.label()}) in {label}: {_rows(t)} │ {s['launches']:,} "
             f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {self.verdict.mark_counts(self.visible_marks())}"
             f"{filt}{nccl}"])
 
@@ -278,6 +288,8 @@ class MainScreen(Screen):
         self.sel_gen += 1
         self.table_busy = True
         self.table_waits = False
+        if len(self.loaded.trace.ops):
+            self.table.empty_text = TABLE_COMPUTING    # what an empty table says until the rows come
         self.idle.interrupt()
         self.update_header()
         gen, spec, names = self.sel_gen, self.spec, self.name_mode
@@ -318,7 +330,7 @@ class MainScreen(Screen):
         self.update_header()
         self.stats = m.stats
         if not m.rows:
-            self.table.empty_text = self._empty_table_text()
+            self.table.empty_text = self._empty_table_text() if m.final else TABLE_COMPUTING
         self.table.set_rows(m.rows)
         self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
@@ -517,14 +529,15 @@ class MainScreen(Screen):
         # a cell (an episode holds hundreds); zoomed in, every spike is a stop
         col = max(1, int(tl.view.ns_per_col))
         starts = [e.start for e in marks]
+        wrapped = ""
         if step > 0:
             i = bisect.bisect_left(starts, cur + col)
             if i >= len(marks):
-                i = 0
+                i, wrapped = 0, "past the last mark: back to the first. "
         else:
             i = bisect.bisect_right(starts, cur - col) - 1
             if i < 0:
-                i = len(marks) - 1
+                i, wrapped = len(marks) - 1, "before the first mark: on to the last. "
         e = marks[i]
         if e.kind == "queue":
             j = tl.row_index("queue", e.device, ("queue", e.device, e.stream))
@@ -538,6 +551,9 @@ class MainScreen(Screen):
         if e.kind == "spike" and e.worst_api in tl.stall_apis:
             words = tl.stall_apis.get(e.worst_api) if isinstance(tl.stall_apis, dict) else None
             self.context = f"{words or 'slow launch, not a blocked call'}: " + self.context
+        if wrapped:
+            self.notify(wrapped.strip())
+            self.context = wrapped + self.context
         if j >= 0:
             tl.select_row(j)
         self.jump(e.start)
@@ -621,8 +637,8 @@ class MainScreen(Screen):
 
     def action_clear(self) -> None:
         tl = self.timeline
-        if self.query_one("#filter", Input).has_class("visible"):
-            self._close_filter(clear=True)
+        if self.query_one("#filter", Input).has_class("visible") or self.table.filter_text:
+            self._close_filter(clear=True)     # the table's filter first: the last thing typed
             return
         if tl.pending_mark is not None or tl.sel_range is not None:
             tl.pending_mark = None
@@ -734,7 +750,15 @@ class MainScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.table.filter_text = event.value
-            self.update_stats()
+            self._filter_said()
+
+    def _filter_said(self) -> None:
+        """The stats line and the details line say the filter and the rows it leaves, now."""
+        t = self.table
+        self.context = (f"filter '{t.filter_text}': {len(t.order)} of {len(t.rows)} rows (Esc clears)"
+                        if t.filter_text else "filter cleared")
+        self.update_stats()
+        self.update_details()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -747,7 +771,7 @@ class MainScreen(Screen):
             self.table.filter_text = ""
         inp.remove_class("visible")
         self.table.focus()
-        self.update_stats()
+        self._filter_said()
 
     # ---- call sites (definitions.md §S) -----------------------------------------------------------
     def _api_at_cursor(self) -> int:

@@ -517,11 +517,23 @@ class VerdictView:
         elif what == "max_avg_us":
             s = VerdictSettings(s.min_launches, step(MAX_AVG_US_STEPS, s.max_avg_us, direction), s.phase_level)
         else:
-            lv = PHASE_LEVELS[(PHASE_LEVELS.index(s.phase_level) + 1) % len(PHASE_LEVELS)] \
-                if s.phase_level in PHASE_LEVELS else 1
+            levels = [lv for lv in PHASE_LEVELS if lv <= self.deepest_level()] or [1]
+            lv = levels[(levels.index(s.phase_level) + 1) % len(levels)] if s.phase_level in levels else 1
+            wrapped = lv <= s.phase_level
             s = VerdictSettings(s.min_launches, s.max_avg_us, lv)
+            if wrapped:   # never past the trace's deepest range: back to the first level, said
+                self.settings = s
+                return s.label() + (f" (the ranges go {levels[-1]} level{'s' if levels[-1] != 1 else ''} "
+                                    "below the iteration: back to 1)")
         self.settings = s
         return s.label()
+
+    def deepest_level(self) -> int:
+        """The deepest phase level the trace's ranges reach below the iteration range (§V5)."""
+        rg = self.screen.loaded.trace.ranges
+        if not len(rg):
+            return 1
+        return max(1, int(rg.depth.max()) + 1 - self.base_depth)
 
     def iteration_target(self, cursor: int, direction: int):
         """(k, start, end) of the iteration after / before the one holding `cursor`; None at the ends."""
