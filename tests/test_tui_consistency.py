@@ -183,3 +183,27 @@ def test_an_empty_table_says_computing_while_its_rows_are_computed():
             await settle(app, pilot)
             assert len(scr.table.order) == 0 and scr.table.empty_text.startswith("(No small-and-frequent")
     run(go())
+
+
+@pytest.mark.parametrize("sizes", [((80, 24), (200, 60)), ((120, 40), (200, 60)), ((200, 60), (80, 24))])
+def test_a_resize_repaints_every_line(sizes):
+    """After a resize (either way) the axis, the ruler and the GPU header rows span the new width,
+    and the screen repaints every line once the terminal settles."""
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=sizes[0]) as pilot:
+            scr = await _ready(app, pilot)
+            calls = []
+            orig = scr._repaint_all
+            scr._repaint_all = lambda: calls.append(1) or orig()
+            await pilot.resize_terminal(*sizes[1])
+            await settle(app, pilot)
+            await pilot.pause(0.4)
+            assert calls, "no full repaint after the resize"
+            w = sizes[1][0]
+            lines = screen_text(app).splitlines()
+            ruler = next(x for x in lines if "/col" in x)
+            assert len(ruler.rstrip()) >= w - 2
+            for gpu in (x for x in lines if x.startswith("━ GPU ")):
+                assert len(gpu.rstrip()) == w and gpu.rstrip().endswith("━━")
+    run(go())

@@ -358,6 +358,14 @@ class MainScreen(Screen):
         self.sources.resized()
         # the verdict panel's form follows the room left once the new layout is done
         self.call_after_refresh(self.verdict.panel.relayout)
+        # and once the terminal has settled, every line again: a frame written while the terminal
+        # was being resized can be cut short there, and an unchanged line is never resent
+        self.set_timer(0.25, self._repaint_all)
+
+    def _repaint_all(self) -> None:
+        self.refresh(repaint=True)
+        for w in (self.timeline, self.verdict.panel, self.stats_line, self.details):
+            w.refresh()
 
     def _empty_table_text(self) -> str:
         tr = self.loaded.trace
