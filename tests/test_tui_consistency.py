@@ -207,3 +207,26 @@ def test_a_resize_repaints_every_line(sizes):
             for gpu in (x for x in lines if x.startswith("━ GPU ")):
                 assert len(gpu.rstrip()) == w and gpu.rstrip().endswith("━━")
     run(go())
+
+
+@pytest.mark.samples
+def test_zoom_into_a_range_keeps_the_hw_row_and_an_idle_stream_names_its_backlog():
+    """a100_negq at 120×40: `o ## backward ##` Enter zooms into the range; its NVTX rows no longer
+    push the judged GPU's HW row off screen, and the idle stream at the cursor says the 565 launched
+    ops pending on it (the GPU waits with work queued), never nothing."""
+    from conftest import sample
+
+    async def go():
+        app = make_app(sample("kineto/a100_negq.json.gz"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            scr = await _ready(app, pilot)
+            entry = next(e for e in scr.nvtx_names() if e.name == "## backward ##")
+            scr.jump_to_range_name(entry)
+            await settle(app, pilot)
+            tl = scr.timeline
+            hw = tl.row_index("hw", 0)
+            assert tl.row_offset <= hw < tl.row_offset + tl.content_height
+            assert "HW   s7" in screen_text(app)
+            assert tl.selected == hw      # the range's NVTX row lies far above: the cursor is on the HW row
+            assert "565 launched ops pending on the stream while it is idle" in screen_text(app)
+    run(go())

@@ -138,7 +138,7 @@ def describe_queue(trace: Trace, lane, t0: int, t1: int, marks, origin: int | No
     return [l1, l2, l3]
 
 
-def describe_idle(trace: Trace, lane, t0: int, origin: int | None) -> list[str]:
+def describe_idle(trace: Trace, lane, t0: int, origin: int | None, pending: int | None = None) -> list[str]:
     ev = lane.ev
     i = int(ev.n_start(np.int64(t0), "right"))
     prev_end = int(ev.end_at(i - 1)) if i > 0 else None
@@ -148,7 +148,14 @@ def describe_idle(trace: Trace, lane, t0: int, origin: int | None) -> list[str]:
         parts.append(f"previous op ended {fmt_d(t0 - prev_end)} before")
     if nxt is not None:
         parts.append(f"next starts in {fmt_d(nxt - t0)}")
-    return ["; ".join(parts), "", ""]
+    why = ""
+    if pending:   # idle with launched work queued: not waiting on the host (§V2 dependency)
+        why = (f"{pending:,} launched op{'s' if pending != 1 else ''} pending on the stream while it is idle: "
+               "the GPU waits with work queued (a dependency: an event, another stream, a collective), "
+               "not on the host")
+    elif pending == 0:
+        why = "nothing pending on the stream: the GPU waits for the host to launch"
+    return ["; ".join(parts), why, ""]
 
 
 def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:

@@ -222,7 +222,12 @@ class MainScreen(Screen):
         origin = self.origin()
         if row.kind == "hw":
             k = lanes.interval_at(row.lane, t0, t1)
-            lines = details.describe_op(tr, k, origin) if k >= 0 else details.describe_idle(tr, row.lane, t0, origin)
+            if k >= 0:
+                lines = details.describe_op(tr, k, origin)
+            else:   # idle: with what is pending on the stream then (its queue row's series)
+                q = tl.row_index("queue", row.device, ("queue", row.lane.device, row.lane.stream))
+                pending = int(tl.rows[q].lane.value_at([t0])[0]) if q >= 0 else None
+                lines = details.describe_idle(tr, row.lane, t0, origin, pending)
         elif row.kind == "api":
             a = lanes.interval_at(row.lane, t0, t1)
             lines = details.describe_api(tr, a, row.lane, origin) if a >= 0 else \
@@ -487,6 +492,25 @@ class MainScreen(Screen):
             if row.kind == "nvtx" and row.lane.thread == int(rg.thread[r]) and row.lane.depth == int(rg.depth[r]):
                 tl.select_row(i)
                 break
+        self._keep_hw_in_view()
+
+    def _keep_hw_in_view(self) -> None:
+        """The judged device's first HW row stays on screen: scrolled so both it and the selected
+        row show, else the cursor moves to it (the ranges are context; the HW row is the view)."""
+        tl = self.timeline
+        dev = self.device
+        if dev is None and self.verdict.result is not None:
+            dev = self.verdict.result.doc.get("device_id")
+        hw = tl.row_index("hw", dev)
+        h = tl.content_height
+        if hw < 0 or h <= 0 or tl.row_offset <= hw < tl.row_offset + h:
+            return
+        top = max(0, hw - h + 1)
+        if top <= tl.selected < top + h:
+            tl.row_offset = top
+            tl.refresh()
+        else:
+            tl.select_row(hw)
 
     def action_occurrence(self, step: int) -> None:
         if self.nvtx_occ is None:
