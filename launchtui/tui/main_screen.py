@@ -186,10 +186,14 @@ class MainScreen(Screen):
                          for d, n in sorted(tr.devices.items())) or "none"
         shown = "all" if self.device is None else str(self.device)
         ver = f" {src.version}" if src.version else ""
-        l1 = f" {printable(Path(src.path).name)} │ {src.producer}{ver} │ GPUs {devs}"
+        l1 = f"{self.header_prefix()} {printable(Path(src.path).name)} │ {src.producer}{ver} │ GPUs {devs}"
         l2 = (f" selected: {self._spec_label()} │ device shown: {shown} │ GPU-op window {win} │ "
               f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
+
+    def header_prefix(self) -> str:
+        """What leads the header's first line (a rank's view names the rank)."""
+        return ""
 
     def _spec_label(self) -> str:
         if self.spec.label:
