@@ -61,8 +61,9 @@ def test_main_screen_table_focused_80x24(snap_compare, demo_trace):
 
     async def ready(pilot) -> None:
         await wait_ready(app, pilot)
+        await settle(app, pilot)       # the verdict and the table's phases too: the same frame every run
         await pilot.press("tab")
-        await pilot.pause()
+        await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
 
