@@ -230,3 +230,39 @@ def test_zoom_into_a_range_keeps_the_hw_row_and_an_idle_stream_names_its_backlog
             assert tl.selected == hw      # the range's NVTX row lies far above: the cursor is on the HW row
             assert "565 launched ops pending on the stream while it is idle" in screen_text(app)
     run(go())
+
+
+def test_cursor_line_shows_grid_block_and_slash_searches_the_timeline():
+    """On the Nsight demo, the kernel at the cursor shows its grid, block, registers and shared
+    memory (read once from the file); `/` on the timeline jumps to the next op named like the
+    text, and again to the one after, wrapping with a word."""
+    import numpy as np
+
+    async def go():
+        app = make_app(DEMO)
+        async with app.run_test(size=(200, 50)) as pilot:
+            scr = await _ready(app, pilot)
+            scr.timeline.focus()
+            scr.update_details()
+            await settle(app, pilot)
+            assert "kernel cunn_SoftMaxForward  30.0 ms  GPU 0 stream 7  at 1.525673804 s  · grid 65536×1×1 " \
+                   "block 1024×1×1 · 38 regs · smem 0 B" in screen_text(app)
+            tr = scr.loaded.trace
+            name = "triton_poi_fused_mul_add_0"
+            k = np.flatnonzero(tr.ops.name == tr.strings.lookup(name))
+            starts = np.sort(tr.ops.start[k])
+            scr.timeline.view.goto(int(starts[0]) - 1)
+            await pilot.press("slash", *"TRITON_poi_fused_mul", "enter")
+            await settle(app, pilot)
+            t0 = scr.timeline.view.cursor
+            row = scr.timeline.current_row
+            assert row.kind == "hw" and f"kernel {name}" in screen_text(app)
+            assert starts[0] <= t0 and scr.context.startswith("found 'TRITON_poi_fused_mul'")
+            await pilot.press("slash", "enter")          # the same text again: the next one
+            await settle(app, pilot)
+            assert scr.timeline.view.cursor > t0 and f"kernel {name}" in screen_text(app)
+            await pilot.press("slash", *"no_such_kernel_name", "enter")
+            await settle(app, pilot)
+            assert scr.context == "no GPU op named like 'no_such_kernel_name'"
+            assert scr.table.filter_text == ""           # the table's filter was never touched
+    run(go())

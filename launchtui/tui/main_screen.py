@@ -191,6 +191,20 @@ class MainScreen(Screen):
               f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
 
+    def _op_details(self, k: int) -> str:
+        """The kernel's launch details (trace.op_details), read from the file in a worker the first
+        time a kernel is under the cursor; "" until then and where the format has none."""
+        od = getattr(self, "op_details", None)
+        if od is None:
+            from launchtui.trace.op_details import OpDetails
+            od = self.op_details = OpDetails(self.loaded.trace)
+            if od.available():
+                def work() -> None:
+                    od.load()
+                    self.app.call_from_thread(self.update_details)
+                self.run_worker(work, thread=True, group="op-details")
+        return od.text(k)
+
     def header_prefix(self) -> str:
         """What leads the header's first line (a rank's view names the rank)."""
         return ""
@@ -228,6 +242,9 @@ class MainScreen(Screen):
             k = lanes.interval_at(row.lane, t0, t1)
             if k >= 0:
                 lines = details.describe_op(tr, k, origin)
+                extra = self._op_details(k)
+                if extra:   # grid / block / input shapes: on the kernel's own line
+                    lines[0] += f"  · {extra}"
             else:   # idle: with what is pending on the stream then (its queue row's series)
                 q = tl.row_index("queue", row.device, ("queue", row.lane.device, row.lane.stream))
                 pending = int(tl.rows[q].lane.value_at([t0])[0]) if q >= 0 else None
@@ -779,12 +796,16 @@ class MainScreen(Screen):
 
     def action_filter(self) -> None:
         inp = self.query_one("#filter", Input)
+        # from the timeline, / searches its ops by name; from the table, it filters the rows
+        self.searching = self.focused is self.timeline
+        inp.placeholder = ("find the next GPU op whose name contains… (Enter jumps; again: the next)"
+                           if self.searching else "filter kernels by name (Enter keeps, Esc clears)")
         inp.add_class("visible")
-        inp.value = self.table.filter_text
+        inp.value = getattr(self, "last_search", "") if self.searching else self.table.filter_text
         inp.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
+        if event.input.id == "filter" and not getattr(self, "searching", False):
             self.table.filter_text = event.value
             self._filter_said()
 
@@ -797,11 +818,51 @@ class MainScreen(Screen):
         self.update_details()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
+        if event.input.id == "filter" and getattr(self, "searching", False):
+            self._search(event.value.strip())
+        elif event.input.id == "filter":
             self._close_filter(clear=False)
+
+    def _search(self, text: str) -> None:
+        """Jump to the next op named like `text` after the cursor, its HW row selected."""
+        from launchtui.tui.search import next_op
+        inp = self.query_one("#filter", Input)
+        inp.remove_class("visible")
+        self.searching = False
+        tl = self.timeline
+        tl.focus()
+        if not text:
+            return
+        self.last_search = text
+        tr = self.loaded.trace
+        k = next_op(tr, text, int(tl.view.cursor), self.device)
+        wrapped = k < 0
+        if wrapped:
+            k = next_op(tr, text, -2**62, self.device)
+        if k < 0:
+            self.context = f"no GPU op named like '{text}'" + (f" on GPU {self.device}" if self.device is not None else "")
+            self.notify(self.context)
+            self.update_details()
+            return
+        ops = tr.ops
+        j = tl.row_index("hw", int(ops.device[k]), ("hw", int(ops.device[k]), int(ops.stream[k])))
+        if j >= 0:
+            tl.select_row(j)
+        self.context = (("past the last one: back to the first. " if wrapped else "")
+                        + f"found '{text}': / Enter again for the next")
+        a, b = int(ops.start[k]), int(ops.end[k])
+        if b - a < 4 * tl.view.ns_per_col:   # zoom in until the op holds a few cells of its own
+            pad = max(b - a, 1) * 20
+            tl.view.fit(a - pad, b + pad)
+        self.jump(a + (b - a) // 2)
 
     def _close_filter(self, clear: bool) -> None:
         inp = self.query_one("#filter", Input)
+        if getattr(self, "searching", False):   # Esc on a search: nothing to clear in the table
+            self.searching = False
+            inp.remove_class("visible")
+            self.timeline.focus()
+            return
         if clear:
             inp.value = ""
             self.table.filter_text = ""
