@@ -40,7 +40,8 @@ from launchtui.tui.sources_view import SourcesPane
 from launchtui.tui.widgets.kernel_table import KernelTable
 from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
-from launchtui.tui.verdict import VerdictReady, VerdictView
+from launchtui.tui.verdict import VerdictReady
+from launchtui.tui.verdict_panel import VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline, legend
 from launchtui.errors import printable
 
@@ -191,20 +192,6 @@ class MainScreen(Screen):
               f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
 
-    def _op_details(self, k: int) -> str:
-        """The kernel's launch details (trace.op_details), read from the file in a worker the first
-        time a kernel is under the cursor; "" until then and where the format has none."""
-        od = getattr(self, "op_details", None)
-        if od is None:
-            from launchtui.trace.op_details import OpDetails
-            od = self.op_details = OpDetails(self.loaded.trace)
-            if od.available():
-                def work() -> None:
-                    od.load()
-                    self.app.call_from_thread(self.update_details)
-                self.run_worker(work, thread=True, group="op-details")
-        return od.text(k)
-
     def header_prefix(self) -> str:
         """What leads the header's first line (a rank's view names the rank)."""
         return ""
@@ -242,7 +229,8 @@ class MainScreen(Screen):
             k = lanes.interval_at(row.lane, t0, t1)
             if k >= 0:
                 lines = details.describe_op(tr, k, origin)
-                extra = self._op_details(k)
+                from launchtui.tui.search import op_details
+                extra = op_details(self, k)
                 if extra:   # grid / block / input shapes: on the kernel's own line
                     lines[0] += f"  · {extra}"
             else:   # idle: with what is pending on the stream then (its queue row's series)
@@ -513,25 +501,8 @@ class MainScreen(Screen):
             if row.kind == "nvtx" and row.lane.thread == int(rg.thread[r]) and row.lane.depth == int(rg.depth[r]):
                 tl.select_row(i)
                 break
-        self._keep_hw_in_view()
-
-    def _keep_hw_in_view(self) -> None:
-        """The judged device's first HW row stays on screen: scrolled so both it and the selected
-        row show, else the cursor moves to it (the ranges are context; the HW row is the view)."""
-        tl = self.timeline
-        dev = self.device
-        if dev is None and self.verdict.result is not None:
-            dev = self.verdict.result.doc.get("device_id")
-        hw = tl.row_index("hw", dev)
-        h = tl.content_height
-        if hw < 0 or h <= 0 or tl.row_offset <= hw < tl.row_offset + h:
-            return
-        top = max(0, hw - h + 1)
-        if top <= tl.selected < top + h:
-            tl.row_offset = top
-            tl.refresh()
-        else:
-            tl.select_row(hw)
+        from launchtui.tui.search import keep_hw_in_view
+        keep_hw_in_view(self)
 
     def action_occurrence(self, step: int) -> None:
         if self.nvtx_occ is None:
@@ -819,42 +790,10 @@ class MainScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter" and getattr(self, "searching", False):
-            self._search(event.value.strip())
+            from launchtui.tui.search import search
+            search(self, event.value.strip())
         elif event.input.id == "filter":
             self._close_filter(clear=False)
-
-    def _search(self, text: str) -> None:
-        """Jump to the next op named like `text` after the cursor, its HW row selected."""
-        from launchtui.tui.search import next_op
-        inp = self.query_one("#filter", Input)
-        inp.remove_class("visible")
-        self.searching = False
-        tl = self.timeline
-        tl.focus()
-        if not text:
-            return
-        self.last_search = text
-        tr = self.loaded.trace
-        k = next_op(tr, text, int(tl.view.cursor), self.device)
-        wrapped = k < 0
-        if wrapped:
-            k = next_op(tr, text, -2**62, self.device)
-        if k < 0:
-            self.context = f"no GPU op named like '{text}'" + (f" on GPU {self.device}" if self.device is not None else "")
-            self.notify(self.context)
-            self.update_details()
-            return
-        ops = tr.ops
-        j = tl.row_index("hw", int(ops.device[k]), ("hw", int(ops.device[k]), int(ops.stream[k])))
-        if j >= 0:
-            tl.select_row(j)
-        self.context = (("past the last one: back to the first. " if wrapped else "")
-                        + f"found '{text}': / Enter again for the next")
-        a, b = int(ops.start[k]), int(ops.end[k])
-        if b - a < 4 * tl.view.ns_per_col:   # zoom in until the op holds a few cells of its own
-            pad = max(b - a, 1) * 20
-            tl.view.fit(a - pad, b + pad)
-        self.jump(a + (b - a) // 2)
 
     def _close_filter(self, clear: bool) -> None:
         inp = self.query_one("#filter", Input)
