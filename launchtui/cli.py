@@ -241,10 +241,12 @@ def cmd_info(args) -> int:
 def _record_options(args):
     from launchtui.analysis.record import RecordOptions
     from launchtui.errors import UsageError
-    if getattr(args, "phase_level", 1) < 1:
-        raise UsageError(f"--phase-level {args.phase_level}: expected 1 or more", args.trace)
+    level = getattr(args, "phase_level", None)
+    level = 1 if level is None else level     # export: --phase-level is optional
+    if level < 1:
+        raise UsageError(f"--phase-level {level}: expected 1 or more", args.trace)
     return RecordOptions(iter_name=getattr(args, "iter", None), min_launches=args.min_launches,
-                         max_avg_us=args.max_avg_us, phase_level=getattr(args, "phase_level", 1), names=args.names,
+                         max_avg_us=args.max_avg_us, phase_level=level, names=args.names,
                          backpressure=_report_options(args).backpressure)
 
 
@@ -324,11 +326,7 @@ def cmd_export(args) -> int:
     if args.format == "chrome":
         _emit_chrome(trace, sel, args)
     else:
-        ropt = None
-        if args.phase_level is not None:
-            from launchtui.analysis.record_options import RecordOptions
-            ropt = RecordOptions(iter_name=args.iter, min_launches=args.min_launches, max_avg_us=args.max_avg_us,
-                                 phase_level=args.phase_level, names=args.names)
+        ropt = _record_options(args) if args.phase_level is not None else None
         doc = export_document(trace, sel, _report_options(args), ropt)
         _emit(dumps(doc), args)
     _commit(trace)

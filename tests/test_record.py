@@ -146,7 +146,7 @@ def test_queue_class_ignores_a_burst_outside_the_iterations(traces):
     assert all(s["outside_blocked"] == 0 for k, s in by.items() if k != (0, 7))
     page = render_markdown(doc)
     assert ("Backpressure: no inside the iterations" in page
-            and f"device 0 stream 7 reaches {by[(0, 7)]['outside_max_depth']} pending "
+            and f"device 0 stream 7 reaches {by[(0, 7)]['outside_max_depth']} pending in `inference_burst` "
                 f"({whole[(0, 7)]['blocked']} launch calls blocked)" in page)
 
 

@@ -27,6 +27,7 @@ class OpDetails:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.ready = False
+        self.loading = False                   # set by the caller while a worker reads them
         self.start = np.zeros(0, np.int64)     # sorted
         self.corr = np.zeros(0, np.int64)
         self.texts: list[str] = []

@@ -99,7 +99,14 @@ def op_details(scr, k: int) -> str:
         od = scr.launch_details = OpDetails(scr.loaded.trace)
         if od.available():
             def work() -> None:
-                od.load()
-                scr.app.call_from_thread(scr.update_details)
+                try:
+                    od.load()
+                finally:
+                    scr.app.call_from_thread(done)
+
+            def done() -> None:
+                od.loading = False
+                scr.update_details()
+            od.loading = True
             scr.run_worker(work, thread=True, group="op-details")
     return od.text(k)
