@@ -289,6 +289,7 @@ class Timeline(Widget, can_focus=True):
         if size != self._synced_size:
             self._synced_size = size
             self.view.resize(max(1, size[0] - GUTTER))
+            self.row_offset = 0     # placed as a fresh layout would: the same screen whatever came before
             self._ensure_row_visible()
 
     def select_row(self, i: int) -> None:
