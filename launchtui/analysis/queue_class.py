@@ -211,11 +211,14 @@ def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
     if not len(ins):
         return out
     k, d = calls.k[ins], calls.depth[ins]
-    order = np.lexsort((d, k))
     n = np.bincount(k, minlength=n_it)
     first = np.concatenate(([0], np.cumsum(n)[:-1]))
-    has = n > 0
-    out[has] = d[order][first[has] + (n[has] - 1) // 2]
+    if len(k) > 1 and (k[1:] < k[:-1]).any():   # calls not in iteration order: one sort
+        d = d[np.argsort(k, kind="stable")]
+    for i in np.flatnonzero(n).tolist():          # a selection per iteration: O(calls) in all
+        part = d[first[i]:first[i] + n[i]]
+        mid = (n[i] - 1) // 2
+        out[i] = np.partition(part, mid)[mid]
     return out
 
 
