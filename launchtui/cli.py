@@ -9,6 +9,14 @@ from launchtui.analysis.config import CONFIG
 from launchtui.errors import TraceError, memory_message, printable
 
 SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
+SUBCOMMAND_LINES = {   # `launchtui --help`: every subcommand, one line each
+    "info": "what a trace holds and what its gaps disable",
+    "report": "small-and-frequent kernels, queue depth per stream, backpressure",
+    "record": "the case record: per-iteration launch overhead, queue classes, top kernels, fixes",
+    "export": "one window as JSON (or --format chrome: a Chrome trace for Perfetto / HTA)",
+    "diff": "before/after comparison of two traces, with a verdict and --fail-if gates",
+    "cache": "the per-user cache of loaded traces: clear | info",
+}
 MAX_TRIM_S = 9.2e9       # int64 ns on any clock, epoch clocks included
 MAX_US = 1e12            # µs options: larger values select nothing a real trace holds
 MAX_FACTOR = 1e6
@@ -148,8 +156,12 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("launchtui", "chrome"), default="launchtui",
                    help="launchtui (default): launchtui's own range document; chrome: Chrome Trace Event JSON "
                         "(Kineto conventions) with the record's idle causes, queue depth and marks")
-    p.add_argument("--iter", metavar="NAME", help="with --format chrome: iterations for the record's marks are "
-                                                  "the ranges whose name contains NAME")
+    p.add_argument("--iter", metavar="NAME", help="iterations for the record (the chrome marks, or with "
+                                                  "--phase-level the analysis' record) are the ranges whose "
+                                                  "name contains NAME")
+    p.add_argument("--phase-level", type=_count, default=None, metavar="N",
+                   help="also write the case record of the window (analysis.record) with phases at this "
+                        "depth below the iteration, as the TUI's verdict panel shows it")
     _selection_args(p, trim_required=False)
     _table_args(p)
     return p
@@ -183,7 +195,10 @@ def _cache_parser() -> argparse.ArgumentParser:
 def _tui_parser() -> argparse.ArgumentParser:
     """`launchtui TRACE`: the TUI."""
     p = _Parser(prog="launchtui", description="Terminal triage of CUDA kernel-launch overhead. "
-                                "`launchtui TRACE` opens the TUI; subcommands: info, report, export, cache.")
+                                "`launchtui TRACE` opens the TUI (the bundled demo: fixtures/demo/demo.sqlite).",
+                epilog="subcommands (launchtui COMMAND --help for each):\n"
+                       + "\n".join(f"  {c:<8}{line}" for c, line in SUBCOMMAND_LINES.items()),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace")
     p.add_argument("--version", action="version", version=f"launchtui {__version__}")
     p.add_argument("--compare", metavar="AFTER", help="compare with a second trace: both timelines aligned on an "
@@ -251,10 +266,12 @@ def cmd_info(args) -> int:
 def _record_options(args):
     from launchtui.analysis.record import RecordOptions
     from launchtui.errors import UsageError
-    if getattr(args, "phase_level", 1) < 1:
-        raise UsageError(f"--phase-level {args.phase_level}: expected 1 or more", args.trace)
+    level = getattr(args, "phase_level", None)
+    level = 1 if level is None else level     # export: --phase-level is optional
+    if level < 1:
+        raise UsageError(f"--phase-level {level}: expected 1 or more", args.trace)
     return RecordOptions(iter_name=getattr(args, "iter", None), min_launches=args.min_launches,
-                         max_avg_us=args.max_avg_us, phase_level=getattr(args, "phase_level", 1), names=args.names,
+                         max_avg_us=args.max_avg_us, phase_level=level, names=args.names,
                          backpressure=_report_options(args).backpressure)
 
 
@@ -325,7 +342,8 @@ def cmd_export(args) -> int:
     if args.format == "chrome":
         _emit_chrome(trace, sel, args)
     else:
-        doc = export_document(trace, sel, _report_options(args))
+        ropt = _record_options(args) if args.phase_level is not None else None
+        doc = export_document(trace, sel, _report_options(args), ropt)
         _emit(dumps(doc), args)
     session.commit()
     return 0

@@ -27,7 +27,7 @@ SHOTS = [
      ["g", "until_queue_mark", "plus", "plus", "plus", "plus"],
      "b jumped to the first saturated episode of stream 7; launches made at depth 1021 spike (!)"),
     ("h100-nsys-2gpu", "nsys/nsys-ai__h100_2gpu_1s.sqlite", ["tab"],
-     "H100 Nsight export, two GPUs side by side; the table focused shows the reading of its top row"),
+     "H100 Nsight export of two GPUs, one under the other; the table focused shows the reading of its top row"),
     ("synthetic-optimizer", str(ROOT / "fixtures" / "demo" / "demo.sqlite"), ["O", "a", "tab", "enter"],
      "synthetic demo: O (optimizer phase), a (all 8 steps), Enter highlights the unfused elementwise kernel"),
 ]

@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from fixtures.ranks import make_ranks
-from tui_helpers import run, settle, wait_ready
+from tui_helpers import run, screen_text, settle, wait_ready
 
 pytestmark = [pytest.mark.tui, pytest.mark.serial]
 
@@ -63,6 +63,13 @@ def test_ranks_view_rows_sort_open_and_back(job4):
             await settle(app, pilot)
             assert isinstance(app.screen, RankMainScreen) and app.screen.rank == 2
             assert app.screen.loaded.trace.source.path.endswith("rank2.pt.trace.json.gz")
+            # the same layout as a single trace (the main view's CSS): a one-line legend, the filter
+            # hidden; the header names the rank
+            rk = app.screen
+            assert rk.query_one("#legend").size.height == 1
+            assert not rk.query_one("#filter").display or not rk.query_one("#filter").has_class("visible")
+            assert rk.query_one("#filter").size.height == 0
+            assert screen_text(app).splitlines()[0].startswith(" rank 2 │ rank2.pt.trace.json.gz │")
             await pilot.press("escape")
             await pilot.pause()
             assert app.screen is scr

@@ -146,7 +146,7 @@ def test_queue_class_ignores_a_burst_outside_the_iterations(traces):
     assert all(s["outside_blocked"] == 0 for k, s in by.items() if k != (0, 7))
     page = render_markdown(doc)
     assert ("Backpressure: no inside the iterations" in page
-            and f"device 0 stream 7 reaches {by[(0, 7)]['outside_max_depth']} pending "
+            and f"device 0 stream 7 reaches {by[(0, 7)]['outside_max_depth']} pending in `inference_burst` "
                 f"({whole[(0, 7)]['blocked']} launch calls blocked)" in page)
 
 
@@ -162,7 +162,7 @@ def test_queue_class_per_iteration_burst_in_one_step(traces):
     hit = {i for i, (a, b) in enumerate(steps) for t in truth["blocked_at"] if a <= t < b}
     assert hit == {w.cfg.burst_in_step - 1} and truth["blocked"] >= 3
     s = {(x["device_id"], x["stream_id"]): x for x in doc["streams"]}[(0, 7)]
-    assert s["iteration_classes"] == {"saturated": 1, "dry": 3, "normal": 0}
+    assert s["iteration_classes"] == {"saturated": 1, "dry": 3, "backlogged": 0, "normal": 0}
     assert s["queue_class"] == "dry" and doc["backpressure"] is False
     assert s["blocked_launches"] == truth["blocked"] and s["observed_limit"] == w.cfg.queue_limit
     assert s["max_depth"] == w.cfg.queue_limit

@@ -28,7 +28,7 @@ def test_v100_saturates_at_observed_limit_1022():
     assert (it["source"], it["count"]) == ("ProfilerStep", 5)
     s = _stream(doc, 0, 7)
     assert s["queue_class"] == "saturated" and s["max_depth"] == 1022
-    assert s["iteration_classes"] == {"saturated": 4, "dry": 0, "normal": 1}
+    assert s["iteration_classes"] == {"saturated": 4, "dry": 0, "backlogged": 0, "normal": 1}
     assert s["observed_limit"] == 1022          # definitions.md §5-§6: launches at 1021 block
     assert s["blocked_launches"] >= 500 and s["cpu_stalls"] == 0
     assert doc["backpressure"] is True
@@ -50,7 +50,7 @@ def test_b200_eager_is_dry():
     # per-layer launch period inside it
     it = doc["iterations"]
     assert (it["source"], it["count"], it["heuristic"]) == ("step-like range", 1, False)
-    assert s["iteration_classes"] == {"saturated": 0, "dry": 1, "normal": 0}
+    assert s["iteration_classes"] == {"saturated": 0, "dry": 1, "backlogged": 0, "normal": 0}
     # the one 141 µs launch at depth 0 is its kernel's first launch: a cold start, never backpressure
     assert s["cpu_stalls"] == 0 and doc["cold_start"]["calls"] == 1 and doc["cold_start"]["first_launches"] == 1
     _, streams = record_with_streams(open_trace(sample("kineto/b200__eager_trace.json.gz"), use_cache=False))
@@ -103,7 +103,7 @@ def test_h100_slice_saturated_at_1139_counting_the_pre_capture_backlog():
         s = _stream(doc, dev, stream)
         assert s["queue_class"] == "saturated" and s["command_buffer_full"] > 0
         n_it = doc["iterations"]["count"]
-        assert s["iteration_classes"] == {"saturated": n_it, "dry": 0, "normal": 0}
+        assert s["iteration_classes"] == {"saturated": n_it, "dry": 0, "backlogged": 0, "normal": 0}
         assert s["observed_limit"] == 1139 and s["band"] == [1128, 1150]
         c = s["ceiling"]
         assert c["backlog_ops"] == 1138 and c["in_band"] == c["slow_deep_calls"] >= 50
@@ -195,3 +195,32 @@ def test_tiny_kernels_are_not_hidden_by_a_few_long_instances():
                          opt=RecordOptions(top=50, min_launches=1, max_avg_us=1e12))
     assert sum(r["launches_per_iteration"] for r in every["top"]
                if r["kernel_name"].startswith("vectorized_elementwise_kernel<")) == 990
+
+
+@pytest.mark.parametrize("rel,dev,stream,at_least", [("kineto/mi300_resnet.json.gz", 2, 0, 1000),
+                                                     ("kineto/trace_diff__test__test.json.gz", 1, 7, 900)])
+def test_a_queue_that_never_drains_is_backlogged(rel, dev, stream, at_least):
+    """A stream never near empty (nothing pending < 5 % of each iteration, median launch depth >= 32)
+    is backlogged, not "normal": the GPU has work queued (§V3)."""
+    doc = _rec(rel)
+    s = _stream(doc, dev, stream)
+    assert s["queue_class"] == "backlogged" and s["blocked_launches"] == 0 and doc["backpressure"] is False
+    assert s["empty_time_share"] < 0.05 and s["max_depth"] >= at_least
+    assert s["iteration_classes"]["backlogged"] == sum(s["iteration_classes"].values())
+    assert s["reason"].startswith("never near empty: launch calls find a median ")
+    assert "GPU-bound or waiting on a dependency" in s["reason"]
+
+
+def test_spike_words_follow_the_depth_rule():
+    """a100_negq's slow calls at depth ~930-994 that do not block are never called CPU stalls
+    (those are at depth <= 4): the words the TUI's `b` shows come from the record's depth rule."""
+    from launchtui.analysis.record import record_and_stalls
+    from launchtui.analysis.select import WHOLE
+    trace = open_trace(sample("kineto/a100_negq.json.gz"), use_cache=False)
+    doc, words = record_and_stalls(trace, WHOLE, RecordOptions())
+    s = next(x for x in doc["streams"] if x["queue_class"] == "saturated")
+    assert s["cpu_stalls"] == 0 and s["slow_no_pattern"] == len(words) == 3
+    depths = sorted(int(w.split("at depth ")[1].split(",")[0]) for w in words.values())
+    assert depths == [927, 931, 994]
+    assert all(w.endswith("not a blocked call (no full-queue pattern: neither backpressure nor a CPU stall)")
+               for w in words.values())

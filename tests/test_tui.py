@@ -200,6 +200,23 @@ def test_b_lands_on_the_synthetic_backpressure_episode(synth):
     run(go())
 
 
+def _shown_options(dlg) -> list[str]:
+    """The options of the dialog's "same as" command (the screen's table and verdict settings),
+    without its --trim, --device and -o."""
+    import shlex
+    words = shlex.split(dlg.commands["launchtui"])[3:]
+    out, i = [], 0
+    while i < len(words):
+        if words[i] in ("--trim",):
+            i += 3
+        elif words[i] in ("-o", "--device"):
+            i += 2
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
 def _cli_export(path, a_s, b_s, out, *extra):
     from launchtui.cli import main
     rc = main(["export", str(path), "--trim", repr(a_s), repr(b_s), "-o", str(out), *extra])
@@ -229,13 +246,16 @@ def test_e_writes_the_same_file_as_launchtui_export(synth, tmp_path, monkeypatch
             assert isinstance(dlg, ExportDialog)
             default = dlg.default_name
             assert default.startswith("synth.") and default.endswith(".launchtui.json")
+            shown = _shown_options(dlg)
+            assert shown == ["--min-launches", "100", "--max-avg-us", "10", "--limit", "0", "--names", "short",
+                             "--phase-level", "1"]
             inp = dlg.query_one("#export-path")
             inp.value = str(tmp_path / "tui.json")
             await pilot.press("enter")
             await settle(app, pilot)
             assert (tmp_path / "tui.json").exists()
             a_s, b_s = t0 / 1e9, t1 / 1e9
-            cli = _cli_export(synth["nsys"], a_s, b_s, tmp_path / "cli.json")
+            cli = _cli_export(synth["nsys"], a_s, b_s, tmp_path / "cli.json", *shown)
             assert (tmp_path / "tui.json").read_bytes() == cli
             doc = json.loads(cli)
             assert doc["window"]["t0_ns"] == round(a_s * 1e9) and doc["counts"]["gpu_ops"] > 0
@@ -262,7 +282,7 @@ def test_e_writes_the_same_file_as_launchtui_export(synth, tmp_path, monkeypatch
             name = app.screen.default_name
             await pilot.press("enter")
             await settle(app, pilot)
-            cli = _cli_export(synth["nsys"], v0 / 1e9, v1 / 1e9, tmp_path / "cli2.json", "--device", "0")
+            cli = _cli_export(synth["nsys"], v0 / 1e9, v1 / 1e9, tmp_path / "cli2.json", "--device", "0", *shown)
             assert (tmp_path / name).read_bytes() == cli
     run(go())
 
@@ -345,7 +365,7 @@ def test_filter_nvtx_picker_help_and_palette(synth):
         app = _app(synth)
         async with app.run_test(size=SIZE) as pilot:
             await wait_ready(app, pilot)
-            await pilot.press("slash", *"triton")
+            await pilot.press("tab", "slash", *"triton")     # / on the table filters it (on the timeline: search)
             await pilot.pause()
             names = [r["kernel_name"] for r in app.main.table.visible_rows()]
             assert names and all("triton" in n for n in names)

@@ -1,4 +1,5 @@
-"""SVG snapshots of the main screen at 80×24 and 160×50 (pytest-textual-snapshot).
+"""SVG snapshots of the main screen at 80×24, 120×40, 160×50 and 200×60, and after a resize from
+small to large (pytest-textual-snapshot).
 
 On the bundled deterministic 2-GPU demo trace: the header shows the file's name only, times are the
 trace's own, and nothing random is drawn, so the snapshots are the same on every run and machine.
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_helpers import make_app, wait_ready
+from tui_helpers import make_app, settle, wait_ready
 
 pytestmark = pytest.mark.tui
 
@@ -26,14 +27,32 @@ def demo_trace():
     return open_trace(DEMO, use_cache=False)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+SIZES = [(80, 24), (120, 40), (160, 50), (200, 60)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_main_screen(snap_compare, demo_trace, size):
     app = make_app(DEMO.name, trace=demo_trace)   # a relative name: no absolute path on screen
 
     async def ready(pilot) -> None:
         await wait_ready(app, pilot)
+        await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_main_screen_resized_80x24_to_200x60(snap_compare, demo_trace):
+    """Opened at 80×24, grown to 200×60: every row at the new width, the panel re-fitted."""
+    app = make_app(DEMO.name, trace=demo_trace)
+
+    async def ready(pilot) -> None:
+        await wait_ready(app, pilot)
+        await settle(app, pilot)
+        await pilot.resize_terminal(200, 60)
+        await settle(app, pilot)
+        await pilot.pause(0.4)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
 
 
 def test_main_screen_table_focused_80x24(snap_compare, demo_trace):
@@ -42,7 +61,25 @@ def test_main_screen_table_focused_80x24(snap_compare, demo_trace):
 
     async def ready(pilot) -> None:
         await wait_ready(app, pilot)
+        await settle(app, pilot)       # the verdict and the table's phases too: the same frame every run
         await pilot.press("tab")
-        await pilot.pause()
+        await settle(app, pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
+
+
+@pytest.mark.samples
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
+def test_real_trace_a100_negq(snap_compare, size):
+    """A real shared capture (the saturated a100_negq): the panel, the class lines and the timeline
+    at each size."""
+    from conftest import sample
+    from launchtui.trace.load import open_trace
+    p = sample("kineto/a100_negq.json.gz")
+    app = make_app(p.name, trace=open_trace(p))
+
+    async def ready(pilot) -> None:
+        await wait_ready(app, pilot)
+        await settle(app, pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)

@@ -94,14 +94,17 @@ def test_iteration_marks_jumps_and_cpu_stalls(synth):
             assert len(tl.stall_apis) >= 2 and doc["cpu_stalls"] == 0
             marks = scr.visible_marks()
             stalls = sum(1 for e in marks if e.kind == "spike" and e.worst_api in tl.stall_apis)
-            assert f"{len(marks) - stalls} backpressure marks · {stalls} CPU stalls" in scr.stats_line.text
-            # b lands on marks in time order; the lazy-loading launch comes first and reads as a stall
+            cpu = sum(1 for w in tl.stall_apis.values() if w.startswith("CPU stall"))
+            assert f"{len(marks) - stalls} backpressure marks · {stalls} △ not blocked ({cpu} CPU stall" in scr.stats_line.text
+            assert sum(1 for w in tl.stall_apis.values() if w.startswith("cold start")) == 2
+            # b lands on marks in time order; the lazy-loading launch comes first and reads as what
+            # the record's depth rule calls it: a cold start at depth 1, outside the iterations
             tl.view.goto(0)
             await pilot.press("b")
             await settle(app, pilot)
             first = scr.current_mark
             assert first.kind == "spike" and first.worst_api in tl.stall_apis
-            assert scr.context.startswith("CPU stall, not backpressure")
+            assert scr.context.startswith("cold start (first launch, depth 1) outside the iterations: ")
     run(go())
 
 
@@ -129,7 +132,7 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
     """80×24: the panel takes one line so the timeline keeps 6 rows of lanes; V shows every line
     (squeezing the timeline), V again fits it back. 90×28: the level and idle split, the conclusion
     and one line per class. Every form leads with the level and what the GPU waited for."""
-    from launchtui.tui.verdict import COMPACT, FULL, ONE, level_word, one_line, split
+    from launchtui.tui.verdict import COMPACT, FULL, ONE, _conclusion_rest, level_word, one_line, split
     path, trace = synth
 
     async def go():
@@ -141,8 +144,12 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             assert panel.form == ONE and len(panel.lines) == 1 and tl.content_height >= 6
             # the level and the largest idle cause, fitted to 80 columns with the V hint kept
             assert panel.lines[0] == one_line(doc, 80)[0]
-            # at 80 columns the phase gives way first: the level, then the largest cause
-            assert panel.lines[0].startswith(f"Verdict: {doc['launch_bound_level']} · {split(doc, 1)}")
+            # the burst after the steps fills s7 on the timeline: the note outlives the idle split
+            # at 80 columns the phase gives way first, the outside note stays
+            level = doc["launch_bound_level"]
+            assert panel.lines[0] == f"Verdict: {level} · s7 1022 outside the iterations · V: details"
+            assert one_line({**doc, "streams": [{**s, "outside": None} for s in doc["streams"]]}, 80)[0].startswith(
+                f"Verdict: {level} · {split(doc, 1)}")
             assert panel.lines[0].endswith(" · V: details") and len(panel.lines[0]) <= 80
             assert panel.lines[0] in screen_text(app)
             await pilot.press("V")
@@ -157,9 +164,16 @@ def test_panel_fits_small_terminals_and_V_shows_every_line(synth):
             await pilot.resize_terminal(90, 28)
             await settle(app, pilot)
             assert panel.form == COMPACT and tl.content_height >= 6
-            assert panel.lines[0] == f"Verdict: {level_word(doc)} · {split(doc)}"
-            assert panel.lines[1] == " " + doc["conclusion"].split(": ", 1)[1] and panel.lines[2:] == [
-                " normal: " + ", ".join(f"GPU {s['device_id']} s{s['stream_id']}" for s in doc["streams"])]
+            head = f"Verdict: {level_word(doc)} · {split(doc)}"
+            assert panel.lines[0] == head or (head.startswith(panel.lines[0])
+                                              and panel.lines[1].startswith("   · "))
+            panel_lines = [x for x in panel.lines if not x.startswith("   · ")]
+            # the conclusion (wrapped into the table's blank rows where there are some), one line
+            # per class, naming what the timeline shows outside the iterations on its stream
+            joined = " ".join(x.strip() for x in panel_lines[1:-1])
+            assert _conclusion_rest(doc).startswith(joined.rstrip("…")) and len(joined) > 40
+            assert panel_lines[-1] == " normal: GPU 0 s7 (1022 outside the iterations in `inference_burst`), " + ", ".join(
+                f"GPU {s['device_id']} s{s['stream_id']}" for s in doc["streams"][1:])
             await pilot.resize_terminal(140, 48)
             await settle(app, pilot)
             assert panel.form == FULL and tl.content_height >= 6

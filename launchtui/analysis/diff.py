@@ -19,6 +19,7 @@ from launchtui.analysis.config import CONFIG
 SCHEMA = "launchtui-diff/1"
 LAUNCH_BOUND_SHARE = CONFIG.launch_bound_share   # the record's own threshold (definitions.md §V9)
 WHOLE_SOURCES = ("none", "whole window")   # the record's source when no iteration marks were found
+PARTIAL_SHARE = 0.5   # heuristic iterations covering less of the window than this are partial (§D3)
 
 # gate name -> (label, unit, where in the record)
 METRICS = {
@@ -35,6 +36,7 @@ METRICS = {
     "graph_launches_per_iter": ("graph launches", "", None),   # from the iteration tables
 }
 KERNEL_FIELDS = ("launches_per_iteration", "graph_ops_per_iteration", "avg_api_us", "avg_queue_us", "avg_kernel_us")
+WINDOW_FIELDS = ("launches", "graph_ops", "avg_api_us", "avg_queue_us", "avg_kernel_us")
 
 
 def _num(v):
@@ -137,31 +139,55 @@ def match_streams(side_b: dict, side_a: dict) -> list[dict]:
 
 
 def match_kernels(side_b: dict, side_a: dict) -> dict:
-    """Kernels gone, new and changed, matched on the distinguishing name."""
-    kb = {r["kernel_name"]: r for r in side_b["tables"]["kernels"]}
-    ka = {r["kernel_name"]: r for r in side_a["tables"]["kernels"]}
+    """Kernels gone, new and changed over the iterations, matched on the distinguishing name."""
+    return _match(side_b["tables"]["kernels"], side_a["tables"]["kernels"], KERNEL_FIELDS)
+
+
+def match_window_kernels(side_b: dict, side_a: dict) -> dict:
+    """The same over each side's whole window (launches and graph ops as totals), so kernels that
+    run outside the iterations, or iterations that hold few of them, hide no change (§D2)."""
+    wb, wa = ((s["tables"].get("window") or {}) for s in (side_b, side_a))
+    out = _match(wb.get("kernel_rows") or [], wa.get("kernel_rows") or [], WINDOW_FIELDS)
+    out["kernels"] = change(wb.get("kernels"), wa.get("kernels"))
+    return out
+
+
+def _match(rows_b: list, rows_a: list, fields: tuple) -> dict:
+    kb = {r["kernel_name"]: r for r in rows_b}
+    ka = {r["kernel_name"]: r for r in rows_a}
+    count, graph = fields[0], fields[1]
 
     def row(r):
-        return {"kernel_name": r["kernel_name"], **{f: _r(r.get(f), 3) for f in KERNEL_FIELDS}}
+        return {"kernel_name": r["kernel_name"], **{f: _r(r.get(f), 3) for f in fields}}
 
     gone = [row(kb[n]) for n in kb if n not in ka]
     new = [row(ka[n]) for n in ka if n not in kb]
     changed, same = [], 0
     for n in sorted(set(kb) & set(ka)):
-        diffs = {f: change(kb[n].get(f), ka[n].get(f)) for f in KERNEL_FIELDS}
+        diffs = {f: change(kb[n].get(f), ka[n].get(f)) for f in fields}
         if all(d["before"] == d["after"] for d in diffs.values()):
             same += 1
             continue
         changed.append({"kernel_name": n, **diffs})
 
     def total(r):
-        return (r["launches_per_iteration"] or 0) + (r["graph_ops_per_iteration"] or 0)
+        return (r[count] or 0) + (r[graph] or 0)
 
     gone.sort(key=lambda r: (-total(r), r["kernel_name"]))
     new.sort(key=lambda r: (-total(r), r["kernel_name"]))
-    changed.sort(key=lambda r: (-abs(r["launches_per_iteration"]["delta"] or 0),
-                                -abs(r["graph_ops_per_iteration"]["delta"] or 0), r["kernel_name"]))
+    changed.sort(key=lambda r: (-abs(r[count]["delta"] or 0), -abs(r[graph]["delta"] or 0), r["kernel_name"]))
     return {"gone": gone, "new": new, "changed": changed, "unchanged": same}
+
+
+def coverage(side: dict) -> dict:
+    """How much of the side's window its iterations cover; `partial` when they are a heuristic's
+    and cover less than PARTIAL_SHARE of it (§D3: the verdict then does not rest on them alone)."""
+    w = side["tables"].get("window") or {}
+    it = side["record"].get("iterations") or {}
+    share = w.get("iteration_share")
+    return {"window_ms": _r(w.get("ms")), "kernels": w.get("kernels"), "iterations_ms": _r(w.get("iterations_ms")),
+            "iteration_share": _r(share, 4), "heuristic": bool(it.get("heuristic")),
+            "partial": bool(it.get("heuristic")) and share is not None and share < PARTIAL_SHARE}
 
 
 def match_phases(side_b: dict, side_a: dict) -> list[dict]:
@@ -208,7 +234,49 @@ def _noise_ns(side: dict) -> tuple[float, int]:
     return (float(hi - lo) / 2 if lo is not None and hi is not None else 0.0), n
 
 
-def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, streams: list) -> dict:
+def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, streams: list,
+            window: dict | None = None) -> dict:
+    """The iterations' verdict (`_iteration_verdict`), led by the whole window's kernel changes
+    when either side's iterations are partial, and naming them whenever kernels came or went."""
+    out = _iteration_verdict(side_b, side_a, per, kernels, phases, streams, window)
+    if not window or out["status"] in ("unknown",) and "cannot compare" in out["line"]:
+        return out
+    cov = [coverage(side_b), coverage(side_a)]
+    partial = any(c["partial"] for c in cov)
+    out["partial_iterations"] = partial
+    moved = bool(window["gone"] or window["new"] or window["changed"]) or window["kernels"]["delta"] not in (0, 0.0, None)
+    if partial and moved:
+        shares = " and ".join(f"{c['iteration_share'] * 100:.1f} %" for c in cov if c["iteration_share"] is not None)
+        out["line"] = (f"{_window_line(window, cov)}. The iterations are partial (a repeating launch sequence "
+                       f"covering {shares} of the windows), so over them only: {out['line']}")
+        out["status"] = "changed"
+    elif {r["kernel_name"] for r in window["gone"] + window["new"]} - {r["kernel_name"] for r in kernels["gone"] + kernels["new"]}:
+        out["line"] += f"; outside the iterations, {_window_line(window, cov)}"   # came or went there only
+    return out
+
+
+def _names(rows: list, key: str, limit: int = 3) -> str:
+    s = ", ".join(f"`{r['kernel_name']}` ({_count(r[key] + (r.get('graph_ops') or 0))})" for r in rows[:limit])
+    return s + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+def _window_line(w: dict, cov: list) -> str:
+    """'whole window: kernels 2,540 → 3,113 (+22.6 %); gone: `a` (57); new: …; 18 changed;
+    window 396.068 → 713.373 ms'."""
+    k = w["kernels"]
+    parts = [f"whole window: kernels {_count(k['before'] or 0)} → {_count(k['after'] or 0)} ({_pct(k['rel'])})"]
+    if w["gone"]:
+        parts.append(f"gone: {_names(w['gone'], 'launches')}")
+    if w["new"]:
+        parts.append(f"new: {_names(w['new'], 'launches')}")
+    parts.append(f"{len(w['changed'])} changed")
+    if all(c["window_ms"] is not None for c in cov):
+        parts.append(f"window {cov[0]['window_ms']:,.3f} → {cov[1]['window_ms']:,.3f} ms")
+    return "; ".join(parts)
+
+
+def _iteration_verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, streams: list,
+                       window: dict | None) -> dict:
     cb, ca = launch_class(side_b["record"]), launch_class(side_a["record"])
     classes = f"{cb} → {ca}" if cb != ca else cb if cb != "unknown" else ""
     nb, cnt_b = _noise_ns(side_b)
@@ -216,7 +284,9 @@ def verdict(side_b: dict, side_a: dict, per: dict, kernels: dict, phases: list, 
     noise_ms = max(nb, na) / 1e6
     identical = (all(c["delta"] in (0.0, None) for c in per.values()) and not kernels["gone"]
                  and not kernels["new"] and not kernels["changed"]
-                 and all(p["launches_per_iteration"]["delta"] == 0 for p in phases))
+                 and all(p["launches_per_iteration"]["delta"] == 0 for p in phases)
+                 and not (window and (window["gone"] or window["new"] or window["changed"]
+                                      or window["kernels"]["delta"] not in (0, 0.0, None))))
     it, ln, ex = per["iteration_ms"], per["launches_per_iter"], per["exposed_overhead_ms"]
     out = {"before_class": cb, "after_class": ca, "iteration_noise_ms": _r(noise_ms)}
     empty = [(n, x["record"]["empty"]) for n, x in (("before", side_b), ("after", side_a)) if x["record"].get("empty")]
@@ -300,15 +370,16 @@ def build_diff(before: dict, after: dict) -> dict:
     per = per_iteration(before, after)
     streams = match_streams(before, after)
     kernels = match_kernels(before, after)
+    window = match_window_kernels(before, after)
     phases = match_phases(before, after)
 
     def head(s):
         rec = s["record"]
         return {"source": s["source"], "iterations": rec.get("iterations"), "device_id": rec.get("device_id"),
-                "devices": rec.get("devices"),
+                "devices": rec.get("devices"), "window": coverage(s),
                 "launch_class": launch_class(rec)}
 
     return {"schema": SCHEMA, "before": head(before), "after": head(after), "per_iteration": per,
             "idle_by_cause": idle_causes(before, after),
-            "streams": streams, "phases": phases, "kernels": kernels,
-            "verdict": verdict(before, after, per, kernels, phases, streams)}
+            "streams": streams, "phases": phases, "kernels": kernels, "kernels_window": window,
+            "verdict": verdict(before, after, per, kernels, phases, streams, window)}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.analysis.diff import METRICS, _count, _pct
+from launchtui.analysis.diff import METRICS, WHOLE_SOURCES, _count, _pct
 
 MAX_ROWS = 15
 MAX_NAME = 90      # kernel names beyond this are cut in the page (the JSON keeps them whole)
@@ -58,13 +58,44 @@ def _side_line(label: str, h: dict) -> str:
     devs = h.get("devices") or []
     dev = (f"device {h['device_id']}" + (f" (of {', '.join(map(str, devs))})" if len(devs) > 1 else "") + "; "
            if h.get("device_id") is not None else "")
-    return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {dev}{it.get('count', 0)} iteration(s) "
-            f"from {it.get('source', '?')}, median {_ms(med / 1e6)} ms{spread}" if med is not None else
-            f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); no iterations")
+    w = h.get("window") or {}
+    cover = ""
+    if w.get("window_ms") is not None and w.get("iteration_share") is not None:
+        cover = (f"; the iterations cover {_ms(w['iterations_ms'])} ms of its {_ms(w['window_ms'])} ms window "
+                 f"({w['iteration_share'] * 100:.1f} %{', partial' if w.get('partial') else ''}); "
+                 f"{w['kernels']:,} kernels in the window")
+    n = it.get("count", 0)
+    its = (f"no iteration marks (the whole window, {_ms(med / 1e6)} ms)" if it.get("source") in WHOLE_SOURCES else
+           f"{n} iteration{'s' if n != 1 else ''} from {it.get('source', '?')}, median {_ms(med / 1e6)} ms{spread}"
+           if med is not None else "")
+    return (f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); {dev}{its}{cover}" if med is not None else
+            f"- **{label}**: `{src.get('path', '?')}` ({src.get('format', '?')}); no iterations{cover}")
 
 
 def _more(n: int) -> list[str]:
     return [f"\n… and {n - MAX_ROWS} more (all in `--json`)"] if n > MAX_ROWS else []
+
+
+def _window_md(w: dict) -> list[str]:
+    """The whole window's kernels: gone and new with their launches, the largest changes."""
+    k = w["kernels"]
+    out = ["", f"## Kernels over the whole window: {_count(k['before'] or 0)} → {_count(k['after'] or 0)} "
+           f"({_pct(k['rel'])}); {len(w['gone'])} gone, {len(w['new'])} new, {len(w['changed'])} changed, "
+           f"{w['unchanged']} unchanged", ""]
+    for title, rows in (("Gone (in before only)", w["gone"]), ("New (in after only)", w["new"])):
+        if rows:
+            out += [f"### {title}", "", "| kernel | launches | graph ops | avg API µs | avg kernel µs |",
+                    "|---|---:|---:|---:|---:|"]
+            out += [f"| `{_name(r['kernel_name'])}` | {_count(r['launches'])} | {_count(r['graph_ops'])} "
+                    f"| {_us(r['avg_api_us'])} | {_us(r['avg_kernel_us'])} |" for r in rows[:MAX_ROWS]]
+            out += _more(len(rows)) + [""]
+    if w["changed"]:
+        out += ["### Changed (before → after)", "", "| kernel | launches | graph ops | avg API µs | avg kernel µs |",
+                "|---|---:|---:|---:|---:|"]
+        out += [f"| `{_name(r['kernel_name'])}` | {_arrow(r['launches'], _count)} | {_arrow(r['graph_ops'], _count)} "
+                f"| {_arrow(r['avg_api_us'], _us)} | {_arrow(r['avg_kernel_us'], _us)} |" for r in w["changed"][:MAX_ROWS]]
+        out += _more(len(w["changed"]))
+    return out
 
 
 def render_markdown(doc: dict) -> str:
@@ -107,9 +138,11 @@ def render_markdown(doc: dict) -> str:
         out += _more(len(ph))
     else:
         out.append("No phase changed its launches per iteration.")
+    if doc.get("kernels_window"):
+        out += _window_md(doc["kernels_window"])
     k = doc["kernels"]
-    out += ["", f"## Kernels: {len(k['gone'])} gone, {len(k['new'])} new, {len(k['changed'])} changed, "
-            f"{k['unchanged']} unchanged", ""]
+    out += ["", f"## Kernels over the iterations: {len(k['gone'])} gone, {len(k['new'])} new, "
+            f"{len(k['changed'])} changed, {k['unchanged']} unchanged", ""]
     for title, rows in (("Gone (in before only)", k["gone"]), ("New (in after only)", k["new"])):
         if not rows:
             continue

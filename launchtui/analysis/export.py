@@ -20,7 +20,11 @@ def _names(trace: Trace, ids: np.ndarray) -> list[str]:
     return vals[ids].tolist() if len(ids) else []
 
 
-def export_document(trace: Trace, sel: Selection, opt: ReportOptions = ReportOptions()) -> dict:
+def export_document(trace: Trace, sel: Selection, opt: ReportOptions = ReportOptions(), record_opt=None) -> dict:
+    """The range document; `record_opt` (a RecordOptions, `--phase-level`): the case record of the
+    window at those options under `analysis.record`, as the TUI's verdict panel shows it (for a
+    whole-trace export, the whole trace's record: the same as `record --json`)."""
+    asked = sel
     if sel.t0 is None or sel.t1 is None:
         ext = trace.extent() or (0, 0)
         sel = Selection(ext[0] if sel.t0 is None else sel.t0, ext[1] if sel.t1 is None else sel.t1,
@@ -69,8 +73,16 @@ def export_document(trace: Trace, sel: Selection, opt: ReportOptions = ReportOpt
         "api_calls": api_rows,
         "gpu_ops": op_rows,
         "nvtx_ranges": rng_rows,
-        "analysis": build_report(trace, sel, opt),
+        "analysis": _analysis(trace, sel, opt, record_opt, asked),
     }
+
+
+def _analysis(trace: Trace, sel: Selection, opt: ReportOptions, record_opt, asked: Selection) -> dict:
+    doc = build_report(trace, sel, opt)
+    if record_opt is not None:
+        from launchtui.analysis.record import build_record
+        doc["record"] = build_record(trace, asked, record_opt)
+    return doc
 
 
 def default_export_name(trace: Trace, sel: Selection) -> str:

@@ -9,7 +9,10 @@ The depth a call is judged at counts its own entry and the stream's pre-capture 
 - Per iteration: *saturated* when it holds >= MIN_BLOCKED blocked calls or one Nsight flagged;
   *dry* when it has >= MIN_LAUNCHES launches on the stream and >= DRY_LAUNCH_SHARE of them are
   dry (the op starts within L + DRY_SLACK_NS of its call returning: the GPU waited for the call),
-  or nothing is pending on the stream for >= EMPTY_SHARE of the iteration; else *normal*.
+  or nothing is pending on the stream for >= EMPTY_SHARE of the iteration; *backlogged* when it
+  has >= MIN_LAUNCHES launches, nothing is pending for < NEAR_EMPTY_SHARE of it and its launch
+  calls find a median depth >= BACKLOG_DEPTH (the GPU always has work queued: GPU-bound or
+  waiting on a dependency); else *normal*.
 - The other slow calls: *cold starts* (cold_start.py) apart; at depth <= SHALLOW_DEPTH *CPU
   stalls* (the host was slow inside the call, not the queue); deeper ones *slow calls, no pattern*.
 """
@@ -28,20 +31,22 @@ from launchtui.analysis.cold_start import SHALLOW_DEPTH, ColdStart, cold_start
 from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
 from launchtui.analysis.stream_calls import DRY_SLACK_NS
-from launchtui.trace.model import Trace
+from launchtui.trace.model import API_LAUNCH, Trace
 
 MIN_BLOCKED = 3           # blocked calls that make an iteration saturated (any Nsight-flagged one does)
 MIN_LAUNCHES = 10         # fewer launches on a stream in an iteration are too little evidence for dry
 DRY_LAUNCH_SHARE = 0.5
 EMPTY_SHARE = 0.4
-CLASSES = ("saturated", "dry", "normal")   # most severe first: ties between iteration counts go to it
+NEAR_EMPTY_SHARE = 0.05   # backlogged: nothing pending for less than this share of the iteration
+BACKLOG_DEPTH = 32        # backlogged: the median launch call finds at least this many ops ahead
+CLASSES = ("saturated", "dry", "backlogged", "normal")   # most severe first: ties go to it
 
 
 @dataclass
 class StreamVerdict:
     device_id: int
     stream_id: int
-    queue_class: str          # "dry" | "normal" | "saturated"
+    queue_class: str          # one of CLASSES
     max_depth: int
     observed_limit: int | None
     blocked_launches: int
@@ -63,6 +68,8 @@ class StreamVerdict:
     other_spikes: list = field(default_factory=list, repr=False)    # Episodes inside: cold, no pattern
     outside_max_depth: int | None = None     # deeper outside the iterations than inside: that depth
     outside_blocked: int = 0                 # launch calls blocked outside the iterations
+    spike_words: dict = field(default_factory=dict, repr=False)   # API index -> what the spike is (§V3)
+    outside: dict | None = None              # what the timeline marks outside the iterations (§V3)
 
     def to_json(self) -> dict:
         r = lambda x: None if x is None else round(x, 4)   # noqa: E731
@@ -75,7 +82,8 @@ class StreamVerdict:
                 "empty_time_share": r(self.empty_time_share), "dry_within_us": self.dry_within_us,
                 "command_buffer_full": self.command_buffer_full, "reason": self.reason,
                 "iteration_classes": self.iteration_classes, "ceiling": self.ceiling,
-                "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked}
+                "outside_max_depth": self.outside_max_depth, "outside_blocked": self.outside_blocked,
+                "outside": self.outside}
 
     def one_line(self) -> str:
         return f"device {self.device_id} stream {self.stream_id}: {self.queue_class} — {self.reason}"
@@ -141,6 +149,7 @@ class _Inputs:
     cbf_ids: np.ndarray             # API indices Nsight flagged 'command buffer full', sorted
     cold_calls: frozenset           # API indices of cold-start calls
     spikes: dict                    # (device, stream) -> its spike Episodes
+    threshold: int                  # the backpressure threshold the timeline marks episodes at (§6)
 
 
 def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = Options(), devices=None,
@@ -161,7 +170,7 @@ def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = 
     for e in sp:
         by_stream.setdefault((e.device, e.stream), []).append(e)
     x = _Inputs(np.asarray(starts, np.int64), np.asarray(ends, np.int64), depth_before_launch(trace),
-                np.flatnonzero(command_buffer_full(trace)), cold_calls, by_stream)
+                np.flatnonzero(command_buffer_full(trace)), cold_calls, by_stream, opt.threshold)
     out = []
     for dev, series in groupby(stream_series(trace), key=lambda s: s.device):   # (device, stream) order
         if devices is not None and dev not in devices:
@@ -187,10 +196,30 @@ def _iteration_classes(s: StreamSeries, calls: sc.Calls, blocked: np.ndarray, cb
          "blocked": per(blocked), "cbf": per(cbf), "length": ends - starts}
     rs, re = _empty_runs(s, backlog, int(starts.min()), int(ends.max()))
     f["empty"] = iv.measure_in(rs, re, starts, ends)
+    f["median_depth"] = _median_per_iteration(calls, n_it)
     sat = (f["cbf"] > 0) | (f["blocked"] >= MIN_BLOCKED)
-    dry = (f["launches"] >= MIN_LAUNCHES) & ((f["dry"] >= DRY_LAUNCH_SHARE * f["launches"])
-                                             | (f["empty"] >= EMPTY_SHARE * f["length"]))
-    return np.where(sat, 0, np.where(dry, 1, 2)), f
+    enough = f["launches"] >= MIN_LAUNCHES
+    dry = enough & ((f["dry"] >= DRY_LAUNCH_SHARE * f["launches"]) | (f["empty"] >= EMPTY_SHARE * f["length"]))
+    backlogged = enough & (f["empty"] < NEAR_EMPTY_SHARE * f["length"]) & (f["median_depth"] >= BACKLOG_DEPTH)
+    return np.select([sat, dry, backlogged], [0, 1, 2], 3), f
+
+
+def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
+    """The (lower) median depth of the stream's launch calls in each iteration, 0 without any."""
+    ins = np.flatnonzero(calls.k >= 0)
+    out = np.zeros(n_it, np.int64)
+    if not len(ins):
+        return out
+    k, d = calls.k[ins], calls.depth[ins]
+    n = np.bincount(k, minlength=n_it)
+    first = np.concatenate(([0], np.cumsum(n)[:-1]))
+    if len(k) > 1 and (k[1:] < k[:-1]).any():   # calls not in iteration order: one sort
+        d = d[np.argsort(k, kind="stable")]
+    for i in np.flatnonzero(n).tolist():          # a selection per iteration: O(calls) in all
+        part = d[first[i]:first[i] + n[i]]
+        mid = (n[i] - 1) // 2
+        out[i] = np.partition(part, mid)[mid]
+    return out
 
 
 def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, latency: int) -> StreamVerdict | None:
@@ -208,7 +237,7 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
     c_out = sc.judge_scope(trace, calls, on, ~inside, slow, cbf, slack)
     del inside
     cls_k, f = _iteration_classes(s, calls, c_in.blocked, cbf[calls.k[cbf] >= 0], backlog, x)
-    counts = np.bincount(cls_k, minlength=3)
+    counts = np.bincount(cls_k, minlength=len(CLASSES))
     cls = CLASSES[int(np.argmax(counts))]      # argmax takes the first (most severe) of ties
     won = cls_k == CLASSES.index(cls)          # the stream's evidence: pooled over its class's iterations
     kinds = _sort_spikes(eps, calls, c_in, c_out, x.cold_calls)
@@ -226,11 +255,14 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
         ceiling=c_in.to_json(len(backlog), latency) if c_in.slow_deep or c_in.command_buffer_full else None,
         iteration_classes={c: int(n) for c, n in zip(CLASSES, counts)}, stalls=kinds["stall"],
         blocked_calls=calls.api[c_in.blocked].tolist(), outside_stalls=kinds["outside"],
-        other_spikes=kinds["cold"] + kinds["none"], outside_max_depth=out_depth,
+        other_spikes=kinds["cold"] + kinds["none"], outside_max_depth=out_depth, spike_words=kinds["words"],
         outside_blocked=len(c_out.blocked) if out_depth is not None else 0)
+    if out_depth is not None and (v.outside_blocked or out_depth >= x.threshold):
+        v.outside = {"max_depth": out_depth, "blocked": v.outside_blocked, "range": _range_at_max(trace, s)}
     dur = trace.api.end[v.blocked_calls] - trace.api.start[v.blocked_calls]
     v.reason = _reason(v, c_in, int(f["launches"].max()), len(x.starts), len(backlog),
-                       float(np.median(dur)) / 1e3 if len(dur) else 0.0)
+                       float(np.median(dur)) / 1e3 if len(dur) else 0.0,
+                       int(np.median(f["median_depth"][won])) if won.any() else 0)
     return v
 
 
@@ -241,6 +273,19 @@ def _cold_calls_inside(calls: sc.Calls, cold: frozenset) -> int:
         return 0
     inside = calls.api[calls.k >= 0]
     return int(np.isin(inside, np.fromiter(cold, np.int64, len(cold))).sum())
+def _range_at_max(trace: Trace, s: StreamSeries) -> str | None:
+    """The innermost NVTX range of the launch call that took the stream to its deepest point (the
+    depth rises at a launch call's start), None without one."""
+    from launchtui.analysis import nvtx
+    if not len(s.v):
+        return None
+    t = int(s.t[int(np.argmax(s.v))])
+    api = trace.api
+    hit = np.flatnonzero((api.start == t) & (api.kind == API_LAUNCH))
+    if not len(hit):
+        return None
+    r = int(nvtx.innermost_at(trace, api.thread[hit[:1]], api.start[hit[:1]])[0])
+    return nvtx.range_name(trace, r) if r >= 0 else None
 
 
 def _sort_spikes(eps: list, calls: sc.Calls, c_in: ce.Ceiling, c_out: ce.Ceiling, cold: frozenset) -> dict:
@@ -249,17 +294,34 @@ def _sort_spikes(eps: list, calls: sc.Calls, c_in: ce.Ceiling, c_out: ce.Ceiling
     blocked = set(calls.api[c_in.blocked].tolist()) | set(calls.api[c_out.blocked].tolist())
     ids = np.fromiter((e.worst_api for e in eps), np.int64, len(eps))     # sorted, as `eps` is
     pos = np.minimum(np.searchsorted(calls.api, ids), max(len(calls.api) - 1, 0))
-    out = {"stall": [], "cold": [], "none": [], "outside": []}
+    out = {"stall": [], "cold": [], "none": [], "outside": [], "words": {}}
     for e, p in zip(eps, pos.tolist()):   # spikes are rare events
         if calls.api[p] != e.worst_api or e.worst_api in blocked:
             continue
+        d = int(calls.depth[p])
         if calls.k[p] < 0:
             out["outside"].append(e)
+            kind = "cold" if e.worst_api in cold else "stall" if d <= SHALLOW_DEPTH else "none"
         elif e.worst_api in cold:
             out["cold"].append(e)
+            kind = "cold"
         else:
-            out["stall" if calls.depth[p] <= SHALLOW_DEPTH else "none"].append(e)
+            kind = "stall" if d <= SHALLOW_DEPTH else "none"
+            out[kind].append(e)
+        out["words"][e.worst_api] = spike_words(kind, d, calls.k[p] < 0)
     return out
+
+
+def spike_words(kind: str, depth: int, outside: bool) -> str:
+    """What a launch spike that is not a blocked call is, by the §V3 depth rule (the record's
+    counts, the timeline's `b` and the details line read these words)."""
+    where = " outside the iterations" if outside else ""
+    if kind == "cold":
+        return f"cold start (first launch, depth {depth}){where}"
+    if kind == "stall":
+        return f"CPU stall, not backpressure (slow launch at depth {depth} <= {SHALLOW_DEPTH}){where}"
+    return (f"slow launch at depth {depth}, not a blocked call (no full-queue pattern: "
+            f"neither backpressure nor a CPU stall){where}")
 
 
 def _pct(x: float | None) -> str:
@@ -279,7 +341,8 @@ def _blocked_words(v: StreamVerdict, c: ce.Ceiling, median_us: float) -> str:
     return out
 
 
-def _reason(v: StreamVerdict, c_in: ce.Ceiling, most: int, n_it: int, backlog: int, median_us: float) -> str:
+def _reason(v: StreamVerdict, c_in: ce.Ceiling, most: int, n_it: int, backlog: int, median_us: float,
+            median_depth: int = 0) -> str:
     """The verdict's evidence in words (definitions.md §V3); `most`: the most launches in one iteration."""
     queue = (f"{_pct(v.dry_launch_share)} of launches start within {v.dry_within_us:g} µs of their call "
              f"returning; nothing pending {_pct(v.empty_time_share)} of the time")
@@ -292,6 +355,10 @@ def _reason(v: StreamVerdict, c_in: ce.Ceiling, most: int, n_it: int, backlog: i
         bits = [f"too few launches to judge ({v.launches}{per}); max pending {v.max_depth}"]
     else:
         bits = [queue if v.queue_class == "dry" else f"max pending {v.max_depth}; {queue}"]
+        if v.queue_class == "backlogged":
+            bits[0] = (f"never near empty: launch calls find a median {median_depth} ops ahead, max pending "
+                       f"{v.max_depth}; nothing pending {_pct(v.empty_time_share)} of the time (the GPU has "
+                       f"work queued: GPU-bound or waiting on a dependency)")
         if c_in.found:       # blocked calls in too few iterations to make the class
             bits.append(_blocked_words(v, c_in, median_us))
     if c_in.slow_deep and not c_in.found:

@@ -125,11 +125,11 @@ def build_record(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = Reco
 
 
 def record_and_stalls(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),
-                      shared: Shared | None = None) -> tuple[dict, frozenset]:
-    """The case record and the API indices of its spikes that are not blocked calls (CPU stalls,
-    cold starts, slow calls without a pattern: the TUI's stall marks)."""
+                      shared: Shared | None = None) -> tuple[dict, dict]:
+    """The case record and {API index: what it is} of its spikes that are not blocked calls (CPU
+    stalls, cold starts, slow calls without a pattern: the TUI's stall marks, §V3's words)."""
     doc, streams = record_with_streams(trace, sel, opt, shared)
-    return doc, frozenset(e.worst_api for v in streams for e in v.unblocked_spikes())
+    return doc, {e.worst_api: v.spike_words.get(e.worst_api, "") for v in streams for e in v.unblocked_spikes()}
 
 
 def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions = RecordOptions(),

@@ -266,3 +266,23 @@ def conclusion(doc: dict, share_min: float = CONFIG.launch_bound_share) -> tuple
         parts.append(f"removing host-bound time would make the iteration {lo:.2f}–{hi:.2f}× faster"
                      + (" at most (Python tracing slowed the host)" if _host_traced(doc) else ""))
     return level in BOUND_LEVELS, "; ".join(parts)
+
+
+def outside_notes(doc: dict, short: bool = False) -> list[str]:
+    """What the timeline marks outside the iterations the record judges (§V3 `outside`): each
+    stream whose queue reaches the backpressure threshold or blocks there, with the range it
+    does it in, so no screen shows a full queue beside a verdict that is silent about it.
+    `short`: the one-line panel's words."""
+    out = []
+    for s in doc.get("streams") or []:
+        o = s.get("outside")
+        if not o:
+            continue
+        where = f" in `{o['range']}`" if o.get("range") else ""
+        if short:
+            out.append(f"s{s['stream_id']} {o['max_depth']} outside the iterations")
+            continue
+        blocked = f", {o['blocked']} launch calls block" if o.get("blocked") else ""
+        out.append(f"outside the iterations (not judged): GPU {s['device_id']} stream {s['stream_id']} "
+                   f"reaches {o['max_depth']}{where}{blocked}")
+    return out

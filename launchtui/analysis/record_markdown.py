@@ -73,10 +73,11 @@ def _queue_and_top_md(doc: dict, out: list[str]) -> None:
                    f"(max pending {s['max_depth']}{lim}; blocked launches {s['blocked_launches']}, "
                    f"CPU stalls {s['cpu_stalls']}) — {s['reason']}")
     outside = [f"device {s['device_id']} stream {s['stream_id']} reaches {s['outside_max_depth']} pending "
-               f"({s['outside_blocked']} launch calls blocked)" for s in doc["streams"] if s.get("outside_blocked")]
+               + (f"in `{s['outside']['range']}` " if (s.get("outside") or {}).get("range") else "")
+               + f"({s['outside_blocked']} launch calls blocked)" for s in doc["streams"] if s.get("outside_blocked")]
     out.append(f"- Backpressure: {'yes' if doc['backpressure'] else 'no'}"
                + (" inside the iterations" if outside else "")
-               + f"; CPU stalls (slow launches at low depth, not backpressure): {doc['cpu_stalls']}"
+               + f"; CPU stalls (slow launches at depth <= 4, not backpressure): {doc['cpu_stalls']}"
                + (f"; outside the iterations (not judged): {', '.join(outside)}" if outside else ""))
     out += ["", "## Top small kernels (by launch cost per iteration)", ""]
     if doc["top"]:

@@ -145,11 +145,13 @@ class LaunchApp(App):
 
     @property
     def busy(self) -> bool:
-        """Loading, the main view's table or idle-row worker running or its lanes pending (tests and
-        the latency script wait on it)."""
+        """Loading, the main view's table, idle-row or launch-details worker running or its lanes
+        pending (tests and the latency script wait on it)."""
         return self.error_message is None and (self.main is None or not self.main.is_mounted
                                                or self.main.table_busy
                                                or getattr(getattr(self.main, "idle", None), "busy", False)
+                                               or getattr(getattr(self.main, "launch_details", None), "loading",
+                                                          False)
                                                or getattr(getattr(self.loaded, "lanes", None), "pending", False))
 
     # ---- app-wide keys --------------------------------------------------------------------------

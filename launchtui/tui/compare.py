@@ -28,7 +28,7 @@ CompareScreen { layout: vertical; }
 CompareScreen #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 CompareScreen .side { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 CompareScreen Timeline { height: 1fr; min-height: 5; }
-CompareScreen #verdict { height: 4; background: $boost; }
+CompareScreen #verdict { height: 5; background: $boost; }
 CompareScreen DataTable { height: 30%; min-height: 4; max-height: 14; }
 """
 
@@ -81,6 +81,18 @@ def kernel_rows(doc: dict) -> list[tuple]:
     for r in k["new"]:
         n = (r["launches_per_iteration"] or 0) + (r["graph_ops_per_iteration"] or 0)
         rows.append((_short(r["kernel_name"]), "new", "–", _fmt(n), _delta({"delta": n}), "–", _fmt(r["avg_kernel_us"]), "–"))
+    # kernels that came or went outside the iterations: the whole window's, as totals ("57 in all")
+    w = doc.get("kernels_window") or {"gone": [], "new": []}
+    seen = {r["kernel_name"] for r in k["gone"] + k["new"]}
+    for tag, rws in (("gone (window)", w["gone"]), ("new (window)", w["new"])):
+        for r in rws:
+            if r["kernel_name"] in seen:
+                continue
+            n = f"{(r['launches'] or 0) + (r['graph_ops'] or 0):,.0f} in all"
+            before, after = (n, "–") if tag.startswith("gone") else ("–", n)
+            kt = _fmt(r["avg_kernel_us"])
+            rows.append((_short(r["kernel_name"]), tag, before, after, "–",
+                         kt if tag.startswith("gone") else "–", "–" if tag.startswith("gone") else kt, "–"))
     for r in k["changed"]:
         ln, gr, kt = r["launches_per_iteration"], r["graph_ops_per_iteration"], r["avg_kernel_us"]
         tag = "→ graph" if not gr["before"] and gr["after"] else "changed"   # now run by graph launches
@@ -100,7 +112,7 @@ def verdict_lines(doc: dict, width: int = 120) -> list[str]:
     share = per.get("share") or {}
     sh = ("share " + " → ".join("–" if x is None else f"{x * 100:.1f} %" for x in (share.get("before"), share.get("after")))
           if share else "")
-    return textwrap.wrap(f"Verdict: {doc['verdict']['line']}", max(width - 1, 20))[:3] + [
+    return textwrap.wrap(f"Verdict: {doc['verdict']['line']}", max(width - 1, 20))[:4] + [
             " │ ".join(x for x in (fig("launches_per_iter", "launches/iter"),
                                    fig("exposed_overhead_ms", "exposed ms", "ms"), sh,
                                    fig("iteration_ms", "iteration ms", "ms")) if x)]

@@ -138,7 +138,7 @@ def describe_queue(trace: Trace, lane, t0: int, t1: int, marks, origin: int | No
     return [l1, l2, l3]
 
 
-def describe_idle(trace: Trace, lane, t0: int, origin: int | None) -> list[str]:
+def describe_idle(trace: Trace, lane, t0: int, origin: int | None, pending: int | None = None) -> list[str]:
     ev = lane.ev
     i = int(ev.n_start(np.int64(t0), "right"))
     prev_end = int(ev.end_at(i - 1)) if i > 0 else None
@@ -148,7 +148,14 @@ def describe_idle(trace: Trace, lane, t0: int, origin: int | None) -> list[str]:
         parts.append(f"previous op ended {fmt_d(t0 - prev_end)} before")
     if nxt is not None:
         parts.append(f"next starts in {fmt_d(nxt - t0)}")
-    return ["; ".join(parts), "", ""]
+    why = ""
+    if pending:   # idle with launched work queued: not waiting on the host (§V2 dependency)
+        why = (f"{pending:,} launched op{'s' if pending != 1 else ''} pending on the stream while it is idle: "
+               "the GPU waits with work queued (a dependency: an event, another stream, a collective), "
+               "not on the host")
+    elif pending == 0:
+        why = "nothing pending on the stream: the GPU waits for the host to launch"
+    return ["; ".join(parts), why, ""]
 
 
 def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:
@@ -176,8 +183,8 @@ def describe_row(row: dict, selection_label: str) -> list[str]:
     """The table row under the table cursor, with the reading rules of domain.md §5."""
     api, q, k = row["avg_api_us"], row["avg_queue_us"], row["avg_kernel_us"]
     l1 = (f"{row['kernel_name']} on GPU {row['device_id']}: {row['launch_count']:,} launches in {selection_label}"
-          f"  API avg {api} µs (max {row['max_api_us']}, total {row['total_api_ms']} ms)  queue avg {q} µs "
-          f"({row['queue_count']:,} queued)  kernel avg {k} µs")
+          f"  API avg {api:,.1f} µs (max {row['max_api_us']:,.1f}, total {row['total_api_ms']:,.3f} ms)  queue avg "
+          f"{q:,.1f} µs ({row['queue_count']:,} queued)  kernel avg {k:,.3f} µs")
     notes = []
     if row.get("is_nccl"):
         notes.append("NCCL: part of the collective protocol; analyse with communication, not fusion")
@@ -191,5 +198,5 @@ def describe_row(row: dict, selection_label: str) -> list[str]:
         notes.append(f"launch spikes up to {row['max_api_us']:,} µs: backpressure (full queue) or lazy loading")
     phase = row.get("nvtx_range")
     l3 = f"phase: {phase_text(phase, row.get('nvtx_share', 0.0))}" if phase else \
-        "phase: no NVTX range encloses these launches"
+        "phase: none at this level (no range inside the iteration's own encloses these launches; P changes the level)"
     return [l1, "; ".join(notes) or "no launch-overhead signal in this row", l3 + "   │ Enter: show on the timeline"]

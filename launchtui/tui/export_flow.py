@@ -35,12 +35,26 @@ class ExportFlow:
         spec = SelectionSpec(device=self.screen.device, trim_s=(a_s, b_s))
         return build_selection(self.screen.loaded.trace, spec), a_s, b_s
 
+    def options(self):
+        """(ReportOptions, RecordOptions) of what the screen shows: the table's thresholds (all its
+        rows: no limit), its name mode, the verdict's phase level."""
+        from launchtui.analysis.record_options import RecordOptions
+        from launchtui.analysis.report import ReportOptions
+        st, names = self.screen.verdict.settings, self.screen.name_mode
+        return (ReportOptions(min_launches=st.min_launches, max_avg_us=st.max_avg_us, limit=0, names=names),
+                RecordOptions(min_launches=st.min_launches, max_avg_us=st.max_avg_us, phase_level=st.phase_level,
+                              names=names))
+
     def command(self, a_s: float, b_s: float, out: str, fmt: str = "launchtui") -> str:
         scr = self.screen
         dev = f" --device {scr.device}" if scr.device is not None else ""
-        names = " --names full" if scr.name_mode == "full" and fmt == "launchtui" else ""
         form = " --format chrome" if fmt == "chrome" else ""
-        return f"launchtui export {scr.loaded.trace.source.path}{form} --trim {a_s!r} {b_s!r}{dev}{names} -o {out}"
+        shown = ""
+        if fmt == "launchtui":   # the screen's table and verdict settings, so the file is the same
+            st = scr.verdict.settings
+            shown = (f" --min-launches {st.min_launches} --max-avg-us {st.max_avg_us:g} --limit 0"
+                     f" --names {scr.name_mode} --phase-level {st.phase_level}")
+        return f"launchtui export {scr.loaded.trace.source.path}{form} --trim {a_s!r} {b_s!r}{dev}{shown} -o {out}"
 
     def start(self) -> None:
         from launchtui.analysis.export import default_export_name
@@ -85,12 +99,11 @@ class ExportFlow:
             self.app.push_screen(ConfirmScreen(f"{path} exists. Overwrite it?"), answer)
             return
         self.app.notify(f"Exporting to {path}…", timeout=3)
-        names = self.screen.name_mode
-        self.screen.run_worker(lambda: self._write(path, sel, force, names, fmt), thread=True, group="export")
+        opts = self.options()
+        self.screen.run_worker(lambda: self._write(path, sel, force, opts, fmt), thread=True, group="export")
 
-    def _write(self, path: str, sel, force: bool, names: str, fmt: str = "launchtui") -> None:
+    def _write(self, path: str, sel, force: bool, opts: tuple, fmt: str = "launchtui") -> None:
         from launchtui.analysis.export import export_document
-        from launchtui.analysis.report import ReportOptions
         from launchtui.errors import TraceError
         from launchtui.output import dumps, write_atomic, write_atomic_chunks
         app = self.app
@@ -100,7 +113,7 @@ class ExportFlow:
                 out = write_atomic_chunks(path, chrome_chunks(self.screen.loaded.trace, sel), force=force,
                                           compress=path.endswith(".gz"))
             else:
-                doc = export_document(self.screen.loaded.trace, sel, ReportOptions(names=names))
+                doc = export_document(self.screen.loaded.trace, sel, *opts)
                 out = write_atomic(path, dumps(doc), force=force)
         except TraceError as e:
             app.call_from_thread(app.notify, str(e), title="Export failed", severity="error", timeout=10)

@@ -17,6 +17,13 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _rows(t) -> str:
+    """'1 row', '6 rows', with a filter '2 of 6 rows'."""
+    n = len(t.order)
+    of = f" of {len(t.rows)}" if t.filter_text else ""
+    return f"{n}{of} row{'' if n == 1 and not of else 's'}"
+
+
 class Details:
     """The screen's header, details, legend and stats lines; `self` is the MainScreen."""
 
@@ -33,10 +40,14 @@ class Details:
                          for d, n in sorted(tr.devices.items())) or "none"
         shown = "all" if self.device is None else str(self.device)
         ver = f" {src.version}" if src.version else ""
-        l1 = f" {printable(Path(src.path).name)} │ {src.producer}{ver} │ GPUs {devs}"
+        l1 = f"{self.header_prefix()} {printable(Path(src.path).name)} │ {src.producer}{ver} │ GPUs {devs}"
         l2 = (f" selected: {self._spec_label()} │ device shown: {shown} │ GPU-op window {win} │ "
               f"names: {self.name_mode}")
         self.query_one("#header", Static).update(_escape(l1) + "\n" + _escape(l2))
+
+    def header_prefix(self) -> str:
+        """What leads the header's first line (a rank's view names the rank)."""
+        return ""
 
     def _spec_label(self) -> str:
         if self.spec.label:
@@ -69,7 +80,16 @@ class Details:
         origin = self.origin()
         if row.kind == "hw":
             k = lanes.interval_at(row.lane, t0, t1)
-            lines = details.describe_op(tr, k, origin) if k >= 0 else details.describe_idle(tr, row.lane, t0, origin)
+            if k >= 0:
+                lines = details.describe_op(tr, k, origin)
+                from launchtui.tui.search import op_details
+                extra = op_details(self, k)
+                if extra:   # grid / block / input shapes: on the kernel's own line
+                    lines[0] += f"  · {extra}"
+            else:   # idle: with what is pending on the stream then (its queue row's series)
+                q = tl.row_index("queue", row.device, ("queue", row.lane.device, row.lane.stream))
+                pending = int(tl.rows[q].lane.value_at([t0])[0]) if q >= 0 else None
+                lines = details.describe_idle(tr, row.lane, t0, origin, pending)
         elif row.kind == "api":
             a = lanes.interval_at(row.lane, t0, t1)
             lines = details.describe_api(tr, a, row.lane, origin) if a >= 0 else \
@@ -124,6 +144,6 @@ class Details:
         filt = f" │ filter '{t.filter_text}'" if t.filter_text else ""
         nccl = " │ NCCL hidden" if t.hide_nccl else ""
         self.stats_line.set_lines([
-            f" Small & frequent ({self.verdict.settings.label()}) in {label}: {len(t.order)} rows │ {s['launches']:,} "
+            f" Small & frequent ({self.verdict.settings.label()}) in {label}: {_rows(t)} │ {s['launches']:,} "
             f"launches, API {s['launch_api_ms']:.3f} ms{q} │ {self.verdict.mark_counts(self.visible_marks())}"
             f"{filt}{nccl}"])

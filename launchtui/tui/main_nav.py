@@ -108,6 +108,8 @@ class Navigation:
             if row.kind == "nvtx" and row.lane.thread == int(rg.thread[r]) and row.lane.depth == int(rg.depth[r]):
                 tl.select_row(i)
                 break
+        from launchtui.tui.search import keep_hw_in_view
+        keep_hw_in_view(self)
 
     def action_occurrence(self, step: int) -> None:
         if self.nvtx_occ is None:
@@ -158,14 +160,15 @@ class Navigation:
         # a cell (an episode holds hundreds); zoomed in, every spike is a stop
         col = max(1, int(tl.view.ns_per_col))
         starts = [e.start for e in marks]
+        wrapped = ""
         if step > 0:
             i = bisect.bisect_left(starts, cur + col)
             if i >= len(marks):
-                i = 0
+                i, wrapped = 0, "past the last mark: back to the first. "
         else:
             i = bisect.bisect_right(starts, cur - col) - 1
             if i < 0:
-                i = len(marks) - 1
+                i, wrapped = len(marks) - 1, "before the first mark: on to the last. "
         e = marks[i]
         if e.kind == "queue":
             j = tl.row_index("queue", e.device, ("queue", e.device, e.stream))
@@ -177,7 +180,11 @@ class Navigation:
         self.current_mark = e
         self.context = details.describe_mark(self.loaded.trace, e, i + 1, len(marks), self.origin())
         if e.kind == "spike" and e.worst_api in tl.stall_apis:
-            self.context = "CPU stall, not backpressure (slow launch at low depth): " + self.context
+            words = tl.stall_apis.get(e.worst_api) if isinstance(tl.stall_apis, dict) else None
+            self.context = f"{words or 'slow launch, not a blocked call'}: " + self.context
+        if wrapped:
+            self.notify(wrapped.strip())
+            self.context = wrapped + self.context
         if j >= 0:
             tl.select_row(j)
         self.jump(e.start)

@@ -40,7 +40,8 @@ from launchtui.tui.sources_view import SourcesPane
 from launchtui.tui.widgets.kernel_table import KernelTable
 from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
-from launchtui.tui.verdict import VerdictReady, VerdictView
+from launchtui.tui.verdict import VerdictReady
+from launchtui.tui.verdict_panel import VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
 
 CSS = """
@@ -59,6 +60,9 @@ MainScreen #tables.-kernels > SourceTable { display: none; }
 MainScreen #tables.-sources > #table { display: none; }
 MainScreen #tables.-both > SourceTable { border-left: vkey $panel-lighten-2; }
 """
+
+
+TABLE_COMPUTING = "(small-and-frequent kernels: computing…)"   # never "no data" while loading
 
 
 class MainScreen(Navigation, Details, Screen):
@@ -137,8 +141,8 @@ class MainScreen(Navigation, Details, Screen):
             self.context = "missing: " + "; ".join(tr.missing)
             for line in tr.missing:
                 self.notify(line, title="Not in this trace", severity="warning", timeout=8)
-        if not len(tr.ops):
-            self.table.empty_text = "(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+        self.table.empty_text = ("(No small-and-frequent kernel launch data found: the trace has no GPU ops)"
+                                 if not len(tr.ops) else TABLE_COMPUTING)
         self.verdict.mount(self.query_one("#verdict"))
         self.sources.mount(self.source_table, self.query_one("#tables"))
         self.update_header()
@@ -164,6 +168,8 @@ class MainScreen(Navigation, Details, Screen):
         self.sel_gen += 1
         self.table_busy = True
         self.table_waits = False
+        if len(self.loaded.trace.ops):
+            self.table.empty_text = TABLE_COMPUTING    # what an empty table says until the rows come
         self.idle.interrupt()
         self.update_header()
         gen, spec, names = self.sel_gen, self.spec, self.name_mode
@@ -201,8 +207,9 @@ class MainScreen(Navigation, Details, Screen):
         self.update_header()
         self.stats = m.stats
         if not m.rows:
-            self.table.empty_text = self._empty_table_text()
+            self.table.empty_text = self._empty_table_text() if m.final else TABLE_COMPUTING
         self.table.set_rows(m.rows)
+        self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
         if m.final:
             self.table_busy = False
@@ -228,6 +235,14 @@ class MainScreen(Navigation, Details, Screen):
         self.sources.resized()
         # the verdict panel's form follows the room left once the new layout is done
         self.call_after_refresh(self.verdict.panel.relayout)
+        # and once the terminal has settled, every line again: a frame written while the terminal
+        # was being resized can be cut short there, and an unchanged line is never resent
+        self.set_timer(0.25, self._repaint_all)
+
+    def _repaint_all(self) -> None:
+        self.refresh(repaint=True)
+        for w in (self.timeline, self.verdict.panel, self.stats_line, self.details):
+            w.refresh()
 
     def _empty_table_text(self) -> str:
         tr = self.loaded.trace
@@ -275,8 +290,8 @@ class MainScreen(Navigation, Details, Screen):
 
     def action_clear(self) -> None:
         tl = self.timeline
-        if self.query_one("#filter", Input).has_class("visible"):
-            self._close_filter(clear=True)
+        if self.query_one("#filter", Input).has_class("visible") or self.table.filter_text:
+            self._close_filter(clear=True)     # the table's filter first: the last thing typed
             return
         if tl.pending_mark is not None or tl.sel_range is not None:
             tl.pending_mark = None
@@ -367,27 +382,47 @@ class MainScreen(Navigation, Details, Screen):
 
     def action_filter(self) -> None:
         inp = self.query_one("#filter", Input)
+        # from the timeline, / searches its ops by name; from the table, it filters the rows
+        self.searching = self.focused is self.timeline
+        inp.placeholder = ("find the next GPU op whose name contains… (Enter jumps; again: the next)"
+                           if self.searching else "filter kernels by name (Enter keeps, Esc clears)")
         inp.add_class("visible")
-        inp.value = self.table.filter_text
+        inp.value = getattr(self, "last_search", "") if self.searching else self.table.filter_text
         inp.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
+        if event.input.id == "filter" and not getattr(self, "searching", False):
             self.table.filter_text = event.value
-            self.update_stats()
+            self._filter_said()
+
+    def _filter_said(self) -> None:
+        """The stats line and the details line say the filter and the rows it leaves, now."""
+        t = self.table
+        self.context = (f"filter '{t.filter_text}': {len(t.order)} of {len(t.rows)} rows (Esc clears)"
+                        if t.filter_text else "filter cleared")
+        self.update_stats()
+        self.update_details()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
+        if event.input.id == "filter" and getattr(self, "searching", False):
+            from launchtui.tui.search import search
+            search(self, event.value.strip())
+        elif event.input.id == "filter":
             self._close_filter(clear=False)
 
     def _close_filter(self, clear: bool) -> None:
         inp = self.query_one("#filter", Input)
+        if getattr(self, "searching", False):   # Esc on a search: nothing to clear in the table
+            self.searching = False
+            inp.remove_class("visible")
+            self.timeline.focus()
+            return
         if clear:
             inp.value = ""
             self.table.filter_text = ""
         inp.remove_class("visible")
         self.table.focus()
-        self.update_stats()
+        self._filter_said()
 
     # ---- call sites (definitions.md §S) -----------------------------------------------------------
     def _api_at_cursor(self) -> int:

@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, ProgressBar, Static
 
 from launchtui.tui.app import LaunchApp
+from launchtui.tui.main_screen import CSS as MAIN_CSS
 from launchtui.tui.main_screen import MainScreen
 from launchtui.tui.messages import LoadFailed, TraceLoaded
 
@@ -135,13 +136,19 @@ class RanksScreen(Screen):
 
 
 class RankMainScreen(MainScreen):
-    """The normal view of one rank; Esc with nothing left to clear goes back to the ranks."""
+    """The normal view of one rank, in the same layout as a single trace, its header naming the rank;
+    Esc with nothing left to clear goes back to the ranks."""
 
+    # a screen's CSS applies to its own class: the main view's rules, for this class
+    CSS = MAIN_CSS.replace("MainScreen", "RankMainScreen")
     BINDINGS = [Binding("escape", "clear_or_back", "Clear / back", id="ranks.back", show=False)]
 
     def __init__(self, loaded, rank: int) -> None:
-        super().__init__(loaded)
         self.rank = rank
+        super().__init__(loaded)
+
+    def header_prefix(self) -> str:
+        return f" rank {self.rank} │"
 
     def _clear_state(self):
         tl = self.timeline

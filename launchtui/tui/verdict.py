@@ -12,7 +12,6 @@ from rich.style import Style
 from textual.message import Message
 
 from launchtui.analysis.config import CONFIG
-from launchtui.tui.widgets.panel import TextPanel
 
 # keyboard ladders for the table thresholds (m / M, u / U) and the phase level (P)
 MIN_LAUNCHES_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -21,7 +20,7 @@ PHASE_LEVELS = (1, 2, 3)
 FULL, COMPACT, ONE = "full", "compact", "one line"   # the panel's forms, richest first
 
 CLASS_STYLE = {"saturated": Style(color="red", bold=True), "dry": Style(color="yellow", bold=True),
-               "normal": Style(color="green")}
+               "backlogged": Style(color="magenta"), "normal": Style(color="green")}
 HEAD = Style(bold=True)
 
 
@@ -51,7 +50,7 @@ class VerdictResult:
     doc: dict
     iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # boundaries (ns)
     iteration_spans: list = field(default_factory=list)    # [(start, end)] per iteration
-    stall_apis: frozenset = frozenset()                     # API indices of CPU-stall spikes
+    stall_apis: dict = field(default_factory=dict)          # spikes not blocked: API index -> words
 
 
 class VerdictReady(Message):
@@ -166,7 +165,9 @@ def _base_depths(trace, op_idx: np.ndarray, base_depth: int, spans) -> np.ndarra
 PHASE_PENDING = "…"   # the phase column while the rows' phases are computed
 
 
-ORDER = {"saturated": 0, "dry": 1, "normal": 2}
+OUTSIDE = Style(color="red")   # the outside-the-iterations note: the timeline's red marks
+
+ORDER = {"saturated": 0, "dry": 1, "backlogged": 2, "normal": 3}   # queue_class.CLASSES
 
 
 def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
@@ -177,6 +178,9 @@ def _class_lines(doc: dict) -> tuple[list[str], list[Style]]:
         lines.append(f" {cls}: " + ", ".join(
             f"GPU {s['device_id']} s{s['stream_id']}" + class_mix(s)
             + (f" limit {s['observed_limit']}" if s["observed_limit"] is not None else "")
+            + (f" ({s['outside']['max_depth']} outside the iterations"
+               + (f" in `{s['outside']['range']}`" if s["outside"].get("range") else "") + ")"
+               if s.get("outside") else "")
             for s in doc["streams"] if s["queue_class"] == cls))
         styles.append(CLASS_STYLE.get(cls, Style()))
     return lines, styles
@@ -219,20 +223,24 @@ def split(doc: dict, limit: int = 4) -> str:
 
 def one_line(doc: dict, width: int | None = None) -> tuple[str, Style]:
     """The verdict in one line for the smallest terminals: the level, the largest idle causes, the
-    queue classes; at `width`, fewer causes, then no queues, then the level without its phase, so
+    queue classes; at `width`, the level without its phase first, then fewer causes, no queues, so
     "V: details" stays on screen."""
     if doc and doc.get("gpu_recorded") is False:
         return _cpu_side_lines(doc)[0], HEAD
     if not doc or doc.get("empty"):
         return "Verdict: " + (doc.get("empty", "computing…") if doc else "computing…"), HEAD
+    from launchtui.analysis.record_conclusion import outside_notes
     n = {c: sum(1 for s in doc["streams"] if s["queue_class"] == c) for c in ORDER}
     queues = "queues: " + (", ".join(f"{k} {c}" for c, k in n.items() if k) or "none")
+    out = ", ".join(outside_notes(doc, short=True))
     heads = [f"Verdict: {level_word(doc)}", f"Verdict: {doc.get('launch_bound_level') or level_word(doc)}"]
     has = bool(doc.get("idle_by_cause"))
-    tries = [(2, queues), (1, queues), (1, "")] if has else [(0, queues), (0, "")]
-    for head in heads:
-        for limit, q in tries:
-            line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, "V: details") if p)
+    # what the timeline marks outside the iterations outlives the idle split and the queue counts
+    tries = ([(2, queues, out), (1, queues, out), (1, "", out), (0, "", out), (1, "", "")] if has
+             else [(0, queues, out), (0, "", out), (0, "", "")])
+    for limit, q, o in tries:       # the phase gives way before a cause or a note does
+        for head in heads:
+            line = " · ".join(p for p in (head, split(doc, limit) if limit else "", q, o, "V: details") if p)
             if width is None or len(line) <= width:
                 return line, HEAD
     return line, HEAD
@@ -271,6 +279,10 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
     if rest:
         lines.append(f" {rest}")
         styles.append(Style())
+    from launchtui.analysis.record_conclusion import outside_notes
+    for note in outside_notes(doc) if form == FULL else ():   # compact: on its stream's class line
+        lines.append(f" {note}")
+        styles.append(OUTSIDE)
     if form == FULL and not doc.get("too_little"):
         hb = doc["idle_by_cause"]["host_bound"]
         lines.append(f" {pi['launches']['median']:,.0f} launches/iter · host-bound "
@@ -281,9 +293,12 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
         more, more_styles = _class_lines(doc)
         return lines + more, styles + more_styles
     src = it["source"] + (" (heuristic)" if it["heuristic"] else "")
-    lines.append(f" GPU {doc['device_id']} · {it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, "
-                 f"median {it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'whole window'}) · "
-                 f"table {settings.label()} (m/M u/U P)")
+    if it["source"] in ("none", "whole window"):   # no marks: the window is the one iteration (§V1)
+        what = f"no iteration marks: the whole window, {it['median_ns'] / 1e6:,.3f} ms"
+    else:
+        what = (f"{it['count']} iteration{'s' if it['count'] != 1 else ''} from {src}, median "
+                f"{it['median_ns'] / 1e6:,.3f} ms ({'{ / } jump' if it['count'] > 1 else 'one iteration'})")
+    lines.append(f" GPU {doc['device_id']} · {what} · table {settings.label()} (m/M u/U P)")
     styles.append(Style())
     from launchtui.analysis.record_conclusion import class_mix
     for s in doc["streams"]:
@@ -302,138 +317,3 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
     if (lt := doc.get("launch_thread_cpu") or {}).get("available"):  # definitions.md §V10
         lines.append(f" {cpu_line(lt)}"), styles.append(Style())
     return lines, styles
-
-
-class VerdictPanel(TextPanel):
-    """The verdict lines. Height rule: the richest form (FULL, COMPACT, ONE) whose lines leave the
-    timeline MIN_TIMELINE_ROWS rows of lanes below its axis; `V` expands to FULL whatever the room."""
-
-    DEFAULT_CSS = """
-    VerdictPanel { height: auto; max-height: 10; background: $panel; }
-    """
-    MAX_LINES = 10
-    MIN_TIMELINE_ROWS = 6
-
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self.doc: dict | None = None
-        self.settings = VerdictSettings()
-        self.expanded = False
-        self.form = FULL
-
-    def room(self) -> int | None:
-        """Lines the panel may take: its own height plus what the timeline has beyond its axis, the
-        minimum rows and the "more rows" hint (None before the screen is laid out)."""
-        from launchtui.tui.widgets.timeline import AXIS_ROWS
-        tl = getattr(self.screen, "timeline", None) if self.is_attached else None
-        if tl is None or not tl.size.height:
-            return None
-        return self.size.height + tl.size.height - (AXIS_ROWS + self.MIN_TIMELINE_ROWS + 1)
-
-    def show(self, doc: dict | None, settings: VerdictSettings) -> None:
-        self.doc, self.settings = doc, settings
-        room = self.room()
-        for form in ((FULL,) if self.expanded else (FULL, COMPACT, ONE)):
-            lines, styles = panel_lines(doc or {}, settings, form, self.size.width or None)
-            if room is None or min(len(lines), self.MAX_LINES) <= room:
-                break
-        self.form = form
-        lines, styles = lines[:self.MAX_LINES], styles[:self.MAX_LINES]
-        self.styles.height = len(lines)
-        self.set_lines(lines, styles)
-
-    def relayout(self) -> None:
-        self.show(self.doc, self.settings)
-
-    def on_resize(self) -> None:
-        self.relayout()
-
-
-class VerdictView:
-    """The verdict panel's state on a MainScreen: settings, the latest result, the iteration the
-    cursor is in. The screen forwards its keys and the worker's message here."""
-
-    def __init__(self, screen) -> None:
-        self.screen = screen
-        self.settings = VerdictSettings()
-        self.result: VerdictResult | None = None
-        self.gen = 0
-        self.panel = VerdictPanel(id="verdict-panel")
-
-    def mount(self, slot) -> None:
-        slot.mount(self.panel)
-        self.panel.show(None, self.settings)
-
-    def toggle_expanded(self) -> str:
-        """`V`: the whole panel whatever the room, or back to the form that fits."""
-        self.panel.expanded = not self.panel.expanded
-        self.panel.relayout()
-        return "verdict: all lines (V: fit)" if self.panel.expanded else f"verdict: {self.panel.form} (V: all lines)"
-
-    @property
-    def base_depth(self) -> int:
-        it = (self.result.doc.get("iterations") or {}) if self.result else {}
-        return int(it.get("base_depth", 0))
-
-    @property
-    def spans(self) -> list:
-        return list(self.result.iteration_spans) if self.result else []
-
-    def refresh(self) -> None:
-        """Recompute the record (and the table rows at the current settings) in a worker."""
-        self.gen += 1
-        scr = self.screen
-        if getattr(scr, "idle", None) is not None:
-            scr.idle.interrupt()
-        gen, dev, settings, session = self.gen, scr.device, self.settings, scr.loaded.session
-
-        def work() -> None:
-            if getattr(scr, "idle", None) is not None:
-                scr.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
-            scr.post_message(VerdictReady(compute(session, dev, settings, gen)))
-        scr.run_worker(work, thread=True, exclusive=True, group="verdict")
-
-    def ready(self, result: VerdictResult) -> bool:
-        """Take a worker's result; False when a newer request superseded it."""
-        if result.gen != self.gen:
-            return False
-        self.result = result
-        self.panel.show(result.doc, self.settings)
-        tl = self.screen.timeline
-        tl.iteration_marks = result.iterations
-        tl.stall_apis = result.stall_apis
-        tl.forget_marks()
-        tl.refresh()
-        return True
-
-    def mark_counts(self, marks) -> str:
-        """'N backpressure marks · M CPU stalls': stalls are launch spikes at low depth, not backpressure."""
-        stalls = self.result.stall_apis if self.result else frozenset()
-        n_stall = sum(1 for e in marks if e.kind == "spike" and e.worst_api in stalls)
-        return f"{len(marks) - n_stall} backpressure marks · {n_stall} CPU stalls"
-
-    def change(self, what: str, direction: int = 1) -> str:
-        s = self.settings
-        if what == "min_launches":
-            s = VerdictSettings(step(MIN_LAUNCHES_STEPS, s.min_launches, direction), s.max_avg_us, s.phase_level)
-        elif what == "max_avg_us":
-            s = VerdictSettings(s.min_launches, step(MAX_AVG_US_STEPS, s.max_avg_us, direction), s.phase_level)
-        else:
-            lv = PHASE_LEVELS[(PHASE_LEVELS.index(s.phase_level) + 1) % len(PHASE_LEVELS)] \
-                if s.phase_level in PHASE_LEVELS else 1
-            s = VerdictSettings(s.min_launches, s.max_avg_us, lv)
-        self.settings = s
-        return s.label()
-
-    def iteration_target(self, cursor: int, direction: int):
-        """(k, start, end) of the iteration after / before the one holding `cursor`; None at the ends."""
-        spans = self.result.iteration_spans if self.result else []
-        if len(spans) < 2:
-            return None
-        starts = [a for a, _ in spans]
-        import bisect
-        k = bisect.bisect_right(starts, cursor) - 1
-        k = k + direction if k >= 0 or direction < 0 else 0
-        if k < 0 or k >= len(spans):
-            return None
-        return k, spans[k][0], spans[k][1]

@@ -419,6 +419,9 @@ class KernelTable(Widget, can_focus=True):
             self.notify("No Phase column: no NVTX range encloses these launches.")
             return
         self.sort_by("nvtx_range")
+        if not self.shows("nvtx_range"):   # sorted on a column off screen: say so and where it is
+            self.notify(f"Sorted by Phase ({'descending' if self.descending else 'ascending'}), a column off "
+                        "screen at this width: → scrolls to it.")
 
     def action_scroll_cols(self, step: int) -> None:
         """→ / ←: scroll the optional columns. The first → on a narrow table first makes room for one

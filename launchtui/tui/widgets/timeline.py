@@ -85,7 +85,7 @@ def legend(cfg=CONFIG, idle: bool = False, first: str | None = None) -> str:
     parts = {"hw": f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen",
              "idle": idle_row.legend_entry() if idle else "",
              "api": "API █ busy launching ! spike", "queue": f"queue ▁▇ pending █ ≥{cfg.queue_threshold}",
-             "axis": "axis ━ episode ▲ spike △ CPU stall ╎ iteration"}
+             "axis": "axis ━ episode ▲ blocked/spike △ not blocked ╎ iteration"}
     order = sorted(parts, key=lambda k: k != first)     # stable: the others keep their order
     return " │ ".join(parts[k] for k in order if parts[k])
 
@@ -168,7 +168,7 @@ class Timeline(Widget, can_focus=True):
         self.rows: list[Row] = []
         self._marks_cache = {}
         self.iteration_marks = np.zeros(0, np.int64)   # iteration boundaries (ns), set by the verdict panel
-        self.stall_apis = frozenset()                   # spikes the verdict calls CPU stalls, not backpressure
+        self.stall_apis: dict = {}                      # spikes not blocked: API index -> words (§V3)
         self.idle = None             # analysis.idle_lane.IdleLane of the record's device (its idle row)
         self.on_change = None        # called synchronously when the cursor row changes (else a message)
         self.build_rows()
@@ -241,7 +241,8 @@ class Timeline(Widget, can_focus=True):
         keys = [r.key for r in self.rows]
         if key in keys and self.rows[keys.index(key)].kind not in ("dev", "note"):
             self.selected = keys.index(key)
-        self.row_offset = 0
+        if self.fresh_layout:       # else the view the user (or a jump) placed stays where it was
+            self.row_offset = 0
         self._ensure_row_visible()
         self.refresh()
 

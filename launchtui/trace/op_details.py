@@ -1,0 +1,127 @@
+"""Per-kernel launch details the model does not keep: grid and block (Nsight, Kineto) and the input
+shapes of the op that launched the kernel (Kineto `Input Dims`), for the TUI's cursor line.
+
+Read once, on demand (in a worker), from the trace's own file, read-only: the model stays as it is
+for every other use, and a trace whose details are never asked for never pays for them. Kernels are
+matched on (start ns, correlation id), the keys the readers keep, so the lookup is exact.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from launchtui.trace.model import Trace
+
+_NSYS_COLUMNS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+                 "staticSharedMemory", "dynamicSharedMemory")
+
+
+class OpDetails:
+    """`text(k)`: the details of GPU op k ("grid 128×1×1 block 256×1×1 · 32 regs · smem 0 B"), ""
+    when the trace has none for it; `load()` reads them (seconds on a large trace: call it in a
+    worker); `ready` says whether it ran."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.ready = False
+        self.loading = False                   # set by the caller while a worker reads them
+        self.start = np.zeros(0, np.int64)     # sorted
+        self.corr = np.zeros(0, np.int64)
+        self.texts: list[str] = []
+        self.error: str | None = None
+
+    def available(self) -> bool:
+        """Whether the trace's format records any such detail (Nsight SQLite, Kineto JSON)."""
+        src = self.trace.source
+        return src.format in ("nsys-sqlite", "kineto-json") and Path(src.path).is_file()
+
+    def load(self) -> None:
+        try:
+            rows = _nsys_rows(self.trace) if self.trace.source.format == "nsys-sqlite" else _kineto_rows(self.trace)
+        except Exception as e:  # an unreadable or changed file: the cursor line just goes without
+            rows, self.error = [], f"{type(e).__name__}: {e}"
+        rows.sort(key=lambda r: (r[0], r[1]))
+        self.start = np.array([r[0] for r in rows], np.int64)
+        self.corr = np.array([r[1] for r in rows], np.int64)
+        self.texts = [r[2] for r in rows]
+        self.ready = True
+
+    def text(self, k: int) -> str:
+        if not self.ready or not len(self.start):
+            return ""
+        ops = self.trace.ops
+        t, c = int(ops.start[k]), int(ops.corr[k])
+        i = int(np.searchsorted(self.start, t))
+        while i < len(self.start) and self.start[i] == t:
+            if self.corr[i] == c:
+                return self.texts[i]
+            i += 1
+        return ""
+
+
+def _dims(v) -> str:
+    return "×".join(str(int(x)) for x in v)
+
+
+def _nsys_rows(trace: Trace) -> list:
+    from launchtui.trace.sqlite_columns import connect_readonly
+    con = connect_readonly(Path(trace.source.path))
+    try:
+        have = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+        cols = [c for c in _NSYS_COLUMNS if c in have]
+        if not {"gridX", "blockX"} <= set(cols):
+            return []
+        out = []
+        for row in con.execute(f"SELECT start, correlationId, {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+            f = dict(zip(cols, row[2:]))
+            parts = [f"grid {_dims((f['gridX'], f.get('gridY', 1), f.get('gridZ', 1)))} "
+                     f"block {_dims((f['blockX'], f.get('blockY', 1), f.get('blockZ', 1)))}"]
+            if f.get("registersPerThread") is not None:
+                parts.append(f"{f['registersPerThread']} regs")
+            smem = (f.get("staticSharedMemory") or 0) + (f.get("dynamicSharedMemory") or 0)
+            parts.append(f"smem {smem:,} B")
+            out.append((int(row[0]), int(row[1]), " · ".join(parts)))
+        return out
+    finally:
+        con.close()
+
+
+def _us_to_ns(ts) -> int:
+    """Kineto `ts` (µs, possibly fractional) to int ns exactly as written (the reader's rule)."""
+    from decimal import Decimal
+    return int(Decimal(str(ts)) * 1000)
+
+
+def _kineto_rows(trace: Trace) -> list:
+    path = Path(trace.source.path)
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rb") as f:
+        doc = json.load(f)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    dims = {}
+    for e in events:   # once per event, in a worker, only when asked for
+        if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict):
+            a = e["args"]
+            if "External id" in a and a.get("Input Dims"):
+                dims.setdefault(a["External id"], a["Input Dims"])
+    out = []
+    for e in events:
+        if e.get("cat") != "kernel" or not isinstance(e.get("args"), dict):
+            continue
+        a = e["args"]
+        parts = []
+        if isinstance(a.get("grid"), list) and isinstance(a.get("block"), list):
+            parts.append(f"grid {_dims(a['grid'])} block {_dims(a['block'])}")
+        if a.get("registers per thread") is not None:
+            parts.append(f"{a['registers per thread']} regs")
+        if a.get("shared memory") is not None:
+            parts.append(f"smem {int(a['shared memory']):,} B")
+        shapes = dims.get(a.get("External id"))
+        if shapes:
+            parts.append("inputs " + ", ".join(str(s).replace(" ", "") for s in shapes if s != []))
+        if parts and a.get("correlation") is not None and "ts" in e:
+            out.append((_us_to_ns(e["ts"]), int(a["correlation"]), " · ".join(parts)))
+    return out

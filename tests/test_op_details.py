@@ -1,0 +1,40 @@
+"""Per-kernel launch details for the cursor line (trace.op_details): grid, block, registers and
+shared memory from Nsight's kernel table and Kineto's kernel args, input shapes from Kineto's
+`Input Dims`, matched on (start, correlation) for every kernel."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from launchtui.trace.load import open_trace
+from launchtui.trace.model import OP_KERNEL
+from launchtui.trace.op_details import OpDetails
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+
+
+@pytest.mark.parametrize("name", ["demo.sqlite", "demo.json.gz"])
+def test_every_demo_kernel_has_its_launch_config_in_both_formats(name):
+    t = open_trace(DEMO / name, use_cache=False)
+    d = OpDetails(t)
+    assert d.available() and d.text(0) == ""      # nothing before load
+    d.load()
+    k = np.flatnonzero(t.ops.kind == OP_KERNEL)
+    texts = [d.text(int(i)) for i in k]
+    assert all(x.startswith("grid ") and " block " in x and " regs · smem " in x for x in texts)
+    soft = t.strings.lookup("cunn_SoftMaxForward")
+    i = int(np.flatnonzero(t.ops.name == soft)[0])
+    assert d.text(i) == "grid 65536×1×1 block 1024×1×1 · 38 regs · smem 0 B"
+
+
+@pytest.mark.samples
+def test_kineto_input_dims_of_the_launching_op():
+    from conftest import sample
+    t = open_trace(sample("kineto/h100_qwen_chat.json.gz"), use_cache=False)
+    d = OpDetails(t)
+    d.load()
+    k = np.flatnonzero(t.ops.kind == OP_KERNEL)
+    texts = [d.text(int(i)) for i in k]
+    assert all(texts) and sum(" · inputs [" in x for x in texts) > len(texts) // 2
