@@ -14,7 +14,6 @@ PACKAGE = ROOT / "launchtui"
 # "path" (a module over MAX_MODULE_LINES) or "path::qualified.name" (a function over
 # MAX_FUNCTION_LINES), paths relative to the repository root -> why it may be so for now.
 ALLOWED = {
-    "launchtui/tui/widgets/timeline.py": "being split in issue 27/22 work",
 }
 
 

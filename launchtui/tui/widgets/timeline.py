@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from rich.segment import Segment
-from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -24,84 +23,11 @@ from launchtui.tui import lane_view as lanes_fn
 from launchtui.tui.messages import CursorMoved
 from launchtui.tui.state import View, elide
 from launchtui.tui.widgets import idle_row
-
-PLAIN = Style()   # every segment carries a Style: Textual's NO_COLOR filter fails on None
-
-GUTTER = 16
-AXIS_ROWS = 2
-CACHE_SIZE = 512
-
-# ---------------------------------------------------------------------------------------------
-# glyphs: meaning is carried by the symbol as well as the colour (NO_COLOR, monochrome terminals)
-
-BLOCKS = np.array(list(" ▁▂▃▄▅▆▇█"))
-BRAILLE = np.array(list(" ⡀⡄⡆⡇⣇⣧⣷⣿"))     # small kernels: dotted
-SHADES = np.array(list(" ░░▒▒▓▓██"))       # NCCL
-MEMS = np.array(list(" ╌╌╌╌════"))         # memcpy / memset
-HW_GLYPHS = np.stack([BLOCKS, BRAILLE, SHADES, MEMS])   # [category, level]
-SPARK = np.array(list(" ▁▂▃▄▅▆▇"))
-HIGHLIGHT_GLYPH = "◆"
-SPIKE_GLYPH = "!"
-FULL_GLYPH = "█"                            # queue at or above the threshold (sparkline tops at ▇)
-
-# style codes -> Rich styles (colours chosen to survive 256-colour down-sampling)
-S_NONE, S_API, S_SPIKE, S_KERNEL, S_SMALL, S_NCCL, S_MEM, S_HIGHLIGHT, S_QUEUE, S_QFULL, \
-    S_TICK, S_RULER, S_EP_FULL, S_EP_NEAR, S_EP_SPIKE, S_SEL, S_MARK, S_DEV, S_DIM, S_MULTI = range(20)
-S_NVTX0 = 20
-NVTX_BG = ("#303a6e", "#2e5a3a", "#6a3434", "#2f5866", "#5e5a2c", "#553266")
-STYLES = [
-    Style(),
-    Style(color="#5fafff"),
-    Style(color="#ffffff", bgcolor="#af0000", bold=True),
-    Style(color="#5fd75f"),
-    Style(color="#ffd75f"),
-    Style(color="#d787d7"),
-    Style(color="#5fd7d7"),
-    Style(color="#ffffff", bgcolor="#870087", bold=True),
-    Style(color="#87afd7"),
-    Style(color="#ff3030", bold=True),
-    Style(color="#bcbcbc"),
-    Style(color="#6c6c6c"),
-    Style(color="#ff3030", bold=True),
-    Style(color="#ffaf00", bold=True),
-    Style(color="#ff8700", bold=True),
-    Style(color="#00d7ff", bold=True),
-    Style(color="#00d7ff", bold=True),
-    Style(color="#ffffff", bold=True),
-    Style(color="#6c6c6c", italic=True),
-    Style(color="#8a8a8a"),
-] + [Style(color="#ffffff", bgcolor=c) for c in NVTX_BG]
-HW_STYLE = np.array([S_KERNEL, S_SMALL, S_NCCL, S_MEM], np.int16)
-CURSOR_STYLE = Style(reverse=True)
-SELECT_STYLE = Style(bgcolor="#1c3a4a")
-LABEL_STYLE = Style(color="#d0d0d0")
-LABEL_SEL_STYLE = Style(color="#000000", bgcolor="#d0d0d0", bold=True)
-LABEL_DEV_STYLE = Style(color="#ffffff", bold=True)
-LABEL_WARN_STYLE = Style(color="#ff3030", bold=True)
-
-def legend(cfg=CONFIG, idle: bool = False, first: str | None = None) -> str:
-    """The glyph legend, with the thresholds of the analysis config; `idle`: with the idle row's
-    entry; `first`: the row kind whose entry leads (the cursor's row: the line is cut at the width)."""
-    parts = {"hw": f"HW █ kernel ⣿ small<{cfg.small_kernel_ns / 1000:g}µs ▓ NCCL ═ mem ◆ chosen",
-             "idle": idle_row.legend_entry() if idle else "",
-             "api": "API █ busy launching ! spike", "queue": f"queue ▁▇ pending █ ≥{cfg.queue_threshold}",
-             "axis": "axis ━ episode ▲ blocked/spike △ not blocked ╎ iteration"}
-    order = sorted(parts, key=lambda k: k != first)     # stable: the others keep their order
-    return " │ ".join(parts[k] for k in order if parts[k])
-
-
-LEGEND = legend()
-
-
-def cells_to_strip(text: str, codes: np.ndarray, styles=STYLES) -> Strip:
-    """Run-length encode equal style codes into segments (one Python step per run, not per cell)."""
-    n = len(codes)
-    if not n:
-        return Strip([], 0)
-    cut = np.nonzero(codes[1:] != codes[:-1])[0] + 1
-    bounds = [0, *cut.tolist(), n]
-    segs = [Segment(text[a:b], styles[int(codes[a])]) for a, b in zip(bounds[:-1], bounds[1:])]
-    return Strip(segs, n)
+from launchtui.tui.widgets.timeline_style import (
+    PLAIN, S_TICK, S_RULER, S_DIM, STYLES, CURSOR_STYLE, SELECT_STYLE, LABEL_STYLE, LABEL_SEL_STYLE,
+    LABEL_DEV_STYLE, LABEL_WARN_STYLE)
+from launchtui.tui.widgets.timeline_style import AXIS_ROWS, GUTTER, LEGEND, legend  # noqa: F401 (re-exported)
+from launchtui.tui.widgets.timeline_render import TimelineRender
 
 
 @dataclass
@@ -118,7 +44,7 @@ class Row:
 
 # ---------------------------------------------------------------------------------------------
 
-class Timeline(Widget, can_focus=True):
+class Timeline(TimelineRender, Widget, can_focus=True):
     """Rows of one trace on one time axis, centred on the time cursor."""
 
     BINDINGS = [
@@ -385,170 +311,6 @@ class Timeline(Widget, can_focus=True):
             self._edges = lanes_fn.bin_edges(self.view.start, self.view.ns_per_col, self.view.width)
         return self._edges
 
-    def _row_strip(self, row: Row) -> Strip:
-        hl = self.highlight_gen if row.kind in ("hw", "api") else 0
-        key = (row.key, self.view.key(), hl)
-        s = self._cache.get(key)
-        if s is not None:
-            self._cache.move_to_end(key)
-            return s
-        s = self._render_row(row, self.edges())
-        self._cache[key] = s
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return s
-
-    def _render_row(self, row: Row, edges: np.ndarray) -> Strip:
-        w = len(edges) - 1
-        if row.kind == "api":
-            c = lanes_fn.api_cells(row.lane, edges)
-            glyph = BLOCKS[c.level]
-            codes = np.where(c.level > 0, S_API, S_NONE).astype(np.int16)
-            if c.spike.any():
-                glyph = np.where(c.spike, SPIKE_GLYPH, glyph)
-                codes[c.spike] = S_SPIKE
-            calls = self.highlight.by_api_lane.get((row.lane.device, row.lane.thread)) if self.highlight else None
-            if calls is not None:   # the launch calls of the highlighted ops (a call site's launches)
-                hit = calls.any(edges)
-                if hit.any():
-                    glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
-                    codes[hit] = S_HIGHLIGHT
-            return cells_to_strip("".join(glyph.tolist()), codes)
-        if row.kind == "hw":
-            c = lanes_fn.hw_cells(row.lane, edges)
-            glyph = HW_GLYPHS[c.cat, c.level]
-            codes = np.where(c.level > 0, HW_STYLE[c.cat], S_NONE).astype(np.int16)
-            inst = self.highlight.by_stream.get((row.lane.device, row.lane.stream)) if self.highlight else None
-            if inst is not None:
-                hit = inst.any(edges)
-                if hit.any():
-                    glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
-                    codes[hit] = S_HIGHLIGHT
-            return cells_to_strip("".join(glyph.tolist()), codes)
-        if row.kind == "idle":
-            text, codes = idle_row.cells(row.lane, edges)
-            return cells_to_strip(text, codes, idle_row.STYLES)
-        if row.kind == "queue":
-            lane = row.lane
-            v = lane.bin_max(edges)
-            scale = self.threshold if lane.peak >= self.threshold else max(lane.peak, 1)
-            lv = np.clip(np.ceil(v / scale * 7), 1, 7).astype(np.int64)
-            lv = np.where(v > 0, lv, 0)
-            full = v >= self.threshold
-            glyph = np.where(full, FULL_GLYPH, SPARK[lv])
-            codes = np.where(full, S_QFULL, np.where(v > 0, S_QUEUE, S_NONE)).astype(np.int16)
-            return cells_to_strip("".join(glyph.tolist()), codes)
-        if row.kind == "nvtx":
-            return self._render_nvtx(row.lane, edges)
-        if row.kind == "dev":
-            t = ("━" * w)
-            return Strip([Segment(t, STYLES[S_DIM])], w)
-        return Strip([Segment(" " * w, PLAIN)], w)
-
-    def _render_nvtx(self, lane, edges: np.ndarray) -> Strip:
-        c = lanes_fn.nvtx_cells(lane, edges)
-        rid = c.range_idx
-        w = len(rid)
-        text_ids = self.trace.ranges.text
-        cut = np.nonzero(rid[1:] != rid[:-1])[0] + 1
-        bounds = [0, *cut.tolist(), w]
-        segs = []
-        strings = self.trace.strings
-        for a, b in zip(bounds[:-1], bounds[1:]):     # one step per run of equal range (≤ width)
-            r = int(rid[a])
-            n = b - a
-            if r < 0:
-                multi = c.multi[a:b]
-                if multi.any():
-                    segs.append(Segment("".join(np.where(multi, "┆", " ").tolist()), STYLES[S_MULTI]))
-                else:
-                    segs.append(Segment(" " * n, PLAIN))
-                continue
-            tid = int(text_ids[r])
-            name = strings[tid]
-            if n == 1:
-                txt = "┆" if c.multi[a] else "▌"
-            elif n == 2:
-                txt = "[]"
-            else:
-                # the name elided in the middle; a bar too narrow for a readable name stays a plain bar
-                body = elide(name, n - 2) if n - 2 >= min(5, len(name)) else ""
-                txt = "[" + body.ljust(n - 2, "─" if not body else " ") + "]"
-            segs.append(Segment(txt, STYLES[S_NVTX0 + tid % len(NVTX_BG)]))
-        return Strip(segs, w)
-
-    # ---- axis ---------------------------------------------------------------------------------
-    def _mark_sets(self):
-        """Episode / spike intervals for the shown devices (rebuilt when the device changes)."""
-        key = self.device
-        m = self._marks_cache.get(key)
-        if m is None:
-            eps = [e for e in self.marks if self.device is None or e.device == self.device]
-            sat = [e for e in eps if e.kind == "queue" and e.level == "saturated"]
-            near = [e for e in eps if e.kind == "queue" and e.level != "saturated"]
-            spk = [e for e in eps if e.kind == "spike" and e.worst_api not in self.stall_apis]
-            stall = [e for e in eps if e.kind == "spike" and e.worst_api in self.stall_apis]
-
-            def iv(lst):
-                return lanes_fn.Intervals(np.array([e.start for e in lst], np.int64), np.array([e.end for e in lst], np.int64))
-            m = self._marks_cache[key] = (iv(sat), iv(near), iv(spk), iv(stall))
-        return m
-
-    def forget_marks(self) -> None:
-        """The marks or their classification changed: rebuild the axis sets on the next paint."""
-        self._marks_cache = {}
-
-    def _axis_strips(self) -> tuple[Strip, Strip]:
-        v = self.view
-        w = v.width
-        edges = self.edges()
-        origin = self.origin_ns if self.relative else None
-        # tick labels
-        tks, step = tfmt.ticks(v.start, v.end, max(1, w // 14))
-        label = [" "] * w
-        ruler = np.array(["─"] * w, dtype=object)
-        rcode = np.full(w, S_RULER, np.int16)
-        next_free = 0
-        ref = max(abs(v.start - origin), abs(v.end - origin)) if origin is not None else None
-        for t in tks.tolist():                            # ≤ width/14 ticks
-            col = int((t - v.start) // v.ns_per_col)
-            if 0 <= col < w:
-                ruler[col] = "┬"
-                txt = tfmt.fmt_tick(t, step, origin, ref)
-                if col >= next_free and col + len(txt) <= w:
-                    label[col:col + len(txt)] = list(txt)
-                    next_free = col + len(txt) + 2
-        sat, near, spk, stall = self._mark_sets()
-        for iv, glyph, code in ((near, "━", S_EP_NEAR), (sat, "━", S_EP_FULL), (spk, "▲", S_EP_SPIKE),
-                                (stall, "△", S_EP_NEAR)):
-            if len(iv):
-                hit = iv.any(edges)
-                ruler[hit] = glyph
-                rcode[hit] = code
-        if len(self.iteration_marks):
-            cols = ((self.iteration_marks - v.start) // v.ns_per_col).astype(np.int64)
-            cols = cols[(cols >= 0) & (cols < w)]
-            ruler[cols] = "╎"
-            rcode[cols] = S_TICK
-        if self.sel_range is not None:
-            for t, g in ((self.sel_range[0], "["), (self.sel_range[1], "]")):
-                col = v.col_of(t)
-                if 0 <= col < w:
-                    ruler[col] = g
-                    rcode[col] = S_SEL
-        if self.pending_mark is not None:
-            col = v.col_of(self.pending_mark)
-            if 0 <= col < w:
-                ruler[col] = "┃"
-                rcode[col] = S_MARK
-        c = v.cursor_col
-        if 0 <= c < w:
-            ruler[c] = "▼"
-            rcode[c] = S_SEL
-        top = Strip([Segment("".join(label), STYLES[S_TICK])], w)
-        return top, cells_to_strip("".join(ruler.tolist()), rcode)
-
-    # ---- Line API ------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         self._sync_size()
