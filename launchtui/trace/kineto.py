@@ -90,6 +90,18 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
+def _head_bytes(path: Path, n: int) -> bytes:
+    """The first `n` bytes of the (decompressed) file: enough to tell who wrote it, without
+    reading or inflating the rest."""
+    with path.open("rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    try:
+        with (gzip.open(path, "rb") if gz else path.open("rb")) as f:
+            return f.read(n)
+    except (EOFError, OSError, zlib.error):
+        return b""
+
+
 # a lone UTF-16 surrogate escape (a valid pair is matched first and kept)
 _SURROGATE_RE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -169,7 +181,7 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     finalize(trace, match_process=False)
     progress("joined", len(trace.ops))
     kineto_stacks.build(trace, cols["py"], cols["op"])
-    if not len(trace.api) and not len(trace.ops) and (hint := foreign_chrome(_read_bytes(path)[:1 << 20])):
+    if not len(trace.api) and not len(trace.ops) and (hint := foreign_chrome(_head_bytes(path, 1 << 20))):
         source.extra["foreign"] = hint
         trace.missing[:] = [f"no GPU activity launchtui can read: {hint}" if m.startswith("no GPU activity")
                             else m for m in trace.missing]
