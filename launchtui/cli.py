@@ -385,13 +385,11 @@ def cmd_diff(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from launchtui.trace import cache
+    from launchtui import session
     if args.action == "clear":
-        n, size = cache.clear()
-        print(f"launchtui: removed {n} cache entries ({size / 1e6:.1f} MB) from {cache.cache_root()}")
+        print(f"launchtui: {session.clear_store()}")
     else:
-        n, size = cache.usage()
-        print(f"{cache.cache_root()}: {n} entries, {size / 1e6:.1f} MB (limit {'none' if cache.max_bytes() >= cache.NO_LIMIT else f'{cache.max_bytes() / 1e6:.0f} MB'})")
+        print(session.store_info())
     return 0
 
 

@@ -29,6 +29,8 @@ import stat
 from pathlib import Path
 from types import SimpleNamespace
 
+from launchtui.analysis.memo import MISS  # load_pickle / load_mapped: nothing stored (or not readable)
+
 COMMANDS = ("report", "record", "info")
 MAX_TEXT_BYTES = 8 * 2**20    # larger outputs are recomputed, not stored
 MAX_RESULTS = 512             # files kept in results/, least recently used go first ...
@@ -103,7 +105,6 @@ def model_entry(trace_path) -> Path | None:
     return entry if entry is not None and entry.is_file() else None
 
 
-MISS = object()   # load_pickle / load_mapped: nothing stored (or not readable)
 
 
 def key_of(inputs, entry: Path) -> str | None:

@@ -9,7 +9,10 @@ says how the result is computed (`compute(session)`) and how it is kept (`store`
 - MAPPED: a flat file of arrays beside the model entry (`<entry>.<slot>`, trace/flatfile.py),
   memory-mapped on read; its header names the key it holds, so another key is a miss.
 
-`get` looks in memory, then on disk, then computes (and keeps the result both ways). Equal queries
+`get` looks in memory, then on disk, then computes (and keeps the result both ways). The memory
+tier is the trace's memo (analysis/memo.py), the one in-memory store of derived results: a session
+and the analyses it runs (the index, the user-frame nodes) keep their results side by side there,
+and two sessions on one trace share them. Equal queries
 are one result, whoever asks: `report` stores its backpressure, kernel groups, selection stats and
 record under the queries the TUI's workers ask, so the TUI's first open after it finds them. The
 disk key covers the query's class and fields, the trace's path as opened (outputs name it), the
@@ -18,18 +21,18 @@ never reuses a result. Nothing touches the disk without a model entry, nor for a
 without one (`--no-cache`); the cache directory is used only when private (paths.cache_dir).
 
 The queries of the analyses live here; the TUI's own (lanes, table rows, idle row) in
-tui/queries.py. Importing this module loads no analysis (nor numpy): the CLI's warm path goes
-through it (`cached_output`). A query's `compute` may run in any thread: equal queries compute
+tui/queries.py. Importing this module loads no analysis but the memo (nor numpy): the CLI's warm
+path goes through it (`cached_output`). A query's `compute` may run in any thread: equal queries compute
 once (one lock per key) and results are read-only.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from launchtui import result_cache
+from launchtui.analysis import memo
 
 if TYPE_CHECKING:
     from launchtui.analysis.backpressure import Options
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from launchtui.analysis.select import Selection
 
 MEMORY, PICKLE, MAPPED = "memory", "pickle", "mapped"
-MISS = result_cache.MISS    # peek(): nothing in memory or on disk
+MISS = memo.MISS    # peek(): nothing in memory or on disk
 
 
 class Query:
@@ -76,10 +79,8 @@ class Session:
         self.entry = entry
         self._shared = shared
         self._opened = None     # open(): the trace.cache.Opened that commit() writes
-        self._values: dict = {}
+        self._memory = memo.of(trace)
         self._on_disk: set = set()   # queries read from or written to disk
-        self._locks: dict = {}
-        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, path, progress=None, use_cache: bool = True) -> Session:
@@ -120,11 +121,11 @@ class Session:
     def get(self, query: Query, compute: Callable[[], Any] | None = None):
         """The result of `query`: from memory, else disk, else `compute()` (default
         `query.compute(self)`), then kept in memory and, when the query persists, on disk."""
-        value = self._values.get(query, MISS)
+        value = self._memory.peek(query)
         if value is not MISS:
             return value
-        with self._key_lock(query):
-            value = self._values.get(query, MISS)
+        with self._memory.lock(query):
+            value = self._memory.peek(query)
             if value is MISS:
                 value = self._read(query)
                 if value is MISS:
@@ -135,7 +136,7 @@ class Session:
 
     def peek(self, query: Query):
         """The result of `query` from memory or disk, else MISS (nothing is computed)."""
-        value = self._values.get(query, MISS)
+        value = self._memory.peek(query)
         if value is MISS:
             value = self._read(query)
             if value is not MISS:
@@ -156,18 +157,14 @@ class Session:
         """Write the results of `queries` held in memory and not on disk yet: after the model entry
         they are stored beside was committed (a cold command computes before it exists)."""
         for q in queries:
-            value = self._values.get(q, MISS)
+            value = self._memory.peek(q)
             if value is not MISS and q not in self._on_disk:
                 self._write(q, value)
 
     # ---- persistence ------------------------------------------------------------------------
     def _keep(self, query: Query, value) -> None:
         if query.memo:
-            self._values[query] = value
-
-    def _key_lock(self, query) -> threading.Lock:
-        with self._lock:
-            return self._locks.setdefault(query, threading.Lock())
+            self._memory.put(query, value)
 
     def _key(self, query: Query) -> str | None:
         """The disk key of `query` here; None without a model entry (nothing stored)."""
@@ -199,6 +196,21 @@ class Session:
             stored = result_cache.store_mapped(self.entry, query.slot(), key, lambda: query.encode(value))
         if stored:
             self._on_disk.add(query)
+
+
+def store_info() -> str:
+    """One line on the per-user store: where, how many model entries, their size and the limit."""
+    from launchtui.trace import cache
+    n, size = cache.usage()
+    limit = "none" if cache.max_bytes() >= cache.NO_LIMIT else f"{cache.max_bytes() / 1e6:.0f} MB"
+    return f"{cache.cache_root()}: {n} entries, {size / 1e6:.1f} MB (limit {limit})"
+
+
+def clear_store() -> str:
+    """Remove every stored model and result; one line saying what went."""
+    from launchtui.trace import cache
+    n, size = cache.clear()
+    return f"removed {n} cache entries ({size / 1e6:.1f} MB) from {cache.cache_root()}"
 
 
 def cached_output(cmd: str, args, handler, emit) -> int:

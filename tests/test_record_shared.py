@@ -51,9 +51,9 @@ def test_groups_cut_per_device_equal_the_devices_own(trace):
 def test_report_and_record_same_with_or_without_shared(trace):
     sh = Shared(trace)
     rep = build_report(trace, WHOLE, shared=sh)
-    assert sh._groups and sh._spikes          # the report filled the memo ...
+    assert sh.held() == {"groups", "spikes"}         # the report filled the memo ...
     rec = build_record(trace, WHOLE, shared=sh)
-    assert not sh._groups                     # ... and the record dropped the per-launch arrays
+    assert sh.held() == {"spikes"}                    # ... and the record dropped the per-launch arrays
     assert rep == build_report(trace, WHOLE)
     assert rec == build_record(trace, WHOLE)
     assert rec["top"] and rec["streams"]

@@ -171,13 +171,31 @@ def test_report_stores_what_the_tui_asks_under_equal_keys(synth, monkeypatch, ca
 
 def test_nothing_is_stored_without_a_model_entry(synth, tmp_path):
     calls = []
-    trace = open_cached(synth, use_cache=False).trace
     for entry in (None, tmp_path / "absent.model"):
-        s = Session(trace, entry)
+        s = Session(open_cached(synth, use_cache=False).trace, entry)
         q = Backpressure(WHOLE, Options(threshold=3))
         assert s.get(q, lambda: calls.append(1) or {"x": 1}) == {"x": 1}
-        assert s.get(q) == {"x": 1} and Session(trace, entry).peek(q) is MISS
+        assert s.get(q) == {"x": 1}
+        # the memory tier is the trace's: another load of the file has only the disk to look in
+        assert Session(open_cached(synth, use_cache=False).trace, entry).peek(q) is MISS
     assert len(calls) == 2 and not result_cache.results_dir().exists()
+
+
+def test_sessions_on_one_trace_share_its_memory_tier(synth):
+    """Two sessions of one loaded trace, and the analyses under them, keep results in one memo:
+    what one computed the other finds, computed once."""
+    from launchtui.analysis import memo
+    from launchtui.analysis.index import attached, trace_index
+    trace = open_cached(synth, use_cache=False).trace
+    calls = []
+    q = Backpressure(WHOLE, Options(threshold=3))
+    assert Session(trace).get(q, lambda: calls.append(1) or {"y": 2}) == {"y": 2}
+    assert Session(trace, None).get(q, lambda: calls.append(1) or {"z": 3}) == {"y": 2}
+    assert calls == [1]
+    assert attached(trace) is None                  # nothing builds the index by looking
+    idx = Session(trace).get(Index())
+    assert trace_index(trace) is idx and attached(trace) is idx
+    assert memo.of(trace).peek(q) == {"y": 2} and memo.of(open_cached(synth, use_cache=False).trace).peek(q) is memo.MISS
 
 
 def test_other_inputs_new_code_or_a_rebuilt_entry_miss(synth, monkeypatch):
@@ -194,7 +212,7 @@ def test_other_inputs_new_code_or_a_rebuilt_entry_miss(synth, monkeypatch):
     tmp = entry.with_name("rebuilt.tmp")
     tmp.write_bytes(entry.read_bytes())
     os.replace(tmp, entry)                      # rebuilt as cache.save does: a new file
-    assert Session(s.trace, entry).peek(q) is MISS
+    assert Session(open_cached(synth).trace, entry).peek(q) is MISS   # a fresh load: disk only
     lanes = tq.TimelineLanes(Options())
     s = _session(synth)
     s.get(lanes)

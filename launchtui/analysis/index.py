@@ -1,10 +1,10 @@
 """The trace's derived index: every per-op lookup the analyses share, built once, then read-only.
 
-`trace_index(trace)` returns it, building it on first use under a lock, or the one the session
-attached (`attach`: mapped from beside the model entry, session.Index; the CLI and the TUI loader
-ask for it right after loading, before any worker starts). After that nothing mutates it: workers
-only read. Distinguishing names
-are interned into the trace's StringTable here, at build time, never lazily from a worker.
+`trace_index(trace)` returns it from the trace's memo (analysis/memo.py), building it on first use
+under the key's lock, or the one the session kept there (`attach`: mapped from beside the model
+entry, session.Index; the CLI and the TUI loader ask for it right after loading, before any worker
+starts). After that nothing mutates it: workers only read. Distinguishing names are interned into
+the trace's StringTable here, at build time, never lazily from a worker.
 
 What it holds (definitions.md §5-§7):
 - `queue_series`: pending-launch depth per (device, stream) as a step function (§5);
@@ -22,11 +22,11 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
@@ -37,12 +37,8 @@ from launchtui.trace.nesting import InnermostIndex
 # timeline categories of GPU ops, in drawing priority order for ties
 CAT_KERNEL, CAT_SMALL, CAT_NCCL, CAT_MEM = 0, 1, 2, 3
 
-_BUILD_LOCK = threading.Lock()
 _LAZY_LOCK = threading.Lock()   # the parts computed on first use (ops_by_api)
-_ATTACH_LOCK = threading.Lock()
-# the index of each live trace, by id (a Trace is mutable data, not hashable): the model holds no
-# analysis state; an entry goes when its trace is collected
-_INDEXES: dict[int, "TraceIndex"] = {}
+INDEX_KEY = "analysis.index"    # the index's key in the trace's memo
 # depths (series values, depth before launch) are int16 when every one is at most this (the usual
 # case: the launch queue holds ~1,000), leaving headroom for the readers' small offsets (`d + 1`)
 SMALL_DEPTH = (1 << 14) - 1
@@ -134,30 +130,20 @@ class TraceIndex:
 
 
 def trace_index(trace: Trace) -> TraceIndex:
-    """The trace's index: the one attached to it, else built (once, under a lock) and attached."""
-    idx = _INDEXES.get(id(trace))
-    if idx is None:
-        with _BUILD_LOCK:
-            idx = _INDEXES.get(id(trace))
-            if idx is None:
-                idx = attach(trace, build_index(trace))
-    return idx
+    """The trace's index: the one in its memo, else built (once, under the key's lock) and kept."""
+    return memo.of(trace).get(INDEX_KEY, lambda: build_index(trace))
 
 
 def attach(trace: Trace, idx: TraceIndex) -> TraceIndex:
     """Make `idx` what `trace_index(trace)` returns for as long as the trace lives (the session
-    maps it from beside the model entry); an index attached before stays. Returns the one attached."""
-    with _ATTACH_LOCK:
-        have = _INDEXES.get(id(trace))
-        if have is None:
-            _INDEXES[id(trace)] = have = idx
-            weakref.finalize(trace, _INDEXES.pop, id(trace), None)
-    return have
+    maps it from beside the model entry); an index kept before stays. Returns the one kept."""
+    return memo.of(trace).put(INDEX_KEY, idx)
 
 
 def attached(trace: Trace) -> TraceIndex | None:
     """The trace's index when one was built or attached, else None (nothing is built)."""
-    return _INDEXES.get(id(trace))
+    idx = memo.of(trace).peek(INDEX_KEY)
+    return None if idx is memo.MISS else idx
 
 
 def build_index(trace: Trace) -> TraceIndex:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 import sys
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from launchtui.analysis import iterations as itr
+from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.exposed import launch_devices
 from launchtui.analysis.launches import launched_kernels, name_ids
@@ -103,18 +103,11 @@ class SourceFilter:
         return {"library": list(self.library), "user": list(self.user), "defaults": self.defaults}
 
 
-_USER_NODES: dict = {}  # (id(trace), filter) -> per-node user node; dropped with the trace
-
-
 def user_nodes(trace: Trace, flt: SourceFilter = SourceFilter()) -> np.ndarray:
     """Per stack node: the nearest node at or above it whose frame is user code, -1 when none
-    (memoised per trace and filter: the TUI asks on every cursor move)."""
-    key = (id(trace), flt)
-    memo = _USER_NODES.get(key)
-    if memo is None or len(memo) != len(trace.stacks):
-        memo = _USER_NODES[key] = _user_nodes(trace, flt)
-        weakref.finalize(trace, _USER_NODES.pop, key, None)
-    return memo
+    (kept in the trace's memo per filter and stack table size: the TUI asks on every cursor move)."""
+    return memo.of(trace).get(("analysis.sources.user_nodes", flt, len(trace.stacks)),
+                              lambda: _user_nodes(trace, flt))
 
 
 def _user_nodes(trace: Trace, flt: SourceFilter) -> np.ndarray:
