@@ -189,6 +189,6 @@ def whatif_md(doc: dict, out: list[str]) -> None:
             out.append(f"| {name} | {r['launches_per_iteration']:g} | | | {what} | |")
             continue
         e, s = r["estimate_ms"], r["speedup"]
-        out.append(f"| {name} | {r['launches_per_iteration']:g} | {r["graph_launches_if_graphed"]:g} | "
+        out.append(f"| {name} | {r['launches_per_iteration']:g} | {r['graph_launches_if_graphed']:g} | "
                    f"{r['iteration_ms']:,.3f} | {e[0]:,.3f}–{e[1]:,.3f} | {s[0]:.2f}–{s[1]:.2f}×"
                    + (" (Amdahl bound)" if r["at_amdahl_bound"] else "") + " |")
