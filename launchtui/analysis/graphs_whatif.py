@@ -197,10 +197,11 @@ class Runs:
     t0: np.ndarray
     t1: np.ndarray
     saved: np.ndarray
+    cost: np.ndarray           # per run: its graph launch's host cost
     op_run: np.ndarray         # per op: its run, -1 when it stays as it ran
 
 
-def retime(W: World, runs: Runs | None, node_gap: int, cost: int, max_passes: int | None = None) -> np.ndarray:
+def retime(W: World, runs: Runs | None, node_gap: int, max_passes: int | None = None) -> np.ndarray:
     """Per sampled iteration: its re-timed duration (ns). `runs` None: nothing changes (the
     recorded iteration comes back)."""
     n_runs = 0 if runs is None else len(runs.k)
@@ -212,10 +213,10 @@ def retime(W: World, runs: Runs | None, node_gap: int, cost: int, max_passes: in
     t0, t1, ik = t0[o], t1[o], ik[o]
     is_sync = o >= n_runs
     si = np.where(is_sync, o - n_runs, 0)
-    q = np.where(is_sync, W.yq[si], -1)
+    q = np.where(is_sync, np.append(W.yq, -1)[si], -1)
     blocked = q >= 0
     dq = np.where(blocked, W.e[np.maximum(q, 0)], 0)
-    a = np.where(is_sync, np.where(blocked, W.y0[si] - dq, 0), -(runs.saved[np.where(is_sync, 0, o)] if n_runs else 0))
+    a = np.where(is_sync, np.where(blocked, np.append(W.y0, 0)[si] - dq, 0), -(runs.saved[np.where(is_sync, 0, o)] if n_runs else 0))
     ihead = np.ones(len(ik), bool)
     ihead[1:] = ik[1:] != ik[:-1]
     A = seg_cumsum_before(a, ihead) + a
@@ -241,7 +242,7 @@ def retime(W: World, runs: Runs | None, node_gap: int, cost: int, max_passes: in
         prev_x = np.where(ihead, 0, np.r_[0, x_new[:-1]]) if len(ik) else x_new
         r = np.where(W.fixed, W.s, W.h + d_call + W.ell)
         if n_runs:
-            rr = runs.t0 + prev_x[run_pos] + cost + W.latency
+            rr = runs.t0 + prev_x[run_pos] + runs.cost + W.latency
             r = np.where(member, rr[np.maximum(runs.op_run, 0)], r)
         first = np.maximum(r - C, np.where(W.head, W.e_init, _NEG))
         e_new = seg_cummax(first, W.head) + C + c
@@ -268,11 +269,14 @@ def _iteration_ends(W: World, e_new: np.ndarray, x: np.ndarray, ik: np.ndarray, 
     return np.where(gpu > _NEG, np.maximum(W.it_e + d_end, gpu_new - spill), W.it_e + d_end)
 
 
-def graphed_runs(W: World, member_call: np.ndarray, cost: int, with_head: bool) -> Runs:
+def graphed_runs(W: World, member_call: np.ndarray, cost: int, per_node: int | None, low: bool) -> Runs:
     """The phase's stretches: consecutive device launch calls of the phase in one iteration, with no
     sync starting and no host stall (>= 1 ms) between two of them; a stretch of one launch stays a
-    launch. `with_head`: the host time before the stretch's first call (from the previous launch
-    call, sync or the iteration's start; under 1 ms) is removed too, as §V2 charges it to the phase."""
+    launch. The low end (`low`): the host time before the stretch's first call (from the previous
+    launch call, sync or the iteration's start; under 1 ms) is removed too, as §V2 charges it to the
+    phase, and the graph launch costs the lesser of `cost` and `per_node` x its nodes; the high end
+    keeps that host time and takes the greater (a graph launch's host cost grows with its nodes on
+    some runtimes: HIP in the shared samples)."""
     n = len(W.c_api)
     m = member_call
     gap = W.c_a0[1:] - W.c_a1[:-1]
@@ -288,15 +292,21 @@ def graphed_runs(W: World, member_call: np.ndarray, cost: int, with_head: bool) 
     last = first + size[keep] - 1
     t0, t1 = W.c_a0[first], W.c_a1[last]
     head = np.zeros(len(first), np.int64)
-    if with_head and len(first):
+    if low and len(first):
         prev = np.where((first > 0) & (W.c_k[np.maximum(first - 1, 0)] == W.c_k[first]),
                         W.c_a1[np.maximum(first - 1, 0)], W.it_s[W.c_k[first]])
-        j = np.searchsorted(W.y1, t0, side="right") - 1
-        ys = np.where((j >= 0) & (W.yk[np.maximum(j, 0)] == W.c_k[first]), W.y1[np.maximum(j, 0)], prev)
-        head = t0 - np.maximum(prev, ys)
+        if len(W.y1):   # the last sync of the iteration ending before the stretch
+            j = np.searchsorted(W.y1, t0, side="right") - 1
+            prev = np.where((j >= 0) & (W.yk[np.maximum(j, 0)] == W.c_k[first]),
+                            np.maximum(prev, W.y1[np.maximum(j, 0)]), prev)
+        head = t0 - prev
         head = np.where((head > 0) & (head < HOST_STALL_NS), head, 0)
     new_id = np.full(len(size), -1, np.int64)
     new_id[keep] = np.arange(int(keep.sum()))
     call_run = np.where(rid >= 0, new_id[np.maximum(rid, 0)], -1)
     op_run = np.where(W.op_cpos >= 0, call_run[np.maximum(W.op_cpos, 0)], -1)
-    return Runs(W.c_k[first], t0 - head, t1, (t1 - t0) + head - cost, op_run)
+    n = size[keep]
+    c = np.full(len(first), cost, np.int64)
+    if per_node is not None:
+        c = (np.minimum if low else np.maximum)(c, per_node * n)
+    return Runs(W.c_k[first], t0 - head, t1, (t1 - t0) + head - c, c, op_run)

@@ -39,12 +39,18 @@ def _call_phases(trace: Trace, it: Iterations, calls: np.ndarray, level: int):
     return key_of[calls], texts, n_ops[calls]
 
 
-def _graph_cost(trace: Trace, calls: np.ndarray) -> tuple[int, str]:
+def _graph_cost(trace: Trace, calls: np.ndarray) -> tuple[int, int | None, str]:
+    """(the median graph launch call, its median cost per replayed node, source); the default and
+    None when the device has no graph launch."""
     api = trace.api
     g = calls[api.kind[calls] == API_GRAPH_LAUNCH]
-    if len(g):
-        return int(np.median(api.end[g] - api.start[g])), f"measured: median of {len(g):,} graph launch calls"
-    return int(CONFIG.graph_launch_us * 1e3), "default (definitions.md §14): the trace has no graph launch"
+    if not len(g):
+        return int(CONFIG.graph_launch_us * 1e3), None, "default (definitions.md §14): the trace has no graph launch"
+    d = api.end[g] - api.start[g]
+    nodes = np.bincount(trace.ops.api[trace.ops.api >= 0], minlength=len(api))[g]
+    per = int(np.median(d / np.maximum(nodes, 1)))
+    return (int(np.median(d)), per, f"measured: median of {len(g):,} graph launch call{'s' if len(g) != 1 else ''}, "
+            f"{per / 1e3:g} µs per node")
 
 
 def _node_gaps(doc: dict, queued: int | None) -> tuple[int, int, str]:
@@ -100,16 +106,16 @@ def graph_whatif(trace: Trace, it: Iterations, device: int, calls: np.ndarray, d
     threads = np.unique(api.thread[calls])
     syncs = np.flatnonzero(bl & np.isin(api.thread, threads))
     W = gw.build_world(trace, it_s, it_e, device, calls, syncs, int(round(ib["latency"]["us"] * 1e3)))
-    cost, cost_src = _graph_cost(trace, calls)
+    cost, per_node, cost_src = _graph_cost(trace, calls)
     lo_gap, hi_gap, gap_src = _node_gaps(doc, W.queued_gap)
     now = W.it_e - W.it_s
     out.update({"graph_launch_us": round(cost / 1e3, 3), "graph_launch_source": cost_src,
                 "node_gap_us": [round(lo_gap / 1e3, 3), round(hi_gap / 1e3, 3)], "node_gap_source": gap_src,
-                "self_check_ms": round(float(np.abs(gw.retime(W, None, 0, 0) - now).max()) / 1e6, 6)})
+                "self_check_ms": round(float(np.abs(gw.retime(W, None, 0) - now).max()) / 1e6, 6)})
     call_key = np.full(len(api) + 1, -2, np.int64)
     call_key[mine] = np.where(api.kind[mine] == API_LAUNCH, key, -2)
     for r in todo:
-        _estimate(r, W, call_key[W.c_api] == r["_key"], cost, lo_gap, hi_gap, now, doc["amdahl_bound"])
+        _estimate(r, W, call_key[W.c_api] == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
     for r in rows:
         r.pop("_key")
     return out
@@ -128,8 +134,8 @@ def _phase_rows(kind, key, n_ops, k_of, n_it: int, texts: list, by_phase: list[d
     rows = []
     for k in _rank(texts, uk, e_it, by_phase):
         i = int(np.searchsorted(uk, k))
-        status = ("graphed" if r_it[i] > 0 and r_it[i] >= e_it[i] else
-                  "too_few_launches" if e_it[i] < CONFIG.whatif_min_launches else "estimate")
+        few = e_it[i] < CONFIG.whatif_min_launches
+        status = "graphed" if few and r_it[i] > 0 else "too_few_launches" if few else "estimate"
         rows.append({"phase": texts[k] if k >= 0 else None, "status": status,
                      "launches_per_iteration": float(e_it[i]), "graph_launches_per_iteration": float(g_it[i]),
                      "replayed_ops_per_iteration": float(r_it[i]), "_key": int(k)})
@@ -137,16 +143,15 @@ def _phase_rows(kind, key, n_ops, k_of, n_it: int, texts: list, by_phase: list[d
     return eager_rows + [r for r in rows if r["status"] == "graphed"][:MAX_GRAPHED]
 
 
-def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: int, lo_gap: int, hi_gap: int, now: np.ndarray,
+def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple, now: np.ndarray,
               amdahl: float | None) -> None:
     """Fill the phase's row: both ends re-timed, clamped to the Amdahl bound of the host-bound time."""
-    lo_runs = gw.graphed_runs(W, member, cost, with_head=True)
-    hi_runs = gw.graphed_runs(W, member, cost, with_head=False)
+    lo_runs = gw.graphed_runs(W, member, *cost, low=True)
+    hi_runs = gw.graphed_runs(W, member, *cost, low=False)
     if not len(hi_runs.k):
         r["status"] = "no_stretch"
         return
-    ends = sorted([float(np.median(gw.retime(W, lo_runs, lo_gap, cost))),
-                   float(np.median(gw.retime(W, hi_runs, hi_gap, cost)))])
+    ends = sorted([float(np.median(gw.retime(W, lo_runs, gaps[0]))), float(np.median(gw.retime(W, hi_runs, gaps[1])))])
     now_ms = float(np.median(now)) / 1e6
     floor = now_ms / amdahl if amdahl else 0.0
     est = [max(x / 1e6, floor) for x in ends]
@@ -156,6 +161,7 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: int, lo_gap: int, 
               "speedup": [round(now_ms / est[1], 3), round(now_ms / est[0], 3)] if est[0] > 0 else None,
               "at_amdahl_bound": bool(ends[0] / 1e6 < floor),
               "graph_launches_if_graphed": float(np.median(per_it)),
+              "graph_launch_us": [round(float(np.median(lo_runs.cost)) / 1e3, 3), round(float(np.median(hi_runs.cost)) / 1e3, 3)],
               "launches_collapsed_per_iteration": float(np.median(collapsed))})
 
 
