@@ -69,7 +69,7 @@ class World:
         return len(self.it_s)
 
 
-def _slabs(st: np.ndarray, cs: np.ndarray, it_s: np.ndarray, it_e: np.ndarray):
+def _slabs(st: np.ndarray, cs, it_s: np.ndarray, it_e: np.ndarray):
     """Per sampled iteration: positions (into the device ops, start order) of its ops: those starting
     in it, and those launched in it starting up to one iteration length later."""
     parts, ks = [], []
@@ -79,7 +79,8 @@ def _slabs(st: np.ndarray, cs: np.ndarray, it_s: np.ndarray, it_e: np.ndarray):
     for k in range(len(it_s)):   # per sampled iteration (at most CONFIG.whatif_iterations)
         inside = np.arange(lo[k], mid[k])
         late = np.arange(mid[k], hi[k])
-        late = late[(cs[late] >= it_s[k]) & (cs[late] < it_e[k])]
+        c = cs(late)
+        late = late[(c >= it_s[k]) & (c < it_e[k])]
         p = np.concatenate([inside, late])
         parts.append(p)
         ks.append(np.full(len(p), k, np.int64))
@@ -105,8 +106,10 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     ops, api = trace.ops, trace.api
     on = np.flatnonzero(ops.device == device)
     st = ops.start[on]
-    a_all = ops.api[on]
-    cs = np.where(a_all >= 0, api.start[np.maximum(a_all, 0)], st)
+
+    def cs(p):   # call start of the ops at positions p (their own start without a call)
+        a = ops.api[on[p]]
+        return np.where(a >= 0, api.start[np.maximum(a, 0)], st[p])
     pos, k = _slabs(st, cs, it_s, it_e)
     if not len(pos):
         return None
@@ -118,8 +121,9 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     head[1:] = (k[1:] != k[:-1]) | (stream[1:] != stream[:-1])
     s, e = ops.start[idx], ops.end[idx]
     a = ops.api[idx].astype(np.int64)
-    ck = np.where(a >= 0, np.searchsorted(it_s, cs[pos], side="right") - 1, -1)
-    fixed = (a < 0) | (ck != k) | (cs[pos] >= it_e[np.maximum(k, 0)])
+    cpos = cs(pos)
+    ck = np.where(a >= 0, np.searchsorted(it_s, cpos, side="right") - 1, -1)
+    fixed = (a < 0) | (ck != k) | (cpos >= it_e[np.maximum(k, 0)])
     h = np.where(a >= 0, api.end[np.maximum(a, 0)], s)
     a0 = np.where(a >= 0, api.start[np.maximum(a, 0)], s)
     e_init = np.full(len(idx), _NEG, np.int64)
@@ -132,11 +136,12 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     c_in = np.searchsorted(it_s, api.start[calls], side="right") - 1
     ok = (c_in >= 0) & (api.start[calls] < it_e[np.maximum(c_in, 0)])
     c_api, c_k = calls[ok], c_in[ok]
-    slot = np.full(len(api) + 1, -1, np.int64)
-    slot[c_api] = np.arange(len(c_api))
+    by_id = np.argsort(c_api, kind="stable")
+    j = np.minimum(np.searchsorted(c_api[by_id], a), max(len(c_api) - 1, 0))
+    op_cpos = np.where((a >= 0) & ~fixed & (c_api[by_id[j]] == a), by_id[j], -1) if len(c_api) else np.full(len(a), -1)
     y0, y1, yk, yq = _syncs(trace, syncs, it_s, it_e, k, s, e, a0, fixed)
     return World(it_s, it_e, k, head, s, e, a, fixed, h, a0, ell, w, e_init, c_api, c_k, api.start[c_api],
-                 api.end[c_api], api.kind[c_api] == API_GRAPH_LAUNCH, np.where(fixed, -1, slot[a]),
+                 api.end[c_api], api.kind[c_api] == API_GRAPH_LAUNCH, op_cpos,
                  y0, y1, yk, yq, latency, qgap)
 
 

@@ -47,7 +47,10 @@ def _graph_cost(trace: Trace, calls: np.ndarray) -> tuple[int, int | None, str]:
     if not len(g):
         return int(CONFIG.graph_launch_us * 1e3), None, "default (definitions.md §14): the trace has no graph launch"
     d = api.end[g] - api.start[g]
-    nodes = np.bincount(trace.ops.api[trace.ops.api >= 0], minlength=len(api))[g]
+    mark = np.zeros(len(api) + 1, bool)
+    mark[g] = True
+    a = trace.ops.api[mark[trace.ops.api]]
+    nodes = np.searchsorted(np.sort(a), g, side="right") - np.searchsorted(np.sort(a), g, side="left")
     per = int(np.median(d / np.maximum(nodes, 1)))
     return (int(np.median(d)), per, f"measured: median of {len(g):,} graph launch call{'s' if len(g) != 1 else ''}, "
             f"{per / 1e3:g} µs per node")
@@ -87,38 +90,40 @@ def graph_whatif(trace: Trace, it: Iterations, device: int, calls: np.ndarray, d
     pick = _sampled(it, ib["excluded_iterations"])
     it_s, it_e = it.start[pick], it.end[pick]
     api = trace.api
-    ck = np.searchsorted(it_s, api.start[calls], side="right") - 1
-    mine = calls[(ck >= 0) & (api.start[calls] < it_e[np.maximum(ck, 0)])]
+    cst = api.start[calls]            # in start order: each sampled iteration's calls are one slice
+    lo, hi = np.searchsorted(cst, it_s, side="left"), np.searchsorted(cst, it_e, side="left")
+    mine = np.concatenate([calls[a:b] for a, b in zip(lo.tolist(), hi.tolist())])   # per sampled iteration
     if not len(mine):
         return None
     key, texts, n_ops = _call_phases(trace, it, mine, level)
-    k_of = np.searchsorted(it_s, api.start[mine], side="right") - 1
+    k_of = np.repeat(np.arange(len(pick)), hi - lo)
     rows = _phase_rows(api.kind[mine], key, n_ops, k_of, len(pick), texts, ib["by_phase"])
     out = {"iterations": len(pick), "steady_iterations": ib["steady_iterations"], "amdahl_bound": doc["amdahl_bound"],
            "graph_launch_us": None, "graph_launch_source": None, "node_gap_us": None, "node_gap_source": None,
            "self_check_ms": None, "phases": rows}
     todo = [r for r in rows if r["status"] == "estimate"]
-    if not todo:
-        for r in rows:
-            r.pop("_key")
-        return out
-    bl = host_blocking_calls(trace)
-    threads = np.unique(api.thread[calls])
-    syncs = np.flatnonzero(bl & np.isin(api.thread, threads))
-    W = gw.build_world(trace, it_s, it_e, device, calls, syncs, int(round(ib["latency"]["us"] * 1e3)))
+    if todo:
+        _estimate_all(trace, it_s, it_e, device, calls, mine, np.where(api.kind[mine] == API_LAUNCH, key, -2),
+                      doc, out, todo)
+    for r in rows:
+        r.pop("_key")
+    return out
+
+
+def _estimate_all(trace: Trace, it_s, it_e, device: int, calls, mine, key, doc: dict, out: dict, todo: list) -> None:
+    """Build the sampled iterations' world once, then re-time it for each phase to estimate."""
+    api = trace.api
+    bl = np.flatnonzero(host_blocking_calls(trace))
+    syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]
+    W = gw.build_world(trace, it_s, it_e, device, mine, syncs, int(round(doc["idle_by_cause"]["latency"]["us"] * 1e3)))
     cost, per_node, cost_src = _graph_cost(trace, calls)
     lo_gap, hi_gap, gap_src = _node_gaps(doc, W.queued_gap)
     now = W.it_e - W.it_s
     out.update({"graph_launch_us": round(cost / 1e3, 3), "graph_launch_source": cost_src,
                 "node_gap_us": [round(lo_gap / 1e3, 3), round(hi_gap / 1e3, 3)], "node_gap_source": gap_src,
                 "self_check_ms": round(float(np.abs(gw.retime(W, None, 0) - now).max()) / 1e6, 6)})
-    call_key = np.full(len(api) + 1, -2, np.int64)
-    call_key[mine] = np.where(api.kind[mine] == API_LAUNCH, key, -2)
     for r in todo:
-        _estimate(r, W, call_key[W.c_api] == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
-    for r in rows:
-        r.pop("_key")
-    return out
+        _estimate(r, W, key == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
 
 
 def _phase_rows(kind, key, n_ops, k_of, n_it: int, texts: list, by_phase: list[dict]) -> list[dict]:
