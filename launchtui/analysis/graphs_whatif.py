@@ -31,6 +31,7 @@ from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 DEP_NS = 10_000            # a wait this long beyond call and predecessor is a dependency a graph keeps
 MIN_GAP_SAMPLES = 20       # queued launches needed to measure the GPU-side gap between queued ops
 LOOKBACK_OPS = 4096        # device ops searched before an iteration for each stream's op in flight
+MAX_PASSES = 64            # fixed-point passes at most (each is vectorised over the sampled ops)
 _NEG = -(1 << 60)
 
 
@@ -48,14 +49,18 @@ class World:
     fixed: np.ndarray          # per op: not launched in its iteration (kept where it ran)
     h: np.ndarray              # per op: its call's end
     a0: np.ndarray             # per op: its call's start
+    thread: np.ndarray         # per op: its call's thread, -1 none
     ell: np.ndarray            # per op: its submission lag
-    w: np.ndarray              # per op: its wait beyond call and predecessor
+    w: np.ndarray              # per op: its wait beyond call and predecessor (0 when `after` explains it)
+    after: np.ndarray          # per op: the op on another stream it waited for (position), -1 none
+    lag: np.ndarray            # per op: its start - that op's end
     e_init: np.ndarray         # per op: the predecessor's end (heads), else _NEG
     c_api: np.ndarray          # device launch calls in the sampled iterations
     c_k: np.ndarray
     c_a0: np.ndarray
     c_a1: np.ndarray
     c_graph: np.ndarray        # per call: a graph launch
+    c_thread: np.ndarray       # per call: its thread
     op_cpos: np.ndarray        # per op: its call's position among the calls, -1 none
     y0: np.ndarray             # syncs on the launching threads
     y1: np.ndarray
@@ -131,6 +136,8 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     pred = np.where(head, e_init, np.r_[_NEG, e[:-1]])
     ell = np.minimum(latency, s - h)
     w = np.where(fixed, 0, s - np.maximum(h + ell, pred))
+    after, lag = _waited_for(k, s, e, w)
+    w = np.where(after >= 0, 0, w)
     queued = ~fixed & (api.kind[np.maximum(a, 0)] == API_LAUNCH) & (pred > h + latency)
     qgap = int(np.median(s[queued] - pred[queued])) if queued.sum() >= MIN_GAP_SAMPLES else None
     c_in = np.searchsorted(it_s, api.start[calls], side="right") - 1
@@ -140,9 +147,32 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     j = np.minimum(np.searchsorted(c_api[by_id], a), max(len(c_api) - 1, 0))
     op_cpos = np.where((a >= 0) & ~fixed & (c_api[by_id[j]] == a), by_id[j], -1) if len(c_api) else np.full(len(a), -1)
     y0, y1, yk, yq = _syncs(trace, syncs, it_s, it_e, k, s, e, a0, fixed)
-    return World(it_s, it_e, k, head, s, e, a, fixed, h, a0, ell, w, e_init, c_api, c_k, api.start[c_api],
-                 api.end[c_api], api.kind[c_api] == API_GRAPH_LAUNCH, op_cpos,
+    thread = np.where(a >= 0, api.thread[np.maximum(a, 0)], -1)
+    return World(it_s, it_e, k, head, s, e, a, fixed, h, a0, thread, ell, w, after, lag, e_init, c_api, c_k, api.start[c_api],
+                 api.end[c_api], api.kind[c_api] == API_GRAPH_LAUNCH, api.thread[c_api], op_cpos,
                  y0, y1, yk, yq, latency, qgap)
+
+
+def _waited_for(k: np.ndarray, s: np.ndarray, e: np.ndarray, w: np.ndarray):
+    """Per op that waited DEP_NS or more beyond its call and its stream predecessor: the op that
+    ended last, no later than its start, inside that wait (on another stream: the predecessor ended
+    before the wait began). The traces read hold no event ids, so the wait is taken to be for that
+    op, an event recorded after it; a wait no op's end explains stays as recorded."""
+    after = np.full(len(s), -1, np.int64)
+    lag = np.zeros(len(s), np.int64)
+    i = np.flatnonzero(w >= DEP_NS)
+    if not len(i):
+        return after, lag
+    base = int(min(e.min(), s.min()))
+    span = int(max(e.max(), s.max())) - base + 2
+    key = k * span + (e - base)
+    oe = np.argsort(key, kind="stable")
+    j = np.searchsorted(key[oe], k[i] * span + (s[i] - base), side="right") - 1
+    cand = oe[np.maximum(j, 0)]
+    hit = (j >= 0) & (k[cand] == k[i]) & (e[cand] > s[i] - w[i])
+    after[i[hit]] = cand[hit]
+    lag[i[hit]] = s[i[hit]] - e[cand[hit]]
+    return after, lag
 
 
 def _syncs(trace: Trace, syncs: np.ndarray, it_s, it_e, k, s, e, a0, fixed):
@@ -206,9 +236,24 @@ class Runs:
     op_run: np.ndarray         # per op: its run, -1 when it stays as it ran
 
 
-def retime(W: World, runs: Runs | None, node_gap: int, max_passes: int | None = None) -> np.ndarray:
-    """Per sampled iteration: its re-timed duration (ns). `runs` None: nothing changes (the
-    recorded iteration comes back)."""
+def _copies_inside(W: World, op_run: np.ndarray, t0, t1, rk) -> None:
+    """Ops of other calls (asynchronous copies and memsets: capturable) made inside a stretch's host
+    span join its graph: no launch of another phase lies between the stretch's launches, so they
+    are its work."""
+    other = (W.op_cpos < 0) & ~W.fixed & (W.call >= 0)
+    if not len(t0) or not other.any():
+        return
+    i = np.flatnonzero(other)
+    r = np.searchsorted(t0, W.a0[i], side="right") - 1
+    ok = r >= 0
+    rr = np.maximum(r, 0)
+    ok &= (W.a0[i] < t1[rr]) & (rk[rr] == W.k[i])
+    op_run[i[ok]] = r[ok]
+
+
+def retime(W: World, runs: Runs | None, node_gap: int, max_passes: int | None = None) -> tuple[np.ndarray, bool]:
+    """(per sampled iteration its re-timed duration in ns, whether the passes reached the fixed
+    point). `runs` None: nothing changes (the recorded iterations come back)."""
     n_runs = 0 if runs is None else len(runs.k)
     # host items in time order: graphed runs (shift by -saved) and syncs (return after what they wait on)
     t0 = np.concatenate([runs.t0 if n_runs else np.zeros(0, np.int64), W.y0])
@@ -240,7 +285,10 @@ def retime(W: World, runs: Runs | None, node_gap: int, max_passes: int | None = 
     at_ok = (at >= 0) & (ik[np.maximum(at, 0)] == W.k) if len(ik) else np.zeros(len(W.k), bool)
     e_new = W.e.copy()
     x = np.zeros(len(ik), np.int64)
-    for _ in range(max_passes or (int(np.bincount(W.yk).max()) + 2 if len(W.yk) else 2)):   # fixed point
+    waits = W.after >= 0
+    limit = max_passes or min(MAX_PASSES, (int(np.bincount(W.yk).max()) if len(W.yk) else 0)
+                              + (int(np.bincount(W.k[waits]).max()) if waits.any() else 0) + 2)
+    for n_pass in range(limit):   # to the fixed point: a pass settles at least the next sync or wait
         b = np.where(blocked, e_new[np.maximum(q, 0)] - dq, _NEG)
         x_new = A + np.maximum(seg_cummax(np.maximum(b - A, -1), ihead), 0) if len(ik) else x
         d_call = np.where(at_ok, x_new[np.maximum(at, 0)], 0) if len(ik) else np.zeros(len(W.k), np.int64)
@@ -249,12 +297,16 @@ def retime(W: World, runs: Runs | None, node_gap: int, max_passes: int | None = 
         if n_runs:
             rr = runs.t0 + prev_x[run_pos] + runs.cost + W.latency
             r = np.where(member, rr[np.maximum(runs.op_run, 0)], r)
+        if n_pass == 0:   # a first guess: each op moved as its readiness did (a uniform shift settles at once)
+            e_new = W.e + np.where(W.fixed, 0, r - (W.h + W.ell))
+        r = np.where(waits, np.maximum(r, e_new[np.maximum(W.after, 0)] + W.lag), r)
         first = np.maximum(r - C, np.where(W.head, W.e_init, _NEG))
-        e_new = seg_cummax(first, W.head) + C + c
-        if np.array_equal(x_new, x) and _ > 0:
+        e_next = seg_cummax(first, W.head) + C + c
+        settled = n_pass > 0 and np.array_equal(x_new, x) and np.array_equal(e_next, e_new)
+        x, e_new = x_new, e_next
+        if settled:
             break
-        x = x_new
-    return _iteration_ends(W, e_new, x, ik, t1) - W.it_s
+    return _iteration_ends(W, e_new, x, ik, t1) - W.it_s, settled
 
 
 def _iteration_ends(W: World, e_new: np.ndarray, x: np.ndarray, ik: np.ndarray, t1: np.ndarray) -> np.ndarray:
@@ -310,6 +362,7 @@ def graphed_runs(W: World, member_call: np.ndarray, cost: int, per_node: int | N
     new_id[keep] = np.arange(int(keep.sum()))
     call_run = np.where(rid >= 0, new_id[np.maximum(rid, 0)], -1)
     op_run = np.where(W.op_cpos >= 0, call_run[np.maximum(W.op_cpos, 0)], -1)
+    _copies_inside(W, op_run, t0, t1, W.c_k[first])
     n = size[keep]
     c = np.full(len(first), cost, np.int64)
     if per_node is not None:

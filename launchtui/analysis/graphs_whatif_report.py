@@ -121,7 +121,7 @@ def _estimate_all(trace: Trace, it_s, it_e, device: int, calls, mine, key, doc: 
     now = W.it_e - W.it_s
     out.update({"graph_launch_us": round(cost / 1e3, 3), "graph_launch_source": cost_src,
                 "node_gap_us": [round(lo_gap / 1e3, 3), round(hi_gap / 1e3, 3)], "node_gap_source": gap_src,
-                "self_check_ms": round(float(np.abs(gw.retime(W, None, 0) - now).max()) / 1e6, 6)})
+                "self_check_ms": round(float(np.abs(gw.retime(W, None, 0)[0] - now).max()) / 1e6, 6)})
     for r in todo:
         _estimate(r, W, key == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
 
@@ -156,7 +156,8 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple
     if not len(hi_runs.k):
         r["status"] = "no_stretch"
         return
-    ends = sorted([float(np.median(gw.retime(W, lo_runs, gaps[0]))), float(np.median(gw.retime(W, hi_runs, gaps[1])))])
+    (lo, lo_ok), (hi, hi_ok) = gw.retime(W, lo_runs, gaps[0]), gw.retime(W, hi_runs, gaps[1])
+    ends = sorted([float(np.median(lo)), float(np.median(hi))])
     now_ms = float(np.median(now)) / 1e6
     floor = now_ms / amdahl if amdahl else 0.0
     est = [max(x / 1e6, floor) for x in ends]
@@ -164,7 +165,7 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple
     collapsed = np.bincount(W.c_k[member], minlength=W.n_it)
     r.update({"iteration_ms": round(now_ms, 3), "estimate_ms": [round(x, 3) for x in est],
               "speedup": [round(now_ms / est[1], 3), round(now_ms / est[0], 3)] if est[0] > 0 else None,
-              "at_amdahl_bound": bool(ends[0] / 1e6 < floor),
+              "at_amdahl_bound": bool(ends[0] / 1e6 < floor), "converged": lo_ok and hi_ok,
               "graph_launches_if_graphed": float(np.median(per_it)),
               "graph_launch_us": [round(float(np.median(lo_runs.cost)) / 1e3, 3), round(float(np.median(hi_runs.cost)) / 1e3, 3)],
               "launches_collapsed_per_iteration": float(np.median(collapsed))})
@@ -174,6 +175,12 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple
 
 _WORDS = {"graphed": "already graphed", "too_few_launches": "too few launches to graph",
           "no_stretch": "no two launches in a row: nothing to capture"}
+
+
+def _span(a, b, fmt: str) -> str:
+    """'a–b', or one number when both ends read the same."""
+    x, y = fmt.format(a), fmt.format(b)
+    return x if x == y else f"{x}–{y}"
 
 
 def whatif_md(doc: dict, out: list[str]) -> None:
@@ -186,7 +193,7 @@ def whatif_md(doc: dict, out: list[str]) -> None:
     if w["graph_launch_us"] is not None:
         out.append(f"Each phase's stretches of launches as one graph launch each: graph launch {w['graph_launch_us']:g} µs "
                    f"({w['graph_launch_source']}); GPU-side gap between graphed nodes "
-                   f"{w['node_gap_us'][0]:g}–{w['node_gap_us'][1]:g} µs ({w['node_gap_source']}). Low end: the host "
+                   f"{_span(*w['node_gap_us'], '{:g}')} µs ({w['node_gap_source']}). Low end: the host "
                    "time before each stretch goes too, and the smaller gap; never beyond the Amdahl bound "
                    f"({w['amdahl_bound']:.3f}×).")
         out.append("")
@@ -201,5 +208,8 @@ def whatif_md(doc: dict, out: list[str]) -> None:
             continue
         e, s = r["estimate_ms"], r["speedup"]
         out.append(f"| {name} | {r['launches_per_iteration']:g} | {r['graph_launches_if_graphed']:g} | "
-                   f"{r['iteration_ms']:,.3f} | {e[0]:,.3f}–{e[1]:,.3f} | {s[0]:.2f}–{s[1]:.2f}×"
-                   + (" (Amdahl bound)" if r["at_amdahl_bound"] else "") + " |")
+                   f"{r['iteration_ms']:,.3f} | {_span(*e, '{:,.3f}')} | {_span(*s, '{:.2f}')}×"
+                   + (" (Amdahl bound)" if r["at_amdahl_bound"] else "") + ("" if r["converged"] else " *") + " |")
+    if any(r["status"] == "estimate" and not r["converged"] for r in w["phases"]):
+        out.append(f"\n\\* the re-timing had not settled after {gw.MAX_PASSES} passes (long chains of cross-stream "
+                   "waits): slightly on the optimistic side")
