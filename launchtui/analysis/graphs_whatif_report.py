@@ -39,21 +39,20 @@ def _call_phases(trace: Trace, it: Iterations, calls: np.ndarray, level: int):
     return key_of[calls], texts, n_ops[calls]
 
 
-def _graph_cost(trace: Trace, calls: np.ndarray) -> tuple[int, int | None, str]:
-    """(the median graph launch call, its median cost per replayed node, source); the default and
-    None when the device has no graph launch."""
-    api = trace.api
-    g = calls[api.kind[calls] == API_GRAPH_LAUNCH]
-    if not len(g):
+def _graph_cost(doc: dict) -> tuple[int, int | None, str]:
+    """(the median graph launch call, its median host cost per replayed node, source) over the
+    replays of the record's selection (§12.2, weighted by replays); the default and None when it
+    has none."""
+    rows = [r for r in ((doc.get("graphs") or {}).get("replays") or {}).get("graphs", [])
+            if r["launch_api_us"]["median"] is not None]
+    if not rows:
         return int(CONFIG.graph_launch_us * 1e3), None, "default (definitions.md §14): the trace has no graph launch"
-    d = api.end[g] - api.start[g]
-    mark = np.zeros(len(api) + 1, bool)
-    mark[g] = True
-    a = trace.ops.api[mark[trace.ops.api]]
-    nodes = np.searchsorted(np.sort(a), g, side="right") - np.searchsorted(np.sort(a), g, side="left")
-    per = int(np.median(d / np.maximum(nodes, 1)))
-    return (int(np.median(d)), per, f"measured: median of {len(g):,} graph launch call{'s' if len(g) != 1 else ''}, "
-            f"{per / 1e3:g} µs per node")
+    n = [r["replays"] for r in rows]
+    call = float(np.median(np.repeat([r["launch_api_us"]["median"] for r in rows], n)))
+    per = float(np.median(np.repeat([r["launch_api_us"]["median"] / max(r["ops_per_replay"]["median"], 1)
+                                     for r in rows], n)))
+    return (int(round(call * 1e3)), int(round(per * 1e3)),
+            f"measured: median of {sum(n):,} graph launch call{'s' if sum(n) != 1 else ''}, {per:.3g} µs per node")
 
 
 def _node_gaps(doc: dict, queued: int | None) -> tuple[int, int, str]:
@@ -103,20 +102,20 @@ def graph_whatif(trace: Trace, it: Iterations, device: int, calls: np.ndarray, d
            "self_check_ms": None, "phases": rows}
     todo = [r for r in rows if r["status"] == "estimate"]
     if todo:
-        _estimate_all(trace, it_s, it_e, device, calls, mine, np.where(api.kind[mine] == API_LAUNCH, key, -2),
+        _estimate_all(trace, it_s, it_e, device, mine, np.where(api.kind[mine] == API_LAUNCH, key, -2),
                       doc, out, todo)
     for r in rows:
         r.pop("_key")
     return out
 
 
-def _estimate_all(trace: Trace, it_s, it_e, device: int, calls, mine, key, doc: dict, out: dict, todo: list) -> None:
+def _estimate_all(trace: Trace, it_s, it_e, device: int, mine, key, doc: dict, out: dict, todo: list) -> None:
     """Build the sampled iterations' world once, then re-time it for each phase to estimate."""
     api = trace.api
     bl = np.flatnonzero(host_blocking_calls(trace))
     syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]
     W = gw.build_world(trace, it_s, it_e, device, mine, syncs, int(round(doc["idle_by_cause"]["latency"]["us"] * 1e3)))
-    cost, per_node, cost_src = _graph_cost(trace, calls)
+    cost, per_node, cost_src = _graph_cost(doc)
     lo_gap, hi_gap, gap_src = _node_gaps(doc, W.queued_gap)
     now = W.it_e - W.it_s
     out.update({"graph_launch_us": round(cost / 1e3, 3), "graph_launch_source": cost_src,
