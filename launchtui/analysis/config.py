@@ -25,6 +25,11 @@ class AnalysisConfig:
     # case record verdict and diff (§V9): host- or launch-bound when host-bound time is at least this
     # share of the iteration and the queue runs dry (domain.md §4's "10 % of the iteration" rule)
     launch_bound_share: float = 0.10
+    # what graphing would buy (§12.5)
+    graph_launch_us: float = 10.0      # one graph launch call's host cost when the trace has none
+    graph_node_gap_us: float = 1.0     # GPU-side gap between graphed nodes when the trace cannot measure one
+    whatif_min_launches: int = 10      # eager launches per iteration a phase needs to be estimated
+    whatif_iterations: int = 64        # steady iterations re-timed (evenly spaced)
     # timeline (TUI)
     small_kernel_ns: int = 10_000      # drawn as a small kernel below this duration
     nvtx_depth: int = 3                # NVTX nesting levels drawn as lanes

@@ -18,6 +18,7 @@ from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
 from launchtui.analysis.graphs_report import capture_in_iterations, capture_record, graphs_facts
+from launchtui.analysis.graphs_whatif_report import graph_whatif
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -183,6 +184,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if graphs is not None:
         in_record(trace, graphs, unrecorded, it, primary, devs[primary])
         doc["graphs"] = graphs
+    doc["graph_whatif"] = graph_whatif(trace, it, primary, devs[primary], doc, opt.phase_level)   # §12.5
     _judge(doc)
     return doc, streams
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from launchtui.analysis import iterations as itr
 from launchtui.analysis.graphs_report import capture_page, graphs_md
+from launchtui.analysis.graphs_whatif_report import whatif_md
 from launchtui.analysis.idle_causes import CAUSES
 from launchtui.analysis.prose import UNNAMED_PHASE, dur, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
@@ -157,6 +158,7 @@ def render_markdown(doc: dict) -> str:
             _idle_md(doc, out)
         _queue_and_top_md(doc, out)
     graphs_md(doc, out)
+    whatif_md(doc, out)
     sy = doc["syncs"]
     if sy["by_api"]:
         out += ["", "## Syncs inside the step", "",
