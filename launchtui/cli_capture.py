@@ -13,17 +13,6 @@ def add_capture(parsers: dict) -> dict:
     return parsers
 
 
-def capture_join(trace, path, use_cache: bool = True):
-    """The join of `trace`'s replays with the captures of the trace at `path` (analysis.graphs_join);
-    a missing or unreadable file, or one with no capture, is one line naming it (TraceError)."""
-    from launchtui.analysis.graphs_join import join, require_captures
-    from launchtui.session import Session
-    cs = Session.open(path, use_cache=use_cache)
-    cs.commit()
-    require_captures(cs.trace, path)
-    return join(trace, cs.trace)
-
-
 def with_capture(doc: dict, trace, args) -> str:
     """Without --capture: "" and `doc` unchanged. With it: `doc["graph_join"]` (§12.6) and the text
     report's section."""
@@ -31,6 +20,7 @@ def with_capture(doc: dict, trace, args) -> str:
     if not path:
         return ""
     from launchtui.analysis.graphs_join_report import join_document, render_join
+    from launchtui.capture_join import capture_join
     j = capture_join(trace, path, not getattr(args, "no_cache", False))
-    doc["graph_join"] = join_document(trace, j, path)
+    doc["graph_join"] = join_document(trace, j)
     return "\n" + "\n".join(render_join(doc["graph_join"], getattr(args, "limit", 0) or 0)) + "\n"

@@ -9,12 +9,14 @@ the call named, the CPU op that made it, its range and its user call site).
   node id` and Nsight's `graphNodeId` are replay-side only), so a replay matches the captures whose
   captured kernel sequence equals its kernel sequence, text for text; failing that, the same kernels
   in another order (a multi-stream graph: the k-th launch of a kernel pairs with its k-th run);
-  and, only when the capture trace names no kernel at all, the same number of nodes. Replays with
-  one key pair with its captures in time order, cyclically. Copy and memset nodes, and every op of
-  a replay with no candidate, stay unmatched and are counted by reason.
+  and, only when the capture trace names no kernel at all, the same number of nodes. Among several
+  captures with the replay's key (identical pieces), it pairs with the first one captured after the
+  capture of the previous matched replay (graphs replay in capture order), else the first. Copy and
+  memset nodes, and every op of a replay with no candidate, stay unmatched, counted by reason.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +63,7 @@ class GraphJoin:
     n_captures: int
     matched_by: list        # per replay: BY_* or "" (unmatched)
     replay_capture: np.ndarray   # per replay: the capture it paired with, -1 none
+    capture_path: str = ""       # the capture trace's path as given
 
     def source_of_ops(self, n_ops: int) -> np.ndarray:
         """Per op of the execution trace: its row of `captured`, -1 none."""
@@ -146,6 +149,14 @@ def _pair_by_set(rep: tuple, capk: tuple) -> np.ndarray:
     return out
 
 
+def _next_capture(cands: list, prev: int) -> int:
+    """Of the captures holding a replay's key (time order), the first after the capture the previous
+    matched replay came from, else the first: graphs replay in the order they were captured, so a
+    replay lost from the file shifts no later pairing past the next distinct graph."""
+    k = bisect_right(cands, prev)
+    return cands[k] if k < len(cands) else cands[0]
+
+
 def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) -> GraphJoin:
     """Label every replayed op of `exec_trace` from the captures of `cap_trace` (§12.6)."""
     cap, n_caps = captured_calls(cap_trace, names)
@@ -164,7 +175,7 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
         reason[is_k] = R_NO_COUNT
     fid = ops.full_name[idx]
     text: dict = {}
-    used: dict = {}
+    prev = -1
     by = [""] * len(rp)
     paired = np.full(len(rp), -1, np.int64)
     for r in range(len(rp)):   # per replay: a tuple of its kernels' name ids
@@ -179,9 +190,8 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
                 break
         if not cands or not rk:
             continue
-        nth = used.get((how, key), 0)
-        used[(how, key)] = nth + 1
-        c = cands[nth % len(cands)]
+        c = _next_capture(cands, prev)
+        prev = c
         base = int(cap.bounds[c])
         pos = _pair_by_set(rk, tuple(cap.kernel[base:int(cap.bounds[c + 1])])) if how == BY_SET else \
             np.arange(len(rk))
@@ -189,7 +199,7 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
         source[kk] = base + pos
         reason[kk] = MATCHED
         by[r], paired[r] = how, c
-    return GraphJoin(idx, rep, node, source, reason, rp, cap, n_caps, by, paired)
+    return GraphJoin(idx, rep, node, source, reason, rp, cap, n_caps, by, paired, str(cap_trace.source.path))
 
 
 def require_captures(trace: Trace, path) -> None:

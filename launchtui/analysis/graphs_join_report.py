@@ -83,7 +83,7 @@ def _kernels(trace: Trace, j: GraphJoin) -> list[dict]:
     return rows
 
 
-def join_document(trace: Trace, j: GraphJoin, capture_path) -> dict:
+def join_document(trace: Trace, j: GraphJoin) -> dict:
     """`report --json`'s `graph_join` (§12.6)."""
     ok = j.reason == MATCHED
     ops_n, matched = int(len(j.op)), int(ok.sum())
@@ -92,7 +92,7 @@ def join_document(trace: Trace, j: GraphJoin, capture_path) -> dict:
     by = Counter(j.matched_by[int(r)] for r in j.replay[ok].tolist())
     used = {int(c) for c in j.replay_capture.tolist() if c >= 0}
     named = sum(k is not None for k in j.captured.kernel)
-    return {"capture_trace": printable(str(capture_path)),
+    return {"capture_trace": printable(j.capture_path),
             "method": "kernel sequence: no capture-side record of graph or node ids is read (§12.6)",
             "captures": j.n_captures, "captured_launches": int(len(j.captured.call)),
             "captured_launches_named": int(named), "captures_matched": len(used),

@@ -5,8 +5,8 @@ not) and the CPU op that made the call (the `cpu_op` with the call's `External i
 A captured launch (definitions.md §12.1) runs no GPU op, so this is the only place a capture trace
 says which kernel a graph node holds (§12.6). Read on demand from the trace's own file, read-only;
 the model stays as it is for every other use. Calls are matched on (start ns, correlation id), the
-keys the reader keeps, so the lookup is exact. CUDA's Kineto and Nsight record no kernel name on the
-call: `available` is False there and every lookup gives None.
+keys the reader keeps, so the lookup is exact. CUDA's Kineto records no kernel name on the call
+(`available` False; the CPU op is still there); other formats give nothing.
 """
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ class _Args(msgspec.Struct, gc=False):
 
 
 class LaunchNames:
-    """Per launch call of the file that names its kernel: its start (ns), correlation id, kernel
-    text and CPU op name ("" when none), sorted by (start, correlation). `error`: why the file
-    could not be read for them (None when it was)."""
+    """Per launch call of the file (a runtime call named `…Launch…` or naming a kernel): its start
+    (ns), correlation id, kernel text (None when it names none) and CPU op name ("" when none),
+    sorted by (start, correlation). `error`: why the file could not be read (None when it was)."""
 
     def __init__(self, start, corr, kernel: list, op: list, error: str | None = None) -> None:
         order = np.lexsort((corr, start)) if len(start) else np.zeros(0, np.int64)
@@ -61,7 +61,8 @@ class LaunchNames:
 
     @property
     def available(self) -> bool:
-        return bool(len(self.start))
+        """Whether any launch call of the file names its kernel."""
+        return any(k is not None for k in self.kernel)
 
     def lookup(self, trace: Trace, api_rows: np.ndarray) -> tuple[list, list]:
         """(kernel text or None, CPU op name or "") per API row of `trace` (the file's model)."""
@@ -104,7 +105,7 @@ def _args(evs: list) -> list:
 
 
 def read_launch_names(trace: Trace) -> LaunchNames:
-    """The launch calls of `trace`'s own file that name a kernel (Kineto JSON only)."""
+    """The launch calls of `trace`'s own file, with their kernel and CPU op (Kineto JSON only)."""
     empty = np.zeros(0, np.int64)
     src = trace.source
     if src.format != "kineto-json" or not Path(src.path).is_file():
@@ -113,7 +114,8 @@ def read_launch_names(trace: Trace) -> LaunchNames:
         evs = _events(Path(src.path))
     except (OSError, EOFError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         return LaunchNames(empty, empty, [], [], error=f"{type(e).__name__}: {e}")
-    rt = [e for e in evs if e.cat in _RUNTIME_CATS and b'"kernel"' in bytes(e.args)]
+    rt = [e for e in evs if e.cat in _RUNTIME_CATS and (b'"kernel"' in bytes(e.args) or
+                                                        (isinstance(e.name, str) and "Launch" in e.name))]
     co = [e for e in evs if e.cat in _OP_CATS and isinstance(e.name, str)]
     op_of = {}
     for e, a in zip(co, _args(co)):   # per CPU op: a dict of its External id
@@ -121,11 +123,11 @@ def read_launch_names(trace: Trace) -> LaunchNames:
         if x is not None:
             op_of.setdefault(x, e.name)
     keep, kern, ops, corr = [], [], [], []
-    for e, a in zip(rt, _args(rt)):   # per launch call that names its kernel
-        if a is None or not isinstance(a.kernel, str) or not isinstance(a.correlation, int):
+    for e, a in zip(rt, _args(rt)):   # per launch call
+        if a is None or not isinstance(a.correlation, int):
             continue
         keep.append(bytes(e.ts))
-        kern.append(a.kernel)
+        kern.append(a.kernel if isinstance(a.kernel, str) else None)
         corr.append(a.correlation)
         x = a.external()
         ops.append(op_of.get(x, "") if x is not None else "")
