@@ -24,3 +24,16 @@ def with_capture(doc: dict, trace, args) -> str:
     j = capture_join(trace, path, not getattr(args, "no_cache", False))
     doc["graph_join"] = join_document(trace, j)
     return "\n" + "\n".join(render_join(doc["graph_join"], getattr(args, "limit", 0) or 0)) + "\n"
+
+
+def record_capture(doc: dict, trace, args) -> tuple[dict, str]:
+    """Without --capture: (`doc` as it is, ""). With it: a copy of the record with `graph_join`
+    (the stored record is left as computed) and a Markdown section after the replay table."""
+    path = getattr(args, "capture", None)
+    if not path:
+        return doc, ""
+    from launchtui.analysis.graphs_join_report import join_document, join_markdown
+    from launchtui.capture_join import capture_join
+    j = capture_join(trace, path, not getattr(args, "no_cache", False))
+    doc = dict(doc, graph_join=join_document(trace, j))
+    return doc, "\n" + "\n".join(join_markdown(doc["graph_join"])) + "\n"

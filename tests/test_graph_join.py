@@ -195,3 +195,18 @@ def test_vllm_pair_matches_every_replayed_op(capsys):
     assert len(gemm) == 1 and gemm[0]["replays"] == 23 and gemm[0]["captured_op"] == "aten::addmm"
     assert gemm[0]["range"].startswith("## Call CompiledFxGraph fb3en3pmdtsn")
     assert sum(r["replays"] for r in g["kernels"]) == 361
+
+
+def test_record_capture_section_and_the_stored_record_unchanged(files, capsys):
+    cap, ex, _ = files("full")
+    rc, out, err = _cli(["record", str(ex), "--capture", str(cap)], capsys)
+    assert rc == 0, err
+    assert "## Captured from (`--capture`" in out
+    assert ("| 2 | `qkv_gemm` | 9 | 54/54 | captures 2–4 (capture_512_PIECEWISE) | `layers/attn.py:103 forward` (9), "
+            "`layers/norm.py:77 forward` (9), `model.py:41 attention` (9) |") in out
+    rc, out, err = _cli(["record", str(ex), "--capture", str(cap), "--json"], capsys)
+    assert json.loads(out)["graph_join"]["matched_share"] == 1.0
+    rc, out, err = _cli(["record", str(ex), "--json"], capsys)   # the cached record, as computed
+    assert rc == 0 and "graph_join" not in json.loads(out)
+    rc, out, err = _cli(["record", str(ex)], capsys)
+    assert "Captured from" not in out

@@ -51,11 +51,14 @@ def _per_graph(trace: Trace, j: GraphJoin) -> list[dict]:
         caps = sorted({int(j.replay_capture[x]) + 1 for x in r.tolist() if j.replay_capture[x] >= 0})
         why = Counter(int(x) for x in j.reason[m & ~ok].tolist())
         labels = Counter(j.captured.labels[c - 1] for c in caps)
+        sites = Counter(j.captured.site[int(x)] for x in j.source[m & ok].tolist())
+        sites.pop("", None)
         rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)),
                      "ops": int(m.sum()), "matched_replays": int(sum(j.matched_by[x] != "" for x in r.tolist())),
                      "matched_ops": int((m & ok).sum()),
                      "by": sorted({j.matched_by[x] for x in r.tolist()} - {""}),
                      "captures": caps, "capture_label": labels.most_common(1)[0][0] if labels else None,
+                     "sites": [{"site": x, "ops": n} for x, n in sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))[:3]],
                      "unmatched": {REASONS[k]: n for k, n in sorted(why.items())}})
     return rows
 
@@ -128,7 +131,8 @@ def render_join(d: dict, limit: int = TEXT_KERNEL_ROWS) -> list[str]:
         how = f" by {', '.join(g['by'])}" if g["by"] else ""
         cap = f", {_captures_text(g['captures'])}" if g["captures"] else ""
         lab = f" ({g['capture_label']})" if g["capture_label"] else ""
-        out.append(f"  graph {g['graph']}: {g['replays']:,} replays, {g['matched_ops']:,}/{g['ops']:,} ops matched"
+        out.append(f"  graph {g['graph']}: {g['replays']:,} replay{'s' if g['replays'] != 1 else ''}, "
+                   f"{g['matched_ops']:,}/{g['ops']:,} ops matched"
                    f"{how}{cap}{lab}  first {short(g['first_op'], 40)}")
     rows = d["kernels"]
     if rows:
@@ -154,3 +158,23 @@ def captured_from(j: GraphJoin, src: np.ndarray, k: int) -> str:
     c = int(cap.capture[s])
     parts = [cap.op[s] or "?", cap.range[s] or "(no range)", cap.site[s] or "(no call site)"]
     return f"captured from: {' · '.join(parts)} (capture {c + 1}{', ' + cap.labels[c] if cap.labels[c] else ''})"
+
+
+def join_markdown(d: dict) -> list[str]:
+    """The record's section (`record --capture`): the share, then per graph what it was captured from."""
+    out = ["## Captured from (`--capture`: capture ↔ replay join, definitions §12.6)", "",
+           f"Capture trace `{Path(d['capture_trace']).name}`: {d['captures']} captures, "
+           f"{d['captured_launches']:,} captured launches. {share_line(d)[0].upper()}{share_line(d)[1:]}."]
+    for reason, n in d["unmatched"].items():
+        out.append(f"- unmatched: {n:,} ops: {reason}")
+    if not d["per_graph"]:
+        return out
+    out += ["", "| graph | first op | replays | matched ops | captured from | main call sites (ops) |",
+            "|---:|---|---:|---:|---|---|"]
+    for g in d["per_graph"][:30]:
+        lab = f" ({g['capture_label']})" if g["capture_label"] else ""
+        src = f"{_captures_text(g['captures'])}{lab}" if g["captures"] else "none"
+        sites = ", ".join(f"`{short(x['site'], 60)}` ({x['ops']:,})" for x in g["sites"]) or "–"
+        out.append(f"| {g['graph']} | `{short(g['first_op'], 40)}` | {g['replays']:,} | {g['matched_ops']:,}/{g['ops']:,} "
+                   f"| {src} | {sites} |")
+    return out
