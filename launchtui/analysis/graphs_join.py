@@ -9,7 +9,8 @@ the call named, the CPU op that made it, its range and its user call site).
   node id` and Nsight's `graphNodeId` are replay-side only), so a replay matches the captures whose
   captured kernel sequence equals its kernel sequence, text for text; failing that, the same kernels
   in another order (a multi-stream graph: the k-th launch of a kernel pairs with its k-th run);
-  and, only when the capture trace names no kernel at all, the same number of nodes. Among several
+  a subsequence of a capture's kernels (a replay the file kept only part of, §12.3); and, only when
+  the capture trace names no kernel at all, the same number of nodes. Among several
   captures with the replay's key (identical pieces), it pairs with the first one captured after the
   capture of the previous matched replay (graphs replay in capture order), else the first. Copy and
   memset nodes, and every op of a replay with no candidate, stay unmatched, counted by reason.
@@ -28,6 +29,7 @@ from launchtui.trace.launch_names import LaunchNames, read_launch_names
 from launchtui.trace.model import OP_KERNEL, Trace
 
 BY_SEQUENCE, BY_SET, BY_COUNT = "kernel sequence", "kernel set", "node count"
+BY_SUBSEQUENCE = "kernel subsequence (nodes missing from the replay)"
 MATCHED = 0
 R_NOT_KERNEL, R_NO_CAPTURE, R_NO_COUNT = 1, 2, 3
 REASONS = {R_NOT_KERNEL: "copy or memset node (a captured copy names no kernel)",
@@ -117,22 +119,65 @@ def _replayed_ops(trace: Trace, rp: gr.Replays):
     return idx, r[idx]
 
 
-def _candidates(cap: CapturedCalls, n: int):
-    """Lookups from a key to the captures holding it, in time order: by sequence, by kernel set,
-    by node count (the last only when no captured call names a kernel)."""
-    seq, kset, count = {}, {}, {}
-    named = any(k is not None for k in cap.kernel)
-    for c in range(n):   # per capture
-        a, b = int(cap.bounds[c]), int(cap.bounds[c + 1])
-        if a == b:
-            continue
-        ks = tuple(cap.kernel[a:b])
-        if named and None not in ks:
-            seq.setdefault(ks, []).append(c)
-            kset.setdefault(tuple(sorted(ks)), []).append(c)
-        if not named:
-            count.setdefault(b - a, []).append(c)
-    return seq, kset, count, named
+class _Keys:
+    """Lookups from a replay's kernels to the captures it may come from, tried in order (§12.6):
+    the same sequence; the same kernels in another order; with fewer nodes recorded, a subsequence
+    of a capture with at most twice its nodes (the shortest such, 2 kernels or more); and, only when
+    no captured call names a kernel, the same node count. Captures of one key are in time order."""
+
+    def __init__(self, cap: CapturedCalls, n: int) -> None:
+        self.cap = cap
+        self.seq, self.kset, self.count = {}, {}, {}
+        self.named = any(k is not None for k in cap.kernel)
+        for c in range(n):   # per capture
+            a, b = int(cap.bounds[c]), int(cap.bounds[c + 1])
+            if a == b:
+                continue
+            ks = tuple(cap.kernel[a:b])
+            if self.named and None not in ks:
+                self.seq.setdefault(ks, []).append(c)
+                self.kset.setdefault(tuple(sorted(ks)), []).append(c)
+            if not self.named:
+                self.count.setdefault(b - a, []).append(c)
+        self.by_len = sorted(self.seq, key=lambda k: (len(k), self.seq[k][0]))
+        self._memo: dict = {}
+
+    def match(self, rk: tuple) -> tuple[str, list]:
+        """(how, captures) for a replay's kernel names; ("", []) when none holds them."""
+        if rk not in self._memo:
+            self._memo[rk] = self._match(rk)
+        return self._memo[rk]
+
+    def _match(self, rk: tuple) -> tuple[str, list]:
+        if not rk:
+            return "", []
+        for how, table, key in ((BY_SEQUENCE, self.seq, rk), (BY_SET, self.kset, tuple(sorted(rk)))):
+            if key in table:
+                return how, table[key]
+        if len(rk) >= 2:
+            for ks in self.by_len:   # per distinct captured sequence, shortest first
+                if len(rk) < len(ks) <= 2 * len(rk):
+                    it = iter(ks)
+                    if all(k in it for k in rk):
+                        return BY_SUBSEQUENCE, self.seq[ks]
+        if len(rk) in self.count:
+            return BY_COUNT, self.count[len(rk)]
+        return "", []
+
+    def positions(self, how: str, rk: tuple, c: int) -> np.ndarray:
+        """Per kernel of the replay: its node among capture c's captured calls."""
+        a, b = int(self.cap.bounds[c]), int(self.cap.bounds[c + 1])
+        ks = self.cap.kernel[a:b]
+        if how == BY_SET:
+            return _pair_by_set(rk, tuple(ks))
+        if how == BY_SUBSEQUENCE:
+            out, i = np.empty(len(rk), np.int64), 0
+            for j, k in enumerate(rk):   # per recorded node: the next captured call naming it
+                while ks[i] != k:
+                    i += 1
+                out[j], i = i, i + 1
+            return out
+        return np.arange(len(rk))
 
 
 def _pair_by_set(rep: tuple, capk: tuple) -> np.ndarray:
@@ -166,13 +211,10 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
     is_k = ops.kind[idx] == OP_KERNEL
     heads = np.searchsorted(rep, np.arange(len(rp) + 1))
     kcount = np.concatenate([[0], np.cumsum(is_k)])
-    node = np.where(is_k, kcount[:-1] - kcount[heads[rep]], -1) if len(idx) else \
-        np.zeros(0, np.int64)
+    node = np.where(is_k, kcount[:-1] - kcount[heads[rep]], -1) if len(idx) else np.zeros(0, np.int64)
     source = np.full(len(idx), -1, np.int64)
-    reason = np.where(is_k, R_NO_CAPTURE, R_NOT_KERNEL).astype(np.int8)
-    seq, kset, count, named = _candidates(cap, n_caps)
-    if not named:
-        reason[is_k] = R_NO_COUNT
+    keys = _Keys(cap, n_caps)
+    reason = np.where(is_k, R_NO_CAPTURE if keys.named else R_NO_COUNT, R_NOT_KERNEL).astype(np.int8)
     fid = ops.full_name[idx]
     text: dict = {}
     prev = -1
@@ -184,19 +226,12 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
         if kid not in text:
             text[kid] = tuple(exec_trace.strings[i] for i in kid)
         rk = text[kid]
-        for how, table, key in ((BY_SEQUENCE, seq, rk), (BY_SET, kset, tuple(sorted(rk))), (BY_COUNT, count, len(rk))):
-            cands = table.get(key)
-            if cands:
-                break
-        if not cands or not rk:
+        how, cands = keys.match(rk)
+        if not cands:
             continue
-        c = _next_capture(cands, prev)
-        prev = c
-        base = int(cap.bounds[c])
-        pos = _pair_by_set(rk, tuple(cap.kernel[base:int(cap.bounds[c + 1])])) if how == BY_SET else \
-            np.arange(len(rk))
+        c = prev = _next_capture(cands, prev)
         kk = np.flatnonzero(is_k[a:b]) + a
-        source[kk] = base + pos
+        source[kk] = int(cap.bounds[c]) + keys.positions(how, rk, c)
         reason[kk] = MATCHED
         by[r], paired[r] = how, c
     return GraphJoin(idx, rep, node, source, reason, rp, cap, n_caps, by, paired, str(cap_trace.source.path))

@@ -39,25 +39,34 @@ def _captures_text(cs: list[int]) -> str:
     return "captures " + ", ".join(map(str, cs[:8])) + (f", … ({len(cs)})" if len(cs) > 8 else "")
 
 
+def _groups(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices sorted by value, bounds): value v's indices are order[bounds[v]:bounds[v + 1]]."""
+    order = np.argsort(values, kind="stable")
+    return order, np.searchsorted(values[order], np.arange(n + 1))
+
+
 def _per_graph(trace: Trace, j: GraphJoin) -> list[dict]:
-    rp = j.replays
+    rp, cap = j.replays, j.captured
     ok = j.reason == MATCHED
     rows = []
     ng = int(rp.graph.max()) + 1 if len(rp) else 0
-    g_of_op = rp.graph[j.replay] if len(j.replay) else np.zeros(0, np.int64)
+    r_order, r_bounds = _groups(rp.graph, ng)
+    o_order, o_bounds = _groups(rp.graph[j.replay] if len(j.replay) else np.zeros(0, np.int64), ng)
     for g in range(ng):   # per graph
-        r = np.flatnonzero(rp.graph == g)
-        m = g_of_op == g
-        caps = sorted({int(j.replay_capture[x]) + 1 for x in r.tolist() if j.replay_capture[x] >= 0})
-        why = Counter(int(x) for x in j.reason[m & ~ok].tolist())
-        labels = Counter(j.captured.labels[c - 1] for c in caps)
-        sites = Counter(j.captured.site[int(x)] for x in j.source[m & ok].tolist())
+        r = r_order[r_bounds[g]:r_bounds[g + 1]].tolist()
+        m = o_order[o_bounds[g]:o_bounds[g + 1]]
+        hit = m[ok[m]]
+        caps = sorted({int(j.replay_capture[x]) + 1 for x in r if j.replay_capture[x] >= 0})
+        why = Counter(int(x) for x in j.reason[m[~ok[m]]].tolist())
+        labels = Counter(cap.labels[c - 1] for c in caps)
+        size = [int(cap.bounds[c] - cap.bounds[c - 1]) for c in caps]
+        sites = Counter(cap.site[int(x)] for x in j.source[hit].tolist())
         sites.pop("", None)
-        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)),
-                     "ops": int(m.sum()), "matched_replays": int(sum(j.matched_by[x] != "" for x in r.tolist())),
-                     "matched_ops": int((m & ok).sum()),
-                     "by": sorted({j.matched_by[x] for x in r.tolist()} - {""}),
-                     "captures": caps, "capture_label": labels.most_common(1)[0][0] if labels else None,
+        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": len(r),
+                     "ops": int(len(m)), "matched_replays": sum(j.matched_by[x] != "" for x in r),
+                     "matched_ops": int(len(hit)), "by": sorted({j.matched_by[x] for x in r} - {""}),
+                     "captures": caps, "captured_nodes": max(size) if size else None,
+                     "capture_label": labels.most_common(1)[0][0] if labels else None,
                      "sites": [{"site": x, "ops": n} for x, n in sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))[:3]],
                      "unmatched": {REASONS[k]: n for k, n in sorted(why.items())}})
     return rows
@@ -131,8 +140,10 @@ def render_join(d: dict, limit: int = TEXT_KERNEL_ROWS) -> list[str]:
         how = f" by {', '.join(g['by'])}" if g["by"] else ""
         cap = f", {_captures_text(g['captures'])}" if g["captures"] else ""
         lab = f" ({g['capture_label']})" if g["capture_label"] else ""
+        nodes = g["captured_nodes"]
+        lost = f" ({nodes:,} nodes captured)" if nodes and nodes * g["replays"] != g["ops"] else ""
         out.append(f"  graph {g['graph']}: {g['replays']:,} replay{'s' if g['replays'] != 1 else ''}, "
-                   f"{g['matched_ops']:,}/{g['ops']:,} ops matched"
+                   f"{g['matched_ops']:,}/{g['ops']:,} ops matched{lost}"
                    f"{how}{cap}{lab}  first {short(g['first_op'], 40)}")
     rows = d["kernels"]
     if rows:
