@@ -132,6 +132,8 @@ def render_join(d: dict, limit: int = TEXT_KERNEL_ROWS) -> list[str]:
            f"captured launches ({d['captured_launches_named']:,} name their kernel); {d['captures_matched']} captures "
            "matched",
            share_line(d)]
+    if not d["replays"]:
+        out.append("no graph replay with a recorded op in this trace: nothing to label")
     for reason, n in d["unmatched"].items():
         out.append(f"unmatched: {n:,} ops: {reason}")
     if d["unrecorded_replays"]:
