@@ -142,7 +142,7 @@ def test_report_capture_json_and_text(files, capsys):
     assert ("matched 62 of 69 replayed ops (89.9%), 3 of 5 graphs, 12 of 15 replays (60 by kernel sequence, 2 by "
             "kernel subsequence (nodes missing from the replay))") in out
     assert "unmatched: 6 ops: no capture holds this replay's kernel sequence" in out
-    assert "aten::addmm · piece_1 · model.py:41 attention" in out
+    assert "g2 #1   qkv_gemm                             x3    aten::addmm · model.py:41 attention · piece_1" in out
 
 
 def test_without_capture_nothing_changes(files, capsys):

@@ -29,8 +29,8 @@ def test_details_line_of_a_replayed_kernel_names_its_capture(pair):
             await settle(app, pilot)
             lines = scr.details.lines
             assert lines[1].startswith("kernel attn_fwd")
-            assert lines[3].startswith("captured from: vllm::unified_attention · piece_1 · "
-                                       "layers/attn.py:103 forward (capture 2, capture_512_PIECEWISE)")
+            assert lines[3].startswith("captured from: vllm::unified_attention at layers/attn.py:103 forward · "
+                                       "in piece_1 (capture 2, capture_512_PIECEWISE)   │ ")
             search(scr, "sampler_topk")            # a graph no capture holds
             await settle(app, pilot)
             assert scr.details.lines[3].startswith(

@@ -150,17 +150,18 @@ def render_join(d: dict, limit: int = TEXT_KERNEL_ROWS) -> list[str]:
     rows = d["kernels"]
     if rows:
         n = len(rows) if not limit else min(limit, len(rows))
-        out.append(f"  replayed kernel → captured op · range · call site ({n} of {len(rows)} rows):")
+        out.append(f"  replayed kernel → captured op · call site · range ({n} of {len(rows)} rows):")
         for r in rows[:n]:
-            lab = " · ".join(short(x, 60) for x in (r["captured_op"] or "?", r["range"] or "(no range)",
-                                                     r["site"] or "(no call site)"))
+            lab = " · ".join((short(r["captured_op"] or "?", 40), short(r["site"] or "(no call site)", 70),
+                              short(r["range"] or "(no range)", 40)))
             out.append(f"  g{r['graph']} #{r['node']:<3} {short(r['kernel'], 36):<36} x{r['replays']:<4} {lab}")
     return out
 
 
 def captured_from(j: GraphJoin, src: np.ndarray, k: int) -> str:
     """The TUI's line for op k of the execution trace (`src`: GraphJoin.source_of_ops): "" when it
-    is no replayed op, else what it was captured from or why it is unmatched."""
+    is no replayed op, else what it was captured from (op, call site, range: the site first, as the
+    line is cut at the terminal's width) or why it is unmatched."""
     if k < 0 or k >= len(src):
         return ""
     s = int(src[k])
@@ -169,8 +170,10 @@ def captured_from(j: GraphJoin, src: np.ndarray, k: int) -> str:
         return f"captured from: unmatched ({REASONS[int(j.reason[pos[0]])]})" if len(pos) else ""
     cap = j.captured
     c = int(cap.capture[s])
-    parts = [cap.op[s] or "?", cap.range[s] or "(no range)", cap.site[s] or "(no call site)"]
-    return f"captured from: {' · '.join(parts)} (capture {c + 1}{', ' + cap.labels[c] if cap.labels[c] else ''})"
+    where = f" at {cap.site[s]}" if cap.site[s] else " (no call site)"
+    rng = f" · in {short(cap.range[s], 40)}" if cap.range[s] else ""
+    return (f"captured from: {cap.op[s] or '?'}{where}{rng} (capture {c + 1}"
+            f"{', ' + cap.labels[c] if cap.labels[c] else ''})")
 
 
 def join_markdown(d: dict) -> list[str]:
