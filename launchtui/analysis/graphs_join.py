@@ -10,10 +10,10 @@ the call named, the CPU op that made it, its range and its user call site).
   captured kernel sequence equals its kernel sequence, text for text; failing that, the same kernels
   in another order (a multi-stream graph: the k-th launch of a kernel pairs with its k-th run);
   a subsequence of a capture's kernels (a replay the file kept only part of, §12.3); and, only when
-  the capture trace names no kernel at all, the same number of nodes. Among several
-  captures with the replay's key (identical pieces), it pairs with the first one captured after the
-  capture of the previous matched replay (graphs replay in capture order), else the first. Copy and
-  memset nodes, and every op of a replay with no candidate, stay unmatched, counted by reason.
+  the capture trace names no kernel at all, the same number of nodes. Among several captures with
+  the replay's key (identical pieces), it pairs with the first one captured after the capture of the
+  previous matched replay (graphs replay in capture order), else the first. Copy and memset nodes,
+  and every op of a replay with no candidate, stay unmatched, counted by reason.
 """
 from __future__ import annotations
 
