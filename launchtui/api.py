@@ -24,11 +24,12 @@ _RECORD_TABLES = ("top", "nccl", "near_misses", "streams")
 
 
 def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, device: int | str | None = None,
-         nvtx: str | None = None, use_cache: bool = True) -> "TraceFrames":
+         nvtx: str | None = None, use_cache: bool = True, capture: str | os.PathLike | None = None) -> "TraceFrames":
     """Read a trace (through the same per-user cache as the CLI) into a read-only handle.
 
     `trim`: (a, b) seconds on the trace's clock, as `--trim A B`; `device`: a device number, or
-    None for all (`--device`); `nvtx`: as `--nvtx NAME`.
+    None for all (`--device`); `nvtx`: as `--nvtx NAME`; `capture`: a capture trace of the same
+    program, as `--capture` (its labels: `captured_from()`).
     """
     from launchtui.session import Session
     session = Session.open(path, use_cache=use_cache)
@@ -37,7 +38,11 @@ def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, devic
                          (float(trim[0]), float(trim[1])), nvtx=nvtx or None)
     sel = build_selection(trace, spec)
     session.commit()
-    return TraceFrames(trace, sel)
+    frames = TraceFrames(trace, sel)
+    if capture is not None:
+        from launchtui.capture_join import capture_join
+        frames._join = capture_join(trace, capture, use_cache)
+    return frames
 
 
 def open_ranks(*inputs: str | os.PathLike, workers: int | None = None, use_cache: bool = True) -> pd.DataFrame:
@@ -57,6 +62,7 @@ class TraceFrames:
     def __init__(self, trace: Trace, sel=WHOLE):
         self._trace = trace
         self._sel = sel
+        self._join = None      # open(..., capture=): the capture ↔ replay join (definitions §12.6)
 
     def __repr__(self) -> str:
         t = self._trace
@@ -210,3 +216,30 @@ class TraceFrames:
             "site": pd.Categorical.from_codes(codes, categories=[src.site_label(t.strings[i]) for i in used.tolist()]),
             "innermost_frame": self._cat(inner), "stack_node": node,
         }, index=pd.Index(k, name="op"))
+
+    def captured_from(self) -> pd.DataFrame:
+        """Per replayed GPU op (open(..., capture=...)): what it was captured from, or why it is
+        unmatched (`report --capture --json` graph_join; definitions §12.6); the matched share and
+        the per-graph table are in `frame.attrs`."""
+        from launchtui.analysis.graphs_join import REASONS
+        from launchtui.analysis.graphs_join_report import join_document
+        j = self._join
+        if j is None:
+            raise ValueError("no capture trace: open the trace with launchtui.open(path, capture=CAPTURE_PATH)")
+        t, cap = self._trace, j.captured
+        keep = op_mask(t, self._sel)[j.op]
+        s = j.source[keep]
+        ok = s >= 0
+        pick = lambda col: [col[int(x)] if x >= 0 else None for x in s.tolist()]   # noqa: E731 (per replayed op)
+        c = np.where(ok, cap.capture[np.maximum(s, 0)] + 1, -1) if len(cap.call) else np.full(len(s), -1)
+        df = pd.DataFrame({
+            "replay": j.replay[keep], "graph": j.replays.graph[j.replay[keep]] + 1,
+            "node": np.where(j.node[keep] >= 0, j.node[keep] + 1, -1), "kernel": self._cat(t.ops.name[j.op[keep]]),
+            "matched": ok, "by": [j.matched_by[int(r)] or None for r in j.replay[keep].tolist()],
+            "capture": c, "captured_op": pick(cap.op), "range": pick(cap.range), "site": pick(cap.site),
+            "reason": [None if r == 0 else REASONS[int(r)] for r in j.reason[keep].tolist()],
+        }, index=pd.Index(j.op[keep], name="op"))
+        doc = join_document(t, j)
+        doc.pop("kernels")
+        df.attrs.update(doc)
+        return df

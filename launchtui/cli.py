@@ -6,6 +6,7 @@ import sys
 
 from launchtui import __version__
 from launchtui.analysis.config import CONFIG
+from launchtui.cli_capture import add_capture, record_capture, with_capture
 from launchtui.errors import TraceError, memory_message, printable
 
 SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
@@ -209,8 +210,8 @@ def _tui_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
     """One parser per subcommand (SUBCOMMANDS; "tui" is bare `launchtui TRACE`)."""
-    return {"info": _info_parser(), "report": _report_parser(), "record": _record_parser(), "export": _export_parser(),
-            "diff": _diff_parser(), "cache": _cache_parser(), "tui": _tui_parser()}
+    return add_capture({"info": _info_parser(), "report": _report_parser(), "record": _record_parser(),
+                        "export": _export_parser(), "diff": _diff_parser(), "cache": _cache_parser(), "tui": _tui_parser()})
 
 
 def _report_options(args):
@@ -282,8 +283,8 @@ def cmd_record(args) -> int:
     from launchtui.session import Record
     session = _open(args, need_cuda=True)
     query = Record(selection_from_args(session.trace, args), _record_options(args))
-    doc = session.get(query)[0]
-    _emit(dumps(doc) if args.json else render_markdown(doc), args)
+    doc, joined = record_capture(session.get(query)[0], session.trace, args)   # as stored, without --capture
+    _emit(dumps(doc) if args.json else render_markdown(doc) + joined, args)
     session.commit(query)
     return 0
 
@@ -302,6 +303,7 @@ def cmd_report(args) -> int:
     opt = _report_options(args)
     bp = session.get(Backpressure(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, session.shared, bp=bp)
+    joined = with_capture(doc, trace, args)   # "" and no change without --capture
     # what the TUI's first open asks for too, under the same queries
     keep = [Backpressure(sel, opt.backpressure), KernelGroups(sel, opt.names),
             SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
@@ -310,7 +312,7 @@ def cmd_report(args) -> int:
     if args.json:
         keep.append(Record(sel, _record_options(args)))
         doc["record"] = session.get(keep[-1])[0]
-    _emit(dumps(doc) if args.json else render_text(doc), args)
+    _emit(dumps(doc) if args.json else render_text(doc) + joined, args)
     session.commit(*keep)
     return 0
 
@@ -395,7 +397,7 @@ def cmd_cache(args) -> int:
 
 def cmd_tui(args) -> int:
     from launchtui.trace.load import preflight
-    for path in (args.trace, getattr(args, "compare", None)):
+    for path in (args.trace, getattr(args, "compare", None), getattr(args, "capture", None)):
         if path:
             preflight(path)
     if getattr(args, "compare", None):

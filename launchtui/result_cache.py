@@ -176,8 +176,8 @@ def store_mapped(entry: Path, slot: str, key: str, encode) -> bool:
 
 def run_cached(cmd: str, args, handler, emit) -> int:
     """Run `handler(args)`, or emit its cached text when this exact result was computed before."""
-    if getattr(args, "no_cache", False) or cmd not in COMMANDS:
-        return handler(args)
+    if getattr(args, "no_cache", False) or cmd not in COMMANDS or getattr(args, "capture", None):
+        return handler(args)   # --capture: the text depends on a second file the key does not name
     entry = _entry(args)
     key = _key(cmd, args, entry) if entry is not None else None
     if key is not None:

@@ -77,6 +77,9 @@ class LaunchApp(App):
         progress = Throttle(lambda stage, rows: self.post_message(LoadProgress(stage, rows)))
         try:
             loaded = load(self.args, progress, trace=self._injected, defer_lanes=True)
+            if getattr(self.args, "capture", None):
+                from launchtui.tui.capture_view import attach_join
+                attach_join(loaded, self.args)
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))
             return

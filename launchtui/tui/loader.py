@@ -35,6 +35,7 @@ class Loaded:
     session: Session | None = None  # the trace's results (session.py): the TUI's workers ask it
     options: Options = Options()    # what the marks were found with
     lanes_stored: bool = False      # lanes and marks came from beside the model (queries.TimelineLanes)
+    graph_join: tuple | None = None  # --capture: (GraphJoin, source per op): tui/capture_view.py
     _nvtx_summary: list | None = None
 
     def __post_init__(self) -> None:

@@ -86,6 +86,10 @@ class Details:
                 extra = op_details(self, k)
                 if extra:   # grid / block / input shapes: on the kernel's own line
                     lines[0] += f"  · {extra}"
+                from launchtui.tui.capture_view import captured_line
+                cap = captured_line(self, k)
+                if cap:     # --capture: what the replayed kernel was captured from
+                    lines[2] = f"{cap}   │ {lines[2]}"
             else:   # idle: with what is pending on the stream then (its queue row's series)
                 q = tl.row_index("queue", row.device, ("queue", row.lane.device, row.lane.stream))
                 pending = int(tl.rows[q].lane.value_at([t0])[0]) if q >= 0 else None
