@@ -1,7 +1,7 @@
 """The graph table (key `R`): one row per CUDA / HIP graph of the selection, like the kernel table;
 Enter marks the graph's replays on the timeline (their ops on the HW rows, their launch calls on the
-API rows) and fits the view to its first replay. Rows are the JSON `graphs.replays.graphs`
-(docs/definitions.md §12.2, §12.3, §T7)."""
+API rows) and fits the view to its first replay's GPU span. Rows are the JSON `graphs.replays.graphs`
+(docs/definitions.md §12.2, §12.3, §T9)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,7 +54,7 @@ def _stat(d: dict, fmt: str = "{:,.1f}") -> str:
 def row_cells(row: dict, integrity: str) -> tuple:
     opr = row["ops_per_replay"]
     ops = f"{opr['median']:g}" + ("" if opr["min"] == opr["max"] else f" ({opr['min']}–{opr['max']})")
-    name = row["first_op"] if len(row["first_op"]) <= 48 else row["first_op"][:47] + "…"
+    name = row["first_op"] if len(row["first_op"]) <= 36 else row["first_op"][:35] + "…"
     return (str(row["graph"]), name, f"{row['replays']:,}", ops, _stat(row["span_us"]), _stat(row["busy_us"]),
             _stat(row["node_gaps_us"]), _stat(row["launch_api_us"]), integrity)
 
@@ -131,7 +131,8 @@ def mark_graph(scr, data: GraphRows, i: int) -> None:
     scr.highlight_label = f"graph {row['graph']}"
     scr.timeline.highlight = lane_view.op_instances(tr, idx, with_api=True)
     first = idx[tr.ops.api[idx] == calls[0]]
-    lo = int(tr.api.start[calls[0]])
+    # the replay's GPU span: the HW rows are where a replay shows; its launch call may lie far ahead of it
+    lo = int(tr.ops.start[first].min()) if len(first) else int(tr.api.start[calls[0]])
     hi = int(tr.ops.end[first].max()) if len(first) else int(tr.api.end[calls[0]])
     scr.timeline.fit(lo, hi)
     scr.context = (f"graph {row['graph']} ({row['first_op'][:40]}): {row['replays']:,} replays marked, first "
