@@ -52,7 +52,7 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
             "captures": rows}
 
 
-def _replay_json(trace: Trace, rp: gr.Replays) -> dict:
+def replay_json(trace: Trace, rp: gr.Replays) -> dict:
     api = trace.api
     rows = []
     ng = int(rp.graph.max()) + 1 if len(rp) else 0
@@ -129,7 +129,7 @@ def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]
     rp = gr.replays(trace, sel)
     if not len(cap) and not len(rp) and not len(rp.unrecorded):
         return None, rp.unrecorded
-    doc = {"capture": _capture_json(trace, sel, cap, int(rp.n_ops.sum())), "replays": _replay_json(trace, rp),
+    doc = {"capture": _capture_json(trace, sel, cap, int(rp.n_ops.sum())), "replays": replay_json(trace, rp),
            "integrity": _integrity(trace, rp), "eager": _eager(trace, sel, rp)}
     if len(rp):   # pending depth with each replay as one entry, beside the raw series (§5, §6)
         doc["depth"] = [{"device_id": q.device_id, "stream_id": q.stream_id, "max_depth": q.max_depth,

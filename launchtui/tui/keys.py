@@ -57,6 +57,7 @@ MAIN_BINDINGS = [
     Binding("i", "info", "Info", id="info", show=False),
     Binding("c", "call_stack", "Call stack", id="call_stack", show=False),
     Binding("C", "call_sites", "Call sites", id="call_sites"),
+    Binding("R", "graph_table", "Graph replays", id="graph_table", show=False),
     Binding("w", "source_pane", "Call-site pane: kernels / both / sites", id="source_pane", show=False),
     Binding("left_curly_bracket", "iteration(-1)", "Prev iteration", id="iteration_prev", key_display="{"),
     Binding("right_curly_bracket", "iteration(1)", "Next iteration", id="iteration_next", key_display="}"),
@@ -98,6 +99,8 @@ def help_notes() -> str:
         "Call sites (definitions.md §S): w shows the call-site pane beside the kernel table (full width below\n"
         "120 columns); Enter on a site highlights its launch calls (API rows) and the ops they launched (HW rows),\n"
         "n / N step through them, Esc clears; c shows the whole stack at the cursor, C a picker of the sites.\n"
+        "Graphs (definitions.md §12.2): R lists the CUDA / HIP graphs and their replays; Enter marks a graph's\n"
+        "replayed ops (HW rows) and launch calls (API rows) and shows its first replay; n / N step, Esc clears.\n"
         "Remap keys: LAUNCHTUI_KEYS='pan_left=a;pan_right=d' or ~/.config/launchtui/keys.conf (id=key lines);\n"
         "ids: " + ", ".join(b.id for b in BINDINGS)
     )

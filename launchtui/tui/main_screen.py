@@ -460,6 +460,10 @@ class MainScreen(Navigation, Details, Screen):
                 self.sources.highlight(entry.frame_id, entry.name)
         self.app.push_screen(SitePicker(entries, fmt_duration, cover), done)
 
+    def action_graph_table(self) -> None:
+        from launchtui.tui.graphs_view import open_graph_table
+        open_graph_table(self)
+
     def action_info(self) -> None:
         from launchtui.analysis.info import render_info, trace_info
         from launchtui.tui.screens import InfoScreen
