@@ -38,3 +38,16 @@ def test_kineto_input_dims_of_the_launching_op():
     k = np.flatnonzero(t.ops.kind == OP_KERNEL)
     texts = [d.text(int(i)) for i in k]
     assert all(texts) and sum(" · inputs [" in x for x in texts) > len(texts) // 2
+
+
+def test_nsight_looks_up_one_kernel_as_the_whole_load_reads_it():
+    """load(k) on Nsight reads kernel k's row alone (the TUI's cursor) and gives the whole load's text."""
+    t = open_trace(DEMO / "demo.sqlite", use_cache=False)
+    whole = OpDetails(t)
+    whole.load()
+    k = [int(i) for i in np.flatnonzero(t.ops.kind == OP_KERNEL)]
+    one = OpDetails(t)
+    for i in k[:5] + k[-5:]:
+        assert not one.has(i) and one.text(i) == ""
+        one.load(i)
+        assert one.has(i) and not one.ready and one.text(i) == whole.text(i) != ""
