@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from launchtui.trace.model import Trace
+from launchtui.trace.model import OP_KERNEL, Trace
 
 _NSYS_COLUMNS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
                  "staticSharedMemory", "dynamicSharedMemory")
@@ -52,6 +52,9 @@ class OpDetails:
         """Read the details: of kernel `k` alone where the format allows (Nsight), else of all."""
         if k is not None and self.trace.source.format == "nsys-sqlite":
             ops = self.trace.ops
+            if ops.kind[k] != OP_KERNEL:    # copies and sets have no row in the kernel table
+                self._one[k] = ""
+                return
             try:
                 self._one[k] = _nsys_one(self.trace, int(ops.start[k]), int(ops.corr[k]))
             except Exception as e:  # an unreadable or changed file: the cursor line just goes without
@@ -118,19 +121,45 @@ def _nsys_rows(trace: Trace) -> list:
 
 
 def _nsys_one(trace: Trace, start: int, corr: int) -> str:
-    """The text of the kernel row at (start, correlation), "" when none: the first in table order,
-    as the sorted whole-table load picks among equal keys."""
+    """The text of the kernel row at (start, correlation), "" when none. Exporters write the table
+    in (nearly) start order, so a binary search over rowids finds the neighbourhood in a few index
+    lookups; a table in another order falls back to one scan."""
     from launchtui.trace.sqlite_columns import connect_readonly
     con = connect_readonly(Path(trace.source.path))
     try:
         cols = _nsys_cols(con)
         if not cols:
             return ""
-        row = con.execute(f"SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                          "WHERE start = ? AND correlationId = ? LIMIT 1", (start, corr)).fetchone()
+        sel = f"SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start = ? AND correlationId = ?"
+        r = _rowid_near(con, start)
+        row = None if r is None else con.execute(
+            sel + " AND rowid BETWEEN ? AND ? LIMIT 1", (start, corr, r - _NEAR, r + _NEAR)).fetchone()
+        if row is None:
+            row = con.execute(sel + " LIMIT 1", (start, corr)).fetchone()
         return "" if row is None else _nsys_text(cols, row)
     finally:
         con.close()
+
+
+_NEAR = 1 << 14    # rows either side of the binary search's landing place searched for the key
+
+
+def _rowid_near(con, start: int) -> int | None:
+    """The first rowid whose start is ≥ `start` if the table were in start order (a binary search
+    over rowids, each step one index lookup); None for an empty table."""
+    lo = con.execute("SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]   # one lookup each
+    hi = con.execute("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    if lo is None:
+        return None
+    step = "SELECT rowid, start FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid >= ? ORDER BY rowid LIMIT 1"
+    while lo < hi:
+        mid = (lo + hi) // 2
+        rid, s = con.execute(step, (mid,)).fetchone()
+        if s < start:
+            lo = rid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _us_to_ns(ts) -> int:
