@@ -16,6 +16,9 @@ DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "demo.sqlite"
 NOT_AT_START = ["launchtui.tui.site_picker", "launchtui.tui.screens", "launchtui.tui.compare",
                 "launchtui.tui.ranks_view", "launchtui.ranks", "launchtui.api",
                 "launchtui.cli", "textual.widgets._data_table"]
+# a warm reopen shows the stored record: the modules that compute or print one stay out
+NOT_WHEN_STORED = ["launchtui.analysis.record", "launchtui.analysis.record_markdown",
+                   "launchtui.analysis.graphs_report"]
 
 SCRIPT = """
 import asyncio, json, sys
@@ -51,4 +54,6 @@ def test_first_screen_imports_no_pane_it_does_not_show(tmp_path, cache):
     assert doc["shown"]                                    # the table is on screen
     assert "launchtui.tui.main_screen" in doc["modules"]
     assert [m for m in NOT_AT_START if m in doc["modules"]] == []
+    if cache == "warm":
+        assert [m for m in NOT_WHEN_STORED if m in doc["modules"]] == []
     assert doc["after_help"]                               # and a pane opened later does import
