@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+import issue24   # bench/ is the script's directory, first on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 DATA = BENCH / "data"
@@ -962,10 +964,13 @@ def main(argv=None) -> int:
     p.add_argument("--tui-timeout", type=float, default=180, help="seconds per TUI latency run (180); one retry")
     p.add_argument("--profile-sizes", nargs="*", default=["1m", "5m"], help="sizes to cProfile (default 1m 5m)")
     p.add_argument("--regen", action="store_true", help="regenerate the cached data")
+    p.add_argument("--previous", default=str(BENCH / "results.json"),
+                   help="the previous pass's results.json: issue 24's targets beside it, and the +20 %% gate")
     p.add_argument("--out", help="where RESULTS.md / results.json go (default: bench/ for a full run, "
                                  "bench/data/partial/ otherwise, so a smoke run never overwrites the full results)")
     a = p.parse_args(argv)
     a.repeat = max(1, a.repeat)
+    previous = issue24.load_previous(Path(a.previous))   # read before a full run overwrites it
     full = not (a.quick or a.sizes or a.skip_peers or a.skip_tui or set(a.formats) != {"nsys", "kineto"})
     outdir = Path(a.out) if a.out else (BENCH if full else DATA / "partial")
     outdir.mkdir(parents=True, exist_ok=True)
@@ -1012,12 +1017,20 @@ def main(argv=None) -> int:
     res["total_s"] = round(time.perf_counter() - t_start, 1)
     res["growth"] = growth(res)
     res["targets"] = targets(res)
+    res["issue24"] = issue24.rows(res, previous)
+    gate_ok, gate_line = issue24.gate(res, previous)
+    res["gate"] = {"passed": gate_ok, "line": gate_line, "previous": a.previous}
     (outdir / "results.json").write_text(json.dumps(res, indent=1, default=str))
     write_markdown(res, outdir / "RESULTS.md")
+    with open(outdir / "RESULTS.md", "a") as f:
+        f.write(issue24.markdown(res, previous, rel(a.previous)))
     log(f"done in {res['total_s'] / 60:.1f} min -> {rel(outdir / 'RESULTS.md')}, {rel(outdir / 'results.json')}")
     for t in res["targets"]:
         log(f"  {t['status']:<8} {t['target']}: {t['measured']}  {t['detail']}")
-    return 0
+    for t in res["issue24"]:
+        log(f"  {t['status']:<8} {t['target']}: {t['measured']} (previous pass {t['previous']})  {t['detail']}")
+    log(("" if gate_ok else "FAILED: ") + gate_line)
+    return 0 if gate_ok else 1
 
 
 if __name__ == "__main__":

@@ -38,3 +38,29 @@ def test_kineto_input_dims_of_the_launching_op():
     k = np.flatnonzero(t.ops.kind == OP_KERNEL)
     texts = [d.text(int(i)) for i in k]
     assert all(texts) and sum(" · inputs [" in x for x in texts) > len(texts) // 2
+
+
+@pytest.mark.parametrize("order", ["as written", "reversed"])
+def test_nsight_looks_up_one_kernel_as_the_whole_load_reads_it(tmp_path, order):
+    """load(k) on Nsight reads kernel k's row alone (the TUI's cursor) and gives the whole load's
+    text, whether the kernel table is in start order (binary search over rowids) or not (a scan)."""
+    import shutil
+    import sqlite3
+    path = DEMO / "demo.sqlite"
+    if order == "reversed":
+        path = tmp_path / "demo.sqlite"
+        shutil.copy(DEMO / "demo.sqlite", path)
+        con = sqlite3.connect(path)
+        con.executescript("CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC;"
+                          "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;"
+                          "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL;")
+        con.close()
+    t = open_trace(path, use_cache=False)
+    whole = OpDetails(t)
+    whole.load()
+    one = OpDetails(t)
+    k = np.flatnonzero(t.ops.kind == OP_KERNEL)
+    for i in (int(x) for x in k[:: max(1, len(k) // 150)]):
+        assert not one.has(i) and one.text(i) == ""
+        one.load(i)
+        assert one.has(i) and not one.ready and one.text(i) == whole.text(i) != ""

@@ -23,7 +23,7 @@ def chains(tmp_path_factory):
 def test_site_picker_highlights_launches_and_stack_key(chains):
     from launchtui.analysis.sources import source_table
     from launchtui.tui.screens import InfoScreen
-    from launchtui.tui.sources_view import SitePicker
+    from launchtui.tui.site_picker import SitePicker
     path, truth, trace = chains
     top = source_table(trace, limit=0)["sites"][0]
 

@@ -20,3 +20,11 @@ def phase_place(phase: str | None, width: int = 40) -> str:
     """'in `forward`' for a named phase; for launches no range encloses, where they are, not a
     pseudo-name: the trace cannot say which phase they belong to."""
     return f"in `{short(phase, width)}`" if phase else UNNAMED_PHASE
+
+
+def phase_label(r: dict, width: int = 50) -> str:
+    """`forward (93 %)`, `## backward ## (97 %, main thread)` when timed on the main thread (§V5), or
+    `(no range: 95 %)` when most launches lie outside every range."""
+    share = f"{r['phase_share']:.0%}"
+    how = {"main thread": ", main thread"}.get(r.get("phase_rule"), "")
+    return f"{short(r['phase'], width)} ({share}{how})" if r["phase"] else f"(no range: {share})"

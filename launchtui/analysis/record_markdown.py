@@ -5,20 +5,12 @@ from launchtui.analysis import iterations as itr
 from launchtui.analysis.graphs_report import capture_page, graphs_md
 from launchtui.analysis.graphs_whatif_report import whatif_md
 from launchtui.analysis.idle_causes import CAUSES
-from launchtui.analysis.prose import UNNAMED_PHASE, dur, short
+from launchtui.analysis.prose import UNNAMED_PHASE, dur, phase_label, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
 
 
 def _fmt_ms(x) -> str:
     return f"{x:,.3f}"
-
-
-def phase_label(r: dict, width: int = 50) -> str:
-    """`forward (93 %)`, `## backward ## (97 %, main thread)` when timed on the main thread (§V5), or
-    `(no range: 95 %)` when most launches lie outside every range."""
-    share = f"{r['phase_share']:.0%}"
-    how = {"main thread": ", main thread"}.get(r.get("phase_rule"), "")
-    return f"{short(r['phase'], width)} ({share}{how})" if r["phase"] else f"(no range: {share})"
 
 
 CAUSE_LABELS = {"launch": "Launch calls + submission (L)", "host": "Host between launches", "host_stall": "Host stalls (>= 1 ms)",

@@ -447,7 +447,8 @@ class MainScreen(Navigation, Details, Screen):
 
     def action_call_sites(self) -> None:
         from launchtui.analysis.select import WHOLE
-        from launchtui.tui.sources_view import SitePicker, site_entries
+        from launchtui.tui.site_picker import SitePicker
+        from launchtui.tui.sources_view import site_entries
         tr = self.loaded.trace
         sel = self.selection if self.selection is not None else WHOLE
         entries, cover, hint = site_entries(tr, sel)

@@ -1,7 +1,7 @@
 """What the timeline finds for the main screen (definitions.md §T8): `/` while the timeline has
 focus jumps to the next GPU op whose name contains the text (case-insensitive), on the shown
 device(s), after the cursor (again: the one after); a range zoom keeps the judged GPU's HW row in
-view; the kernel at the cursor gets its launch details (trace.op_details), read once in a worker."""
+view; the kernel at the cursor gets its launch details (trace.op_details), read in a worker."""
 from __future__ import annotations
 
 import numpy as np
@@ -92,22 +92,24 @@ def keep_hw_in_view(scr) -> None:
 
 
 def op_details(scr, k: int) -> str:
-    """The kernel's launch details (trace.op_details), read from the file in a worker the first
-    time a kernel is under the cursor; "" until then and where the format has none."""
+    """The kernel's launch details (trace.op_details), "" until read and where the format has none:
+    looked up in a worker the first time the kernel is under the cursor (Nsight: that kernel's row;
+    Kineto: the whole file, once), one lookup at a time; the details are redrawn when it is done,
+    which asks for the kernel then under the cursor."""
     od = getattr(scr, "launch_details", None)
     if od is None:
         from launchtui.trace.op_details import OpDetails
         od = scr.launch_details = OpDetails(scr.loaded.trace)
-        if od.available():
-            def work() -> None:
-                try:
-                    od.load()
-                finally:
-                    scr.app.call_from_thread(done)
+    if od.available() and not od.has(k) and not od.loading:
+        def work() -> None:
+            try:
+                od.load(k)
+            finally:
+                scr.app.call_from_thread(done)
 
-            def done() -> None:
-                od.loading = False
-                scr.update_details()
-            od.loading = True
-            scr.run_worker(work, thread=True, group="op-details")
+        def done() -> None:
+            od.loading = False
+            scr.update_details()
+        od.loading = True
+        scr.run_worker(work, thread=True, group="op-details")
     return od.text(k)

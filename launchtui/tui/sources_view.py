@@ -1,13 +1,13 @@
 """Call sites in the TUI (definitions.md §S): the whole stack of the launch under the cursor (`c`),
 a picker of the selection's call sites (`C`), and the call-site pane beside the kernel table (`w`
 cycles kernels / both / call sites). Enter on a site highlights its launches on the timeline, stepped
-with n / N like a kernel's instances."""
+with n / N like a kernel's instances. The picker's screen (tui.site_picker) is imported when first
+opened, as every pane not shown at start."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from launchtui.analysis.config import CONFIG
-from launchtui.tui.screens import NvtxPicker
 
 
 @dataclass
@@ -17,21 +17,6 @@ class SiteEntry:
     count: int         # launches
     total_ns: int      # launch-API time
     frame_id: int      # string id of the frame, the key of `sources.op_sites`
-
-
-class SitePicker(NvtxPicker):
-    """Fuzzy picker over call sites: launches and launch-API time per site."""
-
-    def __init__(self, entries: list[SiteEntry], fmt_duration, coverage: str):
-        super().__init__(entries, fmt_duration)
-        self.coverage = coverage
-
-    PLACEHOLDER = "file, line or function"
-    HINT = "n / N then step through the chosen site's launches; c: whole stack at the cursor"
-
-    def title_text(self) -> str:
-        return (f"Call sites ({len(self.entries)}) — {self.coverage}; type to filter, Enter highlights the "
-                "site's launches")
 
 
 def site_entries(trace, sel) -> tuple[list[SiteEntry], str, str]:

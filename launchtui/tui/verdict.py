@@ -62,7 +62,7 @@ class VerdictReady(Message):
 def compute(session, device, settings: VerdictSettings, gen: int) -> VerdictResult:
     """The record for the shown device (all: the one with most launches) at the current settings:
     the session's `Record` query, which `report --json` and `record` store under the same key."""
-    from launchtui.analysis.record import RecordOptions
+    from launchtui.analysis.record_options import RecordOptions
     from launchtui.analysis.select import WHOLE
     from launchtui.session import Record
     sel = WHOLE if device is None else WHOLE.with_devices((device,))
@@ -261,7 +261,7 @@ def panel_lines(doc: dict, settings: VerdictSettings, form: str = FULL,
     conclusion, the figures, iterations, one verdict per stream, the top kernels. COMPACT: that, the
     conclusion and one line per queue class. ONE: a single line (`one_line`) fitted to `width`."""
     from launchtui.analysis.cpu_busy import cpu_line
-    from launchtui.analysis.record_markdown import phase_label
+    from launchtui.analysis.prose import phase_label
     if form == ONE:
         line, style = one_line(doc, width)
         return [line], [style]

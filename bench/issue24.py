@@ -1,0 +1,134 @@
+"""Issue 24's targets, each beside the previous pass (a stored results.json), and the gate that
+fails a run when cold `report` at 1M got more than 20 % slower than that pass, both normalised by
+the C scan measured in their own runs (so a slower or faster machine moves neither).
+
+Used by bench/run.py; see bench/README.md ("Issue 24").
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+GATE = 1.20          # cold `report` 1M / C scan may grow at most this much against the previous pass
+WARM_SIZES = ("200k", "1m", "5m", "20m")
+
+
+def _get(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _ratio(a, b, nd=2):
+    return round(a / b, nd) if a is not None and b else None
+
+
+def load_previous(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _marginal(f_lo, f_hi):
+    """Marginal µs per event of cold `report` between two files, None where one is missing."""
+    pts = []
+    for f in (f_lo, f_hi):
+        ev = (f or {}).get("file_events") or _get(f, "model", "events")
+        cold = _get(f, "runs", "launchtui_cold", "wall_s")
+        if not ev or cold is None:
+            return None
+        pts.append((ev, cold))
+    (e0, c0), (e1, c1) = pts
+    return round((c1 - c0) / (e1 - e0) * 1e6, 3) if e1 != e0 else None
+
+
+def values(res: dict | None) -> dict:
+    """Issue 24's figures of one run: {target: (value, detail)}; value None where not measured."""
+    F = (res or {}).get("files", {})
+    n1, n5, n20 = F.get("nsys_1m"), F.get("nsys_5m"), F.get("nsys_20m")
+    out = {}
+    scan5 = _get(n5, "runs", "c_scan", "wall_s")
+    tui5 = _get(n5, "tui", "cold", "interactive_s")
+    out["Nsight 5M: cold TUI interactive ≤ 2.5× C scan"] = (_ratio(tui5, scan5), f"{tui5} s / {scan5} s")
+    for lb in WARM_SIZES:
+        w = _get(F.get(f"nsys_{lb}"), "tui", "warm", "interactive_s")
+        out[f"Nsight {lb.upper()}: warm TUI reopen ≤ 0.6 s"] = (w, "table filled, verdict and idle row shown")
+    ws = [_get(F.get(f"nsys_{lb}"), "tui", "warm", "interactive_s") for lb in ("200k", "1m", "5m")]
+    ws = [w for w in ws if w is not None]
+    out["Nsight warm TUI reopen flat: 5M − 200k ≤ 0.1 s"] = (
+        round(max(ws) - min(ws), 3) if len(ws) == 3 else None, ", ".join(str(w) for w in ws))
+    cold1, scan1 = _get(n1, "runs", "launchtui_cold", "wall_s"), _get(n1, "runs", "c_scan", "wall_s")
+    out["Nsight 1M: cold report ≤ 1.7× C scan"] = (_ratio(cold1, scan1), f"{cold1} s / {scan1} s")
+    nsa = _get(n1, "peer", "wall_s")
+    out["Nsight 1M: ≥ 3× faster than nsys-ai"] = (_ratio(nsa, cold1), f"nsys-ai {nsa} s / launchtui {cold1} s")
+    t20 = _get(n20, "tui", "cold", "peak_rss_mb")
+    out["Nsight 20M: cold TUI peak RSS ≤ 6 GiB (MiB)"] = (t20, "")
+    r20 = _get(n20, "runs", "launchtui_cold", "peak_rss_mb")
+    out["Nsight 20M: cold report peak RSS ≤ 3 GiB (MiB)"] = (r20, "")
+    m5, m20 = _marginal(n1, n5), _marginal(n5, n20)
+    out["Nsight 20M: marginal µs/event 5M→20M ≤ 1M→5M"] = (m20, f"1M→5M {m5}")
+    return out
+
+
+def _ok(target: str, v, detail: str) -> bool:
+    if "2.5×" in target:
+        return v <= 2.5
+    if "reopen ≤ 0.6" in target:
+        return v <= 0.6
+    if "flat" in target:
+        return v <= 0.1
+    if "1.7×" in target:
+        return v <= 1.7
+    if "≥ 3×" in target:
+        return v >= 3
+    if "6 GiB" in target:
+        return v <= 6 * 1024
+    if "3 GiB" in target:
+        return v <= 3 * 1024
+    if "marginal" in target:
+        try:
+            return v <= float(detail.split()[-1])
+        except ValueError:
+            return False
+    return False
+
+
+def rows(res: dict, previous: dict | None) -> list[dict]:
+    """Every issue-24 target of this run beside the previous pass's figure."""
+    now, before = values(res), values(previous)
+    out = []
+    for target, (v, detail) in now.items():
+        status = "pending" if v is None else ("met" if _ok(target, v, detail) else "missed")
+        out.append({"target": target, "measured": v, "previous": (before.get(target) or (None,))[0],
+                    "status": status, "detail": detail if v is not None else "not measured in this run"})
+    return out
+
+
+def gate(res: dict, previous: dict | None) -> tuple[bool, str]:
+    """(passed, one line): cold `report` 1M / C scan against the previous pass's, at most +20 %."""
+    def norm(r):
+        n1 = (r or {}).get("files", {}).get("nsys_1m")
+        return _ratio(_get(n1, "runs", "launchtui_cold", "wall_s"), _get(n1, "runs", "c_scan", "wall_s"), 3)
+    now, before = norm(res), norm(previous)
+    if now is None or before is None:
+        return True, (f"bench gate: not checked (cold report 1M / C scan: this run {now}, previous pass {before})")
+    grew = now / before
+    line = (f"bench gate: cold report 1M is {now}× the C scan against {before}× in the previous pass "
+            f"({grew:.2f}×, limit {GATE:.2f}×)")
+    return grew <= GATE, line
+
+
+def markdown(res: dict, previous: dict | None, previous_name: str) -> str:
+    ok, line = gate(res, previous)
+    prev = (previous or {}).get("machine", {}).get("git") or "?"
+    L = ["", "## Issue 24 targets beside the previous pass", "",
+         f"Previous pass: `{previous_name}` (git {prev}, started {(previous or {}).get('started')}).", "",
+         "| target | this run | previous pass | status | detail |", "|---|---:|---:|---|---|"]
+    for r in rows(res, previous):
+        L.append(f"| {r['target']} | {r['measured'] if r['measured'] is not None else '—'} | "
+                 f"{r['previous'] if r['previous'] is not None else '—'} | {r['status']} | {r['detail']} |")
+    L += ["", f"**{'PASSED' if ok else 'FAILED'}** — {line}", ""]
+    return "\n".join(L)

@@ -1,0 +1,41 @@
+"""bench/issue24.py: the bench fails when cold `report` at 1M grew more than 20 % against the
+previous pass, each normalised by the C scan of its own run, and lists issue 24's targets."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+spec = importlib.util.spec_from_file_location("issue24", BENCH / "issue24.py")
+issue24 = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(issue24)
+
+
+def run(cold, scan, warm=None):
+    f = {"runs": {"launchtui_cold": {"wall_s": cold}, "c_scan": {"wall_s": scan}}}
+    if warm is not None:
+        f["tui"] = {"warm": {"interactive_s": warm}}
+    return {"files": {"nsys_1m": f}}
+
+
+def test_gate_is_normalised_by_each_runs_c_scan():
+    prev = run(2.0, 1.0)
+    assert issue24.gate(run(2.4, 1.0), prev)[0]            # +20 %: still passes
+    ok, line = issue24.gate(run(2.5, 1.0), prev)            # +25 %
+    assert not ok and "1.25×" in line and "limit 1.20×" in line
+    assert not issue24.gate(run(5.0, 2.0), prev)[0]        # a slower machine: 2.5× of its own scan
+    assert issue24.gate(run(4.0, 2.0), prev)[0]             # twice the scan: the same 2.0×
+
+
+def test_gate_without_a_previous_pass_is_not_checked_and_says_so():
+    ok, line = issue24.gate(run(2.0, 1.0), None)
+    assert ok and "not checked" in line
+
+
+def test_rows_show_the_previous_figure_and_judge_the_target():
+    rows = {r["target"]: r for r in issue24.rows(run(1.6, 1.0, warm=0.5), run(2.5, 1.0, warm=1.3))}
+    r = rows["Nsight 1M: cold report ≤ 1.7× C scan"]
+    assert (r["measured"], r["previous"], r["status"]) == (1.6, 2.5, "met")
+    w = rows["Nsight 1M: warm TUI reopen ≤ 0.6 s"]
+    assert (w["measured"], w["previous"], w["status"]) == (0.5, 1.3, "met")
+    assert rows["Nsight 20M: cold TUI peak RSS ≤ 6 GiB (MiB)"]["status"] == "pending"
