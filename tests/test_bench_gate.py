@@ -39,3 +39,12 @@ def test_rows_show_the_previous_figure_and_judge_the_target():
     w = rows["Nsight 1M: warm TUI reopen ≤ 0.6 s"]
     assert (w["measured"], w["previous"], w["status"]) == (0.5, 1.3, "met")
     assert rows["Nsight 20M: cold TUI peak RSS ≤ 6 GiB (MiB)"]["status"] == "pending"
+
+
+def test_gate_across_cpus_is_not_checked_and_says_so_loudly():
+    prev, now = run(2.0, 1.0), run(5.0, 1.0)
+    prev["machine"], now["machine"] = {"cpu_model": "Intel(R) Xeon(R) Processor"}, {"cpu_model": "AMD EPYC"}
+    ok, line = issue24.gate(now, prev)
+    assert ok and line.startswith("bench gate NOT CHECKED") and "AMD EPYC" in line
+    now["machine"] = dict(prev["machine"])
+    assert not issue24.gate(now, prev)[0]                   # the same CPU: 2.5× the previous ratio
