@@ -5,12 +5,12 @@
   it is *captured*. The runtime records such calls and nothing on the GPU, so a reader that counts
   only calls with a GPU op loses them; here they are counted per capture, never dropped.
 - *Replay*: one graph-launch call (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) and the GPU
-  ops sharing its correlation id (definitions §1). Replays of one graph are grouped by the graph's
-  op sequence (the ops' names in GPU start order): the traces read here record no graph id on the
-  launch call.
+  ops sharing its correlation id (definitions §1). Replays are grouped by the graph id their ops
+  carry (Nsight node mode, Kineto `graph id`), else by the graph's op sequence (the ops' names in GPU
+  start order): no trace records a graph id on the launch call.
 - *Integrity*: a graph launch whose replay recorded no op, in a trace that records GPU ops, is a
-  replay the trace did not keep (a sampled or trimmed trace); the GPU idle around it is not
-  measurable.
+  replay the trace did not keep (a sampled or trimmed trace); one that recorded fewer ops than its
+  graph's median replay kept only part of it. The GPU idle around either is not measurable.
 """
 from __future__ import annotations
 
@@ -184,6 +184,8 @@ class Replays:
     graph: np.ndarray         # per replay: its graph (0-based, numbered by first replay)
     head_name: np.ndarray     # per replay: the string id of its first op's name
     unrecorded: np.ndarray    # graph-launch API rows in the window that recorded no op
+    graph_id: np.ndarray      # per replay: the trace's graph id of its ops, -1 when none recorded
+    under: np.ndarray         # per replay: fewer ops than its graph's median (under-recorded)
 
     def __len__(self) -> int:
         return len(self.call)
@@ -259,11 +261,25 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     sig = np.add.reduceat(hsh * _WEIGHTS[pos], heads) if len(heads) else np.zeros(0, np.uint64)
     calls = call[heads]
     order = np.lexsort((calls, api.start[calls]))
-    keys = list(zip(n_ops[order].tolist(), sig[order].tolist()))
+    gid = (np.maximum.reduceat(trace.op_graph[idx], heads) if len(trace.op_graph) and len(heads)
+           else np.full(len(heads), -1, np.int64))[order]
+    # a recorded graph id keys the replay (-1, id); else its op sequence (ops >= 1, hash)
+    keys = [(-1, g) if g >= 0 else k for g, k in zip(gid.tolist(), zip(n_ops[order].tolist(), sig[order].tolist()))]
     number: dict = {}
     graph = np.array([number.setdefault(k, len(number)) for k in keys], np.int64)   # per replay: dict lookups
-    return Replays(calls[order], n_ops[order], first[order], last[order], (last - first - gaps)[order], gaps[order],
-                   max_gap[order], graph, ops.name[idx[heads]][order], unrec)
+    n_sorted = n_ops[order]
+    return Replays(calls[order], n_sorted, first[order], last[order], (last - first - gaps)[order], gaps[order],
+                   max_gap[order], graph, ops.name[idx[heads]][order], unrec, gid, _under(graph, n_sorted))
+
+
+def _under(graph: np.ndarray, n_ops: np.ndarray) -> np.ndarray:
+    """Per replay: whether it recorded fewer ops than its graph's median replay (§12.3). A graph
+    keyed by op sequence has one op count, so only graphs keyed by id can be short."""
+    out = np.zeros(len(graph), bool)
+    for g in np.unique(graph).tolist():   # per graph
+        m = graph == g
+        out[m] = n_ops[m] < np.median(n_ops[m])
+    return out
 
 
 def overlaps_capture(start: np.ndarray, end: np.ndarray, graphs: dict | None) -> np.ndarray:

@@ -63,6 +63,7 @@ def save(trace: Trace, dest: Path) -> None:
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
     arrays["processes"] = trace.processes
+    arrays["op_graph"] = trace.op_graph
     flatfile.write(dest, header, arrays)
 
 
@@ -95,6 +96,9 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
     trace.processes = z["processes"]
+    trace.op_graph = z["op_graph"]
+    if len(trace.op_graph) not in (0, len(trace.ops)):
+        raise ValueError("ragged graph ids")
     return trace
 
 

@@ -271,6 +271,9 @@ class Trace:
     # the readers' distinct process keys (Nsight globalPid, Kineto pid), ascending: ops.pid and
     # api.pid index it once `finalize` ran
     processes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # per GPU op (ops order): the CUDA graph id it was replayed from, -1 none; empty when the trace
+    # records no graph id at all (docs/definitions.md §12.2), so traces without graphs pay nothing
+    op_graph: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:
