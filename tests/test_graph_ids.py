@@ -83,3 +83,34 @@ def test_match_rows_pairs_equal_keys_only():
     a = (np.array([5, 1, 3, 3, 9]), np.array([1, 1, 2, 4, 0]))
     b = (np.array([3, 1, 3, 7]), np.array([4, 1, 2, 0]))
     assert match_rows(a, b).tolist() == [-1, 1, 2, 0, -1]
+
+
+def test_graph_level_replays_are_read_as_spans(tmp_path):
+    """Nsight graph-level mode (the generator's `graph_level` writer option): no node kernels, one
+    GRAPH_TRACE row per launch. Each is a replay with its GPU span and no ops, joined to its call;
+    the gate still flags them, naming the mode (the idle analysis does not count their span yet)."""
+    w = synth.simulate(synth.SynthConfig(graph_replays=3))
+    p = synth.write_nsys_sqlite(w, tmp_path / "g.sqlite", variant="modern", graph_level=True)
+    truth = synth.ground_truth(w)["graph"]
+    trace = open_trace(p, use_cache=False)
+    assert len(trace.op_graph) == 0 and len(trace.graph_spans) == 3
+    assert trace.api.corr[trace.graph_spans.api].tolist() == [g["correlation_id"] for g in truth]
+    doc = build_record(trace)["graphs"]
+    (row,) = doc["replays"]["graphs"]
+    assert (row["graph_id"], row["replays"], row["graph_level"], row["ops_per_replay"]["max"]) == (1, 3, True, 0)
+    spans = sorted((g["last_op_end_ns"] - g["first_op_start_ns"]) / 1e3 for g in truth)
+    assert row["span_us"] == {"median": round(spans[1], 3), "min": round(spans[0], 3), "max": round(spans[2], 3)}
+    assert row["busy_us"] == row["span_us"] and row["first_replay_ns"] == truth[0]["api_start_ns"]
+    it = doc["integrity"]
+    assert (it["graph_level_replays"], it["unrecorded_replays"], it["flagged_replays"]) == (3, 0, 3)
+    assert "traced at graph level" in it["reason"]
+
+
+def test_graph_level_spans_survive_the_model_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    w = synth.simulate(synth.SynthConfig(graph_replays=2))
+    p = synth.write_nsys_sqlite(w, tmp_path / "g.sqlite", variant="modern", graph_level=True)
+    a = open_trace(p, use_cache=True).graph_spans
+    a = {k: getattr(a, k).copy() for k in ("start", "end", "api", "graph")}
+    b = open_trace(p, use_cache=True).graph_spans
+    assert len(a["start"]) == 2 and all(np.array_equal(a[k], getattr(b, k)) for k in a)

@@ -61,7 +61,8 @@ def replay_json(trace: Trace, rp: gr.Replays) -> dict:
     for g in range(ng):   # per graph
         r = mine[bounds[g]:bounds[g + 1]]
         calls = rp.call[r]
-        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)),
+        head = int(rp.head_name[r[0]])
+        rows.append({"graph": g + 1, "first_op": trace.strings[head] if head >= 0 else GRAPH_LEVEL_OP, "replays": int(len(r)),
                      "ops_per_replay": _count(rp.n_ops[r]),
                      "nodes_per_call": float(np.median(rp.n_ops[r])),
                      "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
@@ -71,6 +72,8 @@ def replay_json(trace: Trace, rp: gr.Replays) -> dict:
         if rp.graph_id[r[0]] >= 0:   # only traces that record graph ids (§12.2)
             rows[-1]["graph_id"] = int(rp.graph_id[r[0]])
             rows[-1]["under_recorded"] = int(rp.under[r].sum())
+        if rp.level[r[0]]:   # traced at graph level: a span per replay, no node ops
+            rows[-1]["graph_level"] = True
     by_id = bool((rp.graph_id >= 0).any())
     return {"graph_launches": int(len(rp)), "replayed_ops": int(rp.n_ops.sum()), "graphs": rows,
             "grouped_by": "graph id" if by_id else "op sequence"}
@@ -81,6 +84,7 @@ def _count(v: np.ndarray) -> dict:
 
 
 GRAPH_LEVEL = "CUDA graphs traced at graph level"
+GRAPH_LEVEL_OP = "(graph-level replay: no node ops)"   # a graph-level row's `first_op` (§12.2)
 
 
 def _integrity(trace: Trace, rp: gr.Replays) -> dict:
@@ -89,7 +93,12 @@ def _integrity(trace: Trace, rp: gr.Replays) -> dict:
     iterations stop it."""
     n_unrec = len(rp.unrecorded) if len(trace.ops) else 0
     n_under = int(rp.under.sum())
+    n_level = int(rp.level.sum())
     parts = []
+    if n_level:
+        parts.append(f"{n_level:,} of {n_unrec + len(rp):,} graph launches were traced at graph level "
+                     "(--cuda-graph-trace=graph): their GPU span is recorded, not their nodes, and the idle "
+                     "analysis does not count it as busy")
     if n_unrec:
         why = ("Nsight traced the graphs at graph level (--cuda-graph-trace=graph): replays have no per-kernel rows"
                if any(m.startswith(GRAPH_LEVEL) for m in trace.missing) else "the trace did not keep their replay")
@@ -98,9 +107,11 @@ def _integrity(trace: Trace, rp: gr.Replays) -> dict:
         parts.append(f"{n_under:,} of {n_unrec + len(rp):,} graph launches recorded fewer ops than their graph's "
                      "usual replay (under-recorded)")
     reason = "; ".join(parts) + ": the GPU idle around them is not measurable" if parts else None
-    doc = {"flagged_replays": n_unrec + n_under, "unrecorded_replays": n_unrec,
+    doc = {"flagged_replays": n_unrec + n_under + n_level, "unrecorded_replays": n_unrec,
            "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
-           "in_iterations": None, "ok": not (n_unrec or n_under), "reason": reason}
+           "in_iterations": None, "ok": not (n_unrec or n_under or n_level), "reason": reason}
+    if n_level:
+        doc["graph_level_replays"] = n_level
     if (rp.graph_id >= 0).any():   # only traces that record graph ids can show a short replay
         doc["under_recorded_replays"] = n_under
         doc["under_recorded_ns"] = [int(trace.api.start[c]) for c in rp.call[rp.under][:20].tolist()]
@@ -151,7 +162,8 @@ def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]
                         for q in queue_summary(trace, sel) if q.graph_ops]
     c = doc["capture"]
     doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
-    flagged = np.concatenate([rp.unrecorded, rp.call[rp.under]]) if rp.under.any() else rp.unrecorded
+    bad = rp.under | rp.level
+    flagged = np.concatenate([rp.unrecorded, rp.call[bad]]) if bad.any() else rp.unrecorded
     return doc, flagged
 
 

@@ -19,13 +19,14 @@ from launchtui.paths import cache_dir
 from launchtui.trace import flatfile
 from launchtui.trace.cache_key import (FORMAT_VERSION, MODEL_SUFFIX, STALE_TMP_S, entry_path, models_dir,  # noqa: F401 (re-exported)
                                        sweep_stale_temporaries)
-from launchtui.trace.model import (ApiCalls, ApiStacks, CpuRuns, CpuSamples, GpuOps, Overheads, Ranges,
+from launchtui.trace.model import (ApiCalls, ApiStacks, CpuRuns, CpuSamples, GpuOps, GraphSpans, Overheads, Ranges,
                                    SourceInfo, StackFrames, StringTable, Threads, Trace)
 
 DEFAULT_MAX_MB = 2048
 NO_LIMIT = 2**62
 _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads,
-           "stacks": StackFrames, "api_stacks": ApiStacks, "cpu_runs": CpuRuns, "cpu_samples": CpuSamples}
+           "stacks": StackFrames, "api_stacks": ApiStacks, "cpu_runs": CpuRuns, "cpu_samples": CpuSamples,
+           "graph_spans": GraphSpans}
 
 
 def cache_root() -> Path:

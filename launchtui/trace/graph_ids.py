@@ -1,4 +1,5 @@
-"""Per-op CUDA graph ids (docs/definitions.md §12.2): which graph each replayed GPU op came from.
+"""Per-op CUDA graph ids and graph-level replays (docs/definitions.md §12.2): which graph each
+replayed GPU op came from, and, when Nsight traced graphs whole, each replay's GPU span.
 
 Nsight node mode (`--cuda-graph-trace=node`) writes `graphId` on kernel rows (from Nsight 2025.5.2);
 memcpy and memset rows carry `graphNodeId` only, so they stay without a graph. The ids are read by
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
+from launchtui.trace.model import API_GRAPH_LAUNCH, GraphSpans, Trace
 
 
 def match_rows(a: tuple, b: tuple) -> np.ndarray:
@@ -53,3 +54,39 @@ def read_nsys(trace: Trace, r) -> None:
     k = match_rows((ops.start, ops.corr, ops.device), (got["start"], got["corr"], got["dev"]))
     if (k >= 0).any():
         trace.op_graph = np.where(k >= 0, got["graph"][np.maximum(k, 0)], -1)
+
+
+def read_graph_trace(trace: Trace, r) -> None:
+    """Fill `trace.graph_spans` from `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (graph-level mode): one row per
+    replay, joined to its graph-launch call on (correlationId, process). Rows without timing (start
+    and end 0: CUPTI did not collect it) are skipped and counted."""
+    table = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+    if not r.has(table):
+        return
+    have = r.colset(table)
+    if not {"start", "end", "correlationId"} <= have:
+        return
+    exprs = {"start": "start", "end": "end", "corr": "correlationId"}
+    for k, c in (("dev", "deviceId"), ("stream", "streamId"), ("graph", "graphId"), ("pid", "globalPid")):
+        exprs[k] = c if c in have else "NULL"
+    got = r.ints(table, exprs)
+    timed = (got["end"] > got["start"]) & (got["start"] > 0)
+    if (~timed).any():
+        r.skipped[f"{table} rows without a GPU span (timing not collected)"] += int((~timed).sum())
+    got = {k: v[timed] for k, v in got.items()}
+    order = np.lexsort((got["graph"], got["corr"], got["stream"], got["dev"], got["end"], got["start"]))
+    got = {k: v[order] for k, v in got.items()}
+    api = trace.api
+    gl = np.flatnonzero(api.kind == API_GRAPH_LAUNCH)
+    pid_code = np.full(len(got["pid"]), -1, np.int64)
+    if len(trace.processes):
+        pos = np.clip(np.searchsorted(trace.processes, got["pid"]), 0, len(trace.processes) - 1)
+        hit = trace.processes[pos] == got["pid"]
+        pid_code[hit] = pos[hit]
+    # an unknown process (-1 on either side) joins on the correlation id alone
+    same_pid = (pid_code >= 0).all() and (api.pid[gl] >= 0).all()
+    k = (match_rows((got["corr"], pid_code), (api.corr[gl], api.pid[gl])) if same_pid
+         else match_rows((got["corr"],), (api.corr[gl],)))
+    trace.graph_spans = GraphSpans(device=got["dev"].astype(np.int32), stream=got["stream"], start=got["start"],
+                                   end=got["end"], corr=got["corr"], graph=got["graph"],
+                                   api=np.where(k >= 0, gl[np.maximum(k, 0)], -1).astype(np.int32))

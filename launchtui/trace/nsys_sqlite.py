@@ -349,6 +349,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     finalize(trace, match_process=match_process)
     r.progress("joined", len(trace.ops))
     graph_ids.read_nsys(trace, r)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
+    graph_ids.read_graph_trace(trace, r)   # graph-level replays' spans (§12.2)
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
     return trace
