@@ -114,3 +114,18 @@ def test_graph_level_spans_survive_the_model_cache(tmp_path, monkeypatch):
     a = {k: getattr(a, k).copy() for k in ("start", "end", "api", "graph")}
     b = open_trace(p, use_cache=True).graph_spans
     assert len(a["start"]) == 2 and all(np.array_equal(a[k], getattr(b, k)) for k in a)
+
+
+def test_kineto_graph_id_zero_or_malformed_reads_as_none(tmp_path):
+    """0 (what Kineto writes on a plain kernel) and a value that is no id read as -1; the op stays."""
+    import json
+    k = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "dur": 5}
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+           "args": {"correlation": 7}}]
+    for i, g in enumerate(([1, 2], 5, 0)):
+        ev.append({**k, "name": f"k{i}", "ts": 20 + 10 * i, "args": {"correlation": 7, "device": 0, "stream": 7,
+                                                                     "graph id": g}})
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    t = open_trace(p, use_cache=False)
+    assert t.op_graph.tolist() == [-1, 5, -1] and not t.source.extra.get("skipped")

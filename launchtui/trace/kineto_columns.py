@@ -154,7 +154,10 @@ def extract(events: list, skipped: Counter) -> dict:
         if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
             stream = np.where(stream >= 0, stream, ids(list(map(attrgetter("tid"), op_ev))))
         corr, ok_corr = _as_int_array(list(map(attrgetter("correlation"), args)))
-        graph, ok_graph = _as_int_array(list(map(attrgetter("graph"), args)))
+        graph = list(map(attrgetter("graph"), args))
+        if args and type(args[0]) is not _OpArgs:   # loose decode: a list or object is no id
+            graph = [v if v is None or isinstance(v, (int, float, str)) else "?" for v in graph]
+        graph, ok_graph = _as_int_array(graph)
         # graph id 0 or one that is no id reads as none (§12.2): Kineto writes 0 on plain kernels
         graph = np.where(ok_graph & (graph > 0), graph, -1)
         cols = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
