@@ -51,9 +51,13 @@ def read_nsys(trace: Trace, r) -> None:
     if not len(got["start"]):
         return
     ops = trace.ops
-    k = match_rows((ops.start, ops.corr, ops.device), (got["start"], got["corr"], got["dev"]))
+    # only ops joined to a graph launch can be graph nodes: match those few, not every op
+    cand = np.flatnonzero(ops.api >= 0)
+    cand = cand[trace.api.kind[ops.api[cand]] == API_GRAPH_LAUNCH]
+    k = match_rows((ops.start[cand], ops.corr[cand], ops.device[cand]), (got["start"], got["corr"], got["dev"]))
     if (k >= 0).any():
-        trace.op_graph = np.where(k >= 0, got["graph"][np.maximum(k, 0)], -1)
+        trace.op_graph = np.full(len(ops), -1, np.int64)
+        trace.op_graph[cand[k >= 0]] = got["graph"][k[k >= 0]]
 
 
 def read_graph_trace(trace: Trace, r) -> None:
