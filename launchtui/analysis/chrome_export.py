@@ -301,11 +301,16 @@ def _op_events(trace: Trace, rows: ExportRows, shifts) -> Iterator[bytes]:
         corr = _shifted(ops.corr[o], pid_op[sl], shifts) if shifts else ops.corr[o]
         names_b = np.array(ce.string_column(values, ops.full_name[o]) + [b""], dtype=object)[:-1]
         kind = ops.kind[o]
+        # graph ids go out as Kineto's `graph id` arg, so the export reads back the same (§12.2)
+        graph = trace.op_graph[o] if len(trace.op_graph) else np.full(len(o), -1, np.int64)
         for k, cat in enumerate(OP_CATS):
-            m = kind == k
-            if m.any():
+            for m in (kind == k) & (graph < 0), (kind == k) & (graph >= 0):
+                if not m.any():
+                    continue
+                tpl = b'"device":%d,"stream":%d,"correlation":%d' + (b',"graph id":%d' if graph[m][0] >= 0 else b"")
+                cols = (dev[m], st[m], corr[m]) + ((graph[m],) if graph[m][0] >= 0 else ())
                 yield ce.complete_events(cat, dev[m], st[m], ops.start[o][m], ops.end[o][m], names_b[m].tolist(),
-                                         b'"device":%d,"stream":%d,"correlation":%d', dev[m], st[m], corr[m])
+                                         tpl, *cols)
 
 
 def _range_events(trace: Trace, rows: ExportRows) -> Iterator[bytes]:

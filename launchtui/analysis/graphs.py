@@ -5,12 +5,12 @@
   it is *captured*. The runtime records such calls and nothing on the GPU, so a reader that counts
   only calls with a GPU op loses them; here they are counted per capture, never dropped.
 - *Replay*: one graph-launch call (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) and the GPU
-  ops sharing its correlation id (definitions §1). Replays of one graph are grouped by the graph's
-  op sequence (the ops' names in GPU start order): the traces read here record no graph id on the
-  launch call.
+  ops sharing its correlation id (definitions §1). Replays are grouped by the graph id their ops
+  carry (Nsight node mode, Kineto `graph id`), else by the graph's op sequence (the ops' names in GPU
+  start order): no trace records a graph id on the launch call.
 - *Integrity*: a graph launch whose replay recorded no op, in a trace that records GPU ops, is a
-  replay the trace did not keep (a sampled or trimmed trace); the GPU idle around it is not
-  measurable.
+  replay the trace did not keep (a sampled or trimmed trace); one that recorded fewer ops than its
+  graph's median replay kept only part of it. The GPU idle around either is not measurable.
 """
 from __future__ import annotations
 
@@ -184,6 +184,9 @@ class Replays:
     graph: np.ndarray         # per replay: its graph (0-based, numbered by first replay)
     head_name: np.ndarray     # per replay: the string id of its first op's name
     unrecorded: np.ndarray    # graph-launch API rows in the window that recorded no op
+    graph_id: np.ndarray      # per replay: the trace's graph id of its ops, -1 when none recorded
+    under: np.ndarray         # per replay: fewer ops than its graph's median (under-recorded)
+    level: np.ndarray         # per replay: traced at graph level (a GPU span, no node ops; §12.2)
 
     def __len__(self) -> int:
         return len(self.call)
@@ -225,7 +228,8 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     gl = np.flatnonzero(api.kind == API_GRAPH_LAUNCH)
     gl = gl[_window_mask(api.start[gl], sel)]
     has = _has_op(trace)[gl] if len(gl) else np.zeros(0, bool)
-    unrec = gl[~has]
+    lv = _level_rows(trace, gl[~has], sel)   # graph-level replays: a span, no node ops
+    unrec = np.setdiff1d(gl[~has], trace.graph_spans.api[lv], assume_unique=True) if len(lv) else gl[~has]
     gl = gl[has]
     mark = np.zeros(len(api) + 1, bool)   # unmatched ops (-1) read the spare last slot
     mark[gl] = True
@@ -257,13 +261,50 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     max_gap = np.maximum.reduceat(gap, heads) if len(heads) else np.zeros(0, np.int64)
     pos = (np.arange(len(idx)) - heads[seg]) % len(_WEIGHTS)
     sig = np.add.reduceat(hsh * _WEIGHTS[pos], heads) if len(heads) else np.zeros(0, np.uint64)
-    calls = call[heads]
+    gid = (np.maximum.reduceat(trace.op_graph[idx], heads) if len(trace.op_graph) and len(heads)
+           else np.full(len(heads), -1, np.int64))
+    gs = trace.graph_spans
+    lv_span = gs.end[lv] - gs.start[lv]
+    cat = lambda a, b: np.concatenate([a, b])   # noqa: E731 (op replays, then graph-level ones)
+    calls, n_ops = cat(call[heads], gs.api[lv].astype(np.int64)), cat(n_ops, np.zeros(len(lv), np.int64))
+    first, last, gid = cat(first, gs.start[lv]), cat(last, gs.end[lv]), cat(gid, gs.graph[lv])
+    busy, gaps = cat(last[:len(heads)] - first[:len(heads)] - gaps, lv_span), cat(gaps, np.zeros(len(lv), np.int64))
+    max_gap, head = cat(max_gap, np.zeros(len(lv), np.int64)), cat(ops.name[idx[heads]], np.full(len(lv), -1))
+    level = np.r_[np.zeros(len(heads), bool), np.ones(len(lv), bool)]
+    sig = cat(sig, np.zeros(len(lv), np.uint64))
     order = np.lexsort((calls, api.start[calls]))
-    keys = list(zip(n_ops[order].tolist(), sig[order].tolist()))
+    # a recorded graph id keys the replay (-1, id), a graph-level one (-2, id); else its op
+    # sequence (ops >= 1, hash)
+    keys = [(-2 if lvl else -1, g) if g >= 0 or lvl else k
+            for g, lvl, k in zip(gid[order].tolist(), level[order].tolist(),
+                                 zip(n_ops[order].tolist(), sig[order].tolist()))]
     number: dict = {}
     graph = np.array([number.setdefault(k, len(number)) for k in keys], np.int64)   # per replay: dict lookups
-    return Replays(calls[order], n_ops[order], first[order], last[order], (last - first - gaps)[order], gaps[order],
-                   max_gap[order], graph, ops.name[idx[heads]][order], unrec)
+    n_sorted = n_ops[order]
+    return Replays(calls[order], n_sorted, first[order], last[order], busy[order], gaps[order], max_gap[order],
+                   graph, head[order], unrec, gid[order], _under(graph, n_sorted), level[order])
+
+
+def _level_rows(trace: Trace, calls: np.ndarray, sel: Selection) -> np.ndarray:
+    """Rows of `trace.graph_spans` joined to one of `calls` (graph launches with no op), on the
+    selection's devices."""
+    gs = trace.graph_spans
+    if not len(gs) or not len(calls):
+        return np.zeros(0, np.int64)
+    keep = np.isin(gs.api, calls)
+    if sel.devices is not None:
+        keep &= np.isin(gs.device, sel.devices)
+    return np.flatnonzero(keep)
+
+
+def _under(graph: np.ndarray, n_ops: np.ndarray) -> np.ndarray:
+    """Per replay: whether it recorded fewer ops than its graph's median replay (§12.3). A graph
+    keyed by op sequence has one op count, so only graphs keyed by id can be short."""
+    out = np.zeros(len(graph), bool)
+    for g in np.unique(graph).tolist():   # per graph
+        m = graph == g
+        out[m] = n_ops[m] < np.median(n_ops[m])
+    return out
 
 
 def overlaps_capture(start: np.ndarray, end: np.ndarray, graphs: dict | None) -> np.ndarray:

@@ -61,15 +61,22 @@ def replay_json(trace: Trace, rp: gr.Replays) -> dict:
     for g in range(ng):   # per graph
         r = mine[bounds[g]:bounds[g + 1]]
         calls = rp.call[r]
-        rows.append({"graph": g + 1, "first_op": trace.strings[int(rp.head_name[r[0]])], "replays": int(len(r)),
+        head = int(rp.head_name[r[0]])
+        rows.append({"graph": g + 1, "first_op": trace.strings[head] if head >= 0 else GRAPH_LEVEL_OP, "replays": int(len(r)),
                      "ops_per_replay": _count(rp.n_ops[r]),
                      "nodes_per_call": float(np.median(rp.n_ops[r])),
                      "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
                      "node_gaps_us": _us(rp.gaps[r]), "max_node_gap_us": round(float(rp.max_gap[r].max()) / 1e3, 3),
                      "launch_api_us": _us(api.end[calls] - api.start[calls]),
                      "first_replay_ns": int(api.start[calls[0]])})
+        if rp.graph_id[r[0]] >= 0:   # only traces that record graph ids (§12.2)
+            rows[-1]["graph_id"] = int(rp.graph_id[r[0]])
+            rows[-1]["under_recorded"] = int(rp.under[r].sum())
+        if rp.level[r[0]]:   # traced at graph level: a span per replay, no node ops
+            rows[-1]["graph_level"] = True
+    by_id = bool((rp.graph_id >= 0).any())
     return {"graph_launches": int(len(rp)), "replayed_ops": int(rp.n_ops.sum()), "graphs": rows,
-            "grouped_by": "op sequence"}
+            "grouped_by": "graph id" if by_id else "op sequence"}
 
 
 def _count(v: np.ndarray) -> dict:
@@ -77,26 +84,44 @@ def _count(v: np.ndarray) -> dict:
 
 
 GRAPH_LEVEL = "CUDA graphs traced at graph level"
+GRAPH_LEVEL_OP = "(graph-level replay: no node ops)"   # a graph-level row's `first_op` (§12.2)
 
 
 def _integrity(trace: Trace, rp: gr.Replays) -> dict:
-    """Graph launches whose replay the trace did not record (definitions.md §12 integrity gate).
-    `in_iterations` is filled by the record: only those inside the judged iterations stop it."""
+    """Graph launches whose replay the trace did not record, or recorded in part (definitions.md
+    §12.3 integrity gate). `in_iterations` is filled by the record: only those inside the judged
+    iterations stop it."""
     n_unrec = len(rp.unrecorded) if len(trace.ops) else 0
-    reason = None
+    n_under = int(rp.under.sum())
+    n_level = int(rp.level.sum())
+    parts = []
+    if n_level:
+        parts.append(f"{n_level:,} of {n_unrec + len(rp):,} graph launches were traced at graph level "
+                     "(--cuda-graph-trace=graph): their GPU span is recorded, not their nodes, and the idle "
+                     "analysis does not count it as busy")
     if n_unrec:
         why = ("Nsight traced the graphs at graph level (--cuda-graph-trace=graph): replays have no per-kernel rows"
                if any(m.startswith(GRAPH_LEVEL) for m in trace.missing) else "the trace did not keep their replay")
-        reason = (f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op ({why}): the GPU idle "
-                  "around them is not measurable")
-    return {"flagged_replays": n_unrec, "unrecorded_replays": n_unrec,
-            "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
-            "in_iterations": None, "ok": not n_unrec, "reason": reason}
+        parts.append(f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op ({why})")
+    if n_under:
+        parts.append(f"{n_under:,} of {n_unrec + len(rp):,} graph launches recorded fewer ops than their graph's "
+                     "usual replay (under-recorded)")
+    reason = "; ".join(parts) + ": the GPU idle around them is not measurable" if parts else None
+    doc = {"flagged_replays": n_unrec + n_under + n_level, "unrecorded_replays": n_unrec,
+           "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
+           "in_iterations": None, "ok": not (n_unrec or n_under or n_level), "reason": reason}
+    if n_level:
+        doc["graph_level_replays"] = n_level
+    if (rp.graph_id >= 0).any():   # only traces that record graph ids can show a short replay
+        doc["under_recorded_replays"] = n_under
+        doc["under_recorded_ns"] = [int(trace.api.start[c]) for c in rp.call[rp.under][:20].tolist()]
+    return doc
 
 
 def scope_integrity(trace: Trace, g: dict, unrecorded: np.ndarray, index_of) -> None:
-    """Count the unrecorded replays inside the judged iterations (`index_of`: Iterations.index_of);
-    the gate holds when none is."""
+    """Count the flagged replays (`unrecorded`: their graph-launch rows, unrecorded and
+    under-recorded) inside the judged iterations (`index_of`: Iterations.index_of); the gate holds
+    when none is."""
     it = g["integrity"]
     if not it["flagged_replays"]:
         return
@@ -124,7 +149,7 @@ def graphs_json(trace: Trace, sel: Selection) -> dict | None:
 
 
 def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]:
-    """(graphs_json, the API rows of the graph launches that recorded no op)."""
+    """(graphs_json, the API rows of the flagged graph launches: recorded no op or under-recorded)."""
     cap = gr.captures(trace)
     rp = gr.replays(trace, sel)
     if not len(cap) and not len(rp) and not len(rp.unrecorded):
@@ -137,7 +162,9 @@ def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]
                         for q in queue_summary(trace, sel) if q.graph_ops]
     c = doc["capture"]
     doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
-    return doc, rp.unrecorded
+    bad = rp.under | rp.level
+    flagged = np.concatenate([rp.unrecorded, rp.call[bad]]) if bad.any() else rp.unrecorded
+    return doc, flagged
 
 
 def capture_line(c: dict) -> str:

@@ -19,13 +19,14 @@ from launchtui.paths import cache_dir
 from launchtui.trace import flatfile
 from launchtui.trace.cache_key import (FORMAT_VERSION, MODEL_SUFFIX, STALE_TMP_S, entry_path, models_dir,  # noqa: F401 (re-exported)
                                        sweep_stale_temporaries)
-from launchtui.trace.model import (ApiCalls, ApiStacks, CpuRuns, CpuSamples, GpuOps, Overheads, Ranges,
+from launchtui.trace.model import (ApiCalls, ApiStacks, CpuRuns, CpuSamples, GpuOps, GraphSpans, Overheads, Ranges,
                                    SourceInfo, StackFrames, StringTable, Threads, Trace)
 
 DEFAULT_MAX_MB = 2048
 NO_LIMIT = 2**62
 _TABLES = {"ops": GpuOps, "api": ApiCalls, "ranges": Ranges, "threads": Threads, "overheads": Overheads,
-           "stacks": StackFrames, "api_stacks": ApiStacks, "cpu_runs": CpuRuns, "cpu_samples": CpuSamples}
+           "stacks": StackFrames, "api_stacks": ApiStacks, "cpu_runs": CpuRuns, "cpu_samples": CpuSamples,
+           "graph_spans": GraphSpans}
 
 
 def cache_root() -> Path:
@@ -63,6 +64,7 @@ def save(trace: Trace, dest: Path) -> None:
         for f in fields(cls):
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
     arrays["processes"] = trace.processes
+    arrays["op_graph"] = trace.op_graph
     flatfile.write(dest, header, arrays)
 
 
@@ -95,6 +97,9 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     trace = Trace(source=source, strings=strings, devices={int(k): v for k, v in header["devices"].items()},
                   missing=header["missing"], has_cuda_tables=header["has_cuda_tables"], **tables)
     trace.processes = z["processes"]
+    trace.op_graph = z["op_graph"]
+    if len(trace.op_graph) not in (0, len(trace.ops)):
+        raise ValueError("ragged graph ids")
     return trace
 
 

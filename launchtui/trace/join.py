@@ -196,6 +196,8 @@ def finalize(trace: Trace, match_process: bool = True) -> Trace:
             order, start = time_order(table.start, table.end, *(getattr(table, k) for k in ints),
                                       names=tuple(getattr(table, k) for k in names), strings=trace.strings)
             if order is not None:   # column by column, in place: each unsorted column is freed as
+                if name == "ops" and len(trace.op_graph) == len(table):   # graph ids follow their ops
+                    trace.op_graph = np.take(trace.op_graph, order)
                 table.start = start  # soon as its sorted copy exists (peak: one column, not a table)
                 del start
                 for f in fields(table):

@@ -260,6 +260,8 @@ def _model(source: SourceInfo, cols: dict, dev_props: list | None, skipped: Coun
     ranges = _ranges(r, tinv[n_api:], strings) if n_rng else Ranges.empty()
     trace = Trace(source=source, strings=strings, ops=ops, api=api, ranges=ranges, threads=threads,
                   overheads=_overheads(cols["overheads"], upairs), devices=_devices(dev_props, ops))
+    if o and (o["graph"] >= 0).any():   # graph ids only where some op has one (§12.2)
+        trace.op_graph = o["graph"][_kept_ops(o)]
     trace.has_cuda_tables = bool(len(ops) or n_api)
     _note_missing(trace, n_api, n_rng)
     return trace
@@ -286,16 +288,23 @@ def _api_calls(a: dict, thread: np.ndarray, strings: StringTable) -> ApiCalls:
                     name=names, kind=lut[names])
 
 
+def _kept_ops(o: dict, skipped: Counter | None = None) -> np.ndarray:
+    """Which op events stay: `ts: 0, dur: 0` artefacts and CUPTI overflow durations do not
+    (counted in `skipped` when given)."""
+    artefact = (o["start"] == 0) & (o["dur"] == 0)
+    overflow = (o["dur"] < 0) | (o["dur"] >= MAX_DUR_NS)
+    if skipped is not None:
+        for reason, m in ((SKIP_ARTEFACT, artefact), (SKIP_OVERFLOW, overflow)):
+            if m.any():
+                skipped[reason] += int(m.sum())
+    return ~(artefact | overflow)
+
+
 def _gpu_ops(o: dict, strings: StringTable, skipped: Counter) -> GpuOps:
     """GPU ops with kernel short names; `ts: 0, dur: 0` artefacts and CUPTI overflow durations are
     dropped and counted."""
     n = len(o["start"])
-    artefact = (o["start"] == 0) & (o["dur"] == 0)
-    overflow = (o["dur"] < 0) | (o["dur"] >= MAX_DUR_NS)
-    for reason, m in ((SKIP_ARTEFACT, artefact), (SKIP_OVERFLOW, overflow)):
-        if m.any():
-            skipped[reason] += int(m.sum())
-    kept = ~(artefact | overflow)
+    kept = _kept_ops(o, skipped)
     full = strings.intern_many(o["name"])
     lut = np.arange(len(strings), dtype=np.int32)
     for i in unique_sorted(full[o["kind"] == OP_KERNEL]).tolist():  # once per distinct kernel name

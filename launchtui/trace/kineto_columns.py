@@ -28,10 +28,11 @@ SKIP_DEVICE = "device id out of range"
 SKIP_NOT_COMPLETE = "CUDA API, GPU op or annotation event that is not a complete event (ph other than X)"
 
 
-class _OpArgs(msgspec.Struct, gc=False):
+class _OpArgs(msgspec.Struct, gc=False, rename={"graph": "graph id"}):
     correlation: int = -1
     device: int = -1
     stream: int = -1
+    graph: int = -1        # CUDA graph id of a replayed kernel (newer PyTorch; definitions §12.2)
 
 
 class _ApiArgs(msgspec.Struct, gc=False):
@@ -39,10 +40,11 @@ class _ApiArgs(msgspec.Struct, gc=False):
 
 
 # Lenient variants, used only for a batch whose args carry unexpected types.
-class _LooseOpArgs(msgspec.Struct):
+class _LooseOpArgs(msgspec.Struct, rename={"graph": "graph id"}):
     correlation: int | float | str | None = -1
     device: int | float | str | None = -1
     stream: int | float | str | None = -1
+    graph: Any = -1
 
 
 class _LooseApiArgs(msgspec.Struct):
@@ -152,8 +154,14 @@ def extract(events: list, skipped: Counter) -> dict:
         if (stream < 0).any():  # tid is the stream (legacy: "stream 7")
             stream = np.where(stream >= 0, stream, ids(list(map(attrgetter("tid"), op_ev))))
         corr, ok_corr = _as_int_array(list(map(attrgetter("correlation"), args)))
+        graph = list(map(attrgetter("graph"), args))
+        if args and type(args[0]) is not _OpArgs:   # loose decode: a list or object is no id
+            graph = [v if v is None or isinstance(v, (int, float, str)) else "?" for v in graph]
+        graph, ok_graph = _as_int_array(graph)
+        # graph id 0 or one that is no id reads as none (§12.2): Kineto writes 0 on plain kernels
+        graph = np.where(ok_graph & (graph > 0), graph, -1)
         cols = {"start": start, "end": end, "dur": dur, "kind": kind, "device": dev, "stream": stream,
-                "corr": corr, "name": _names(op_ev)}
+                "corr": corr, "name": _names(op_ev), "graph": graph}
         op_ev, cols = keep(op_ev, cols, ok & ok_stream & ok_corr, skipped, SKIP_ARGS)
         op_ev, cols = keep(op_ev, cols, cols["device"] <= MAX_DEVICE, skipped, SKIP_DEVICE)
         if op_ev:

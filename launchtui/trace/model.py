@@ -208,6 +208,19 @@ class StackFrames(_Columns):
     frame: np.ndarray = col(np.int32)     # string id, e.g. "model.py(42): forward"
 
 
+@dataclass
+class GraphSpans(_Columns):
+    """Nsight graph-level replays (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, docs/definitions.md §12.2):
+    one row per graph launch with the replay's GPU span and no per-node ops. Sorted by start."""
+    device: np.ndarray = col(np.int32)
+    stream: np.ndarray = col(np.int64)
+    start: np.ndarray = col(np.int64)
+    end: np.ndarray = col(np.int64)
+    corr: np.ndarray = col(np.int64)
+    graph: np.ndarray = col(np.int64)     # graphId, -1 unknown
+    api: np.ndarray = col(np.int32)       # the graph-launch ApiCalls row, -1 when unmatched
+
+
 # how an API call got its stack
 STACK_NONE, STACK_DIRECT, STACK_BACKWARD = 0, 1, 2
 
@@ -271,6 +284,10 @@ class Trace:
     # the readers' distinct process keys (Nsight globalPid, Kineto pid), ascending: ops.pid and
     # api.pid index it once `finalize` ran
     processes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # per GPU op (ops order): the CUDA graph id it was replayed from, -1 none; empty when the trace
+    # records no graph id at all (docs/definitions.md §12.2), so traces without graphs pay nothing
+    op_graph: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    graph_spans: GraphSpans = field(default_factory=GraphSpans.empty)   # empty: none (graph-level mode only)
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:

@@ -23,6 +23,7 @@ from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
 from launchtui.trace.registry import NSIGHT_MARKERS
+from launchtui.trace import graph_ids
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, GpuOps, Overheads, Ranges,
                                    SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.grouping import dense_groups
@@ -347,6 +348,8 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     match_process = bool(len(trace.ops)) and bool((trace.ops.pid != -1).all())
     finalize(trace, match_process=match_process)
     r.progress("joined", len(trace.ops))
+    graph_ids.read_nsys(trace, r)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
+    graph_ids.read_graph_trace(trace, r)   # graph-level replays' spans (§12.2)
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
     return trace

@@ -40,7 +40,8 @@ def graph_rows(trace, sel) -> GraphRows:
         calls.append(rp.call[mine])
         n = rp.n_ops[mine]
         short = int((n < np.median(n)).sum())
-        integ.append("ok" if int(n.min()) == int(n.max()) else f"{short} short" if short else "varies")
+        integ.append("graph-level" if row.get("graph_level") else "ok" if int(n.min()) == int(n.max())
+                     else f"{short} short" if short else "varies")
     return GraphRows(doc["graphs"], calls, integ, len(rp.unrecorded), doc["replayed_ops"])
 
 
