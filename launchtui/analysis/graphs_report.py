@@ -305,7 +305,8 @@ def report_lines(g: dict | None) -> list[str]:
         out.append(f"graph replays: {r['graph_launches']:,} graph launches, {r['replayed_ops']:,} ops, "
                    f"{len(r['graphs'])} graphs; eager launch calls {g['eager']['eager_launch_calls']:,}")
         for x in r["graphs"][:10]:
-            out.append(f"  graph {x['graph']}: {x['replays']:,} replays x {x['ops_per_replay']['median']:g} ops, "
+            replays = f"{x['replays']:,} replay{'' if x['replays'] == 1 else 's'}"
+            out.append(f"  graph {x['graph']}: {replays} x {x['ops_per_replay']['median']:g} ops, "
                        f"span {x['span_us']['median']:,.1f} us, busy {x['busy_us']['median']:,.1f} us, "
                        f"launch call {x['launch_api_us']['median']:,.1f} us  ({short(x['first_op'], 40)})")
     if not g["integrity"]["ok"]:
