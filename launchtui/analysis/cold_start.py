@@ -67,8 +67,11 @@ def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     if not len(a):
         return first, 0
     n_calls = int(np.count_nonzero(np.bincount(a, minlength=len(api))))
-    key = ops.device[launched].astype(np.int64) * (1 << 32) + ops.full_name[launched].astype(np.int64)
-    _, g = dense_groups(key)
+    # (device, name) numbered densely in two table passes: device and name ids span small ranges,
+    # their 64-bit combination does not (a sort there was most of this function's time)
+    _, dev = dense_groups(ops.device[launched])
+    names, name = dense_groups(ops.full_name[launched])
+    _, g = dense_groups(dev * len(names) + name)
     firsts = np.full(int(g.max()) + 1, len(api), np.int64)
     np.minimum.at(firsts, g, a)
     first[firsts] = True
