@@ -43,23 +43,16 @@ class TimelineRender:
             if c.spike.any():
                 glyph = np.where(c.spike, SPIKE_GLYPH, glyph)
                 codes[c.spike] = S_SPIKE
+            # the launch calls of the highlighted ops (a call site's or a graph's launches)
             calls = self.highlight.by_api_lane.get((row.lane.device, row.lane.thread)) if self.highlight else None
-            if calls is not None:   # the launch calls of the highlighted ops (a call site's launches)
-                hit = calls.any(edges)
-                if hit.any():
-                    glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
-                    codes[hit] = S_HIGHLIGHT
+            glyph = _highlighted(glyph, codes, calls, edges)
             return cells_to_strip("".join(glyph.tolist()), codes)
         if row.kind == "hw":
             c = lanes_fn.hw_cells(row.lane, edges)
             glyph = HW_GLYPHS[c.cat, c.level]
             codes = np.where(c.level > 0, HW_STYLE[c.cat], S_NONE).astype(np.int16)
             inst = self.highlight.by_stream.get((row.lane.device, row.lane.stream)) if self.highlight else None
-            if inst is not None:
-                hit = inst.any(edges)
-                if hit.any():
-                    glyph = np.where(hit, HIGHLIGHT_GLYPH, glyph)
-                    codes[hit] = S_HIGHLIGHT
+            glyph = _highlighted(glyph, codes, inst, edges)
             return cells_to_strip("".join(glyph.tolist()), codes)
         if row.kind == "idle":
             text, codes = idle_row.cells(row.lane, edges)
@@ -185,3 +178,15 @@ class TimelineRender:
         return top, cells_to_strip("".join(ruler.tolist()), rcode)
 
     # ---- Line API ------------------------------------------------------------------------------
+
+
+def _highlighted(glyph: np.ndarray, codes: np.ndarray, marks, edges: np.ndarray) -> np.ndarray:
+    """`glyph` with the columns that hold a highlighted instance (`marks.any(edges)`) drawn as the
+    highlight; `codes` is marked in place. `marks` None: nothing highlighted on this row."""
+    if marks is None:
+        return glyph
+    hit = marks.any(edges)
+    if not hit.any():
+        return glyph
+    codes[hit] = S_HIGHLIGHT
+    return np.where(hit, HIGHLIGHT_GLYPH, glyph)
