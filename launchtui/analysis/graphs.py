@@ -68,6 +68,7 @@ class Captures:
     label: list               # per capture: the enclosing range naming the capture, or ""
     batch: list               # per capture: the batch size the label names, or None
     captured_calls: np.ndarray   # API indices of the captured launch calls
+    captured_in: np.ndarray      # per captured call: its capture (its thread's, else its process's)
     open_ended: int           # begin calls with no end in the trace, end calls with no begin
     instantiated: int         # cudaGraphInstantiate* / hipGraphInstantiate* calls
 
@@ -100,7 +101,7 @@ def captures(trace: Trace) -> Captures:
     inst = int(instm.sum()) if instm is not None else 0
     if begin is None and endm is None:
         z = np.zeros(0, np.int64)
-        return Captures(z.astype(np.int32), z, z, z, z, z, [], [], z, 0, inst)
+        return Captures(z.astype(np.int32), z, z, z, z, z, [], [], z, z, 0, inst)
     begin = np.zeros(len(api), bool) if begin is None else begin
     endm = np.zeros(len(api), bool) if endm is None else endm
     lo, hi = int(api.start.min()), int(api.end.max())
@@ -132,7 +133,7 @@ def captures(trace: Trace) -> Captures:
     labels, batches = _labels(trace, thread, start, end)
     count = lambda m: np.bincount(which[m], minlength=n)   # noqa: E731 (per capture)
     return Captures(thread, start, end, count(cap), count(inside & ran), count(other), labels, batches, launch[cap],
-                    lost, inst)
+                    which[cap], lost, inst)
 
 
 def _capture_of(th: np.ndarray, t: np.ndarray, c_th: np.ndarray, c_s: np.ndarray, c_e: np.ndarray) -> np.ndarray:

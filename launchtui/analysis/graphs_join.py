@@ -74,24 +74,10 @@ class GraphJoin:
         return out
 
 
-def _capture_of_calls(trace: Trace, caps: gr.Captures) -> np.ndarray:
-    """Per captured call: its capture (the rule of graphs.captures: its thread, else its process)."""
-    api, cc = trace.api, caps.captured_calls
-    which = gr._capture_of(api.thread[cc], api.start[cc], caps.thread, caps.start, caps.end)
-    miss = np.flatnonzero(which < 0)
-    if len(miss):
-        pid = trace.threads.pid
-        which[miss] = gr._capture_of(pid[api.thread[cc[miss]]], api.start[cc[miss]], pid[caps.thread], caps.start,
-                                     caps.end)
-    return which
-
-
 def captured_calls(trace: Trace, names: LaunchNames | None = None) -> tuple[CapturedCalls, int]:
     """(the captured calls with their labels, the number of captures) of a capture trace."""
     caps = gr.captures(trace)
-    which = _capture_of_calls(trace, caps)
-    keep = which >= 0
-    cc, which = caps.captured_calls[keep], which[keep]
+    cc, which = caps.captured_calls, caps.captured_in
     order = np.lexsort((cc, which))
     cc, which = cc[order], which[order]
     names = read_launch_names(trace) if names is None else names
