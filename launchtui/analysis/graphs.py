@@ -41,7 +41,7 @@ def _name_masks(trace: Trace, words: tuple[str, ...]) -> list[np.ndarray]:
     return [np.isin(api.name, np.array(x, np.int64)) if x and len(api) else None for x in ids]
 
 
-def _window_mask(t: np.ndarray, sel: Selection) -> np.ndarray:
+def window_mask(t: np.ndarray, sel: Selection) -> np.ndarray:
     m = np.ones(len(t), bool)
     if sel.t0 is not None:
         m &= t >= sel.t0
@@ -50,7 +50,7 @@ def _window_mask(t: np.ndarray, sel: Selection) -> np.ndarray:
     return m
 
 
-def _has_op(trace: Trace) -> np.ndarray:
+def has_op(trace: Trace) -> np.ndarray:
     """Per API row: whether any GPU op joined it."""
     mark = np.zeros(len(trace.api) + 1, bool)
     mark[trace.ops.api] = True   # unmatched ops (-1) land in the spare last slot
@@ -118,7 +118,7 @@ def captures(trace: Trace) -> Captures:
     end = np.array([r[2] for r in rows], np.int64)
     launch = np.flatnonzero(api.kind == API_LAUNCH)
     which = _capture_of(api.thread[launch], api.start[launch], thread, start, end)
-    ran = _has_op(trace)[launch]
+    ran = has_op(trace)[launch]
     # a launch with no op on another thread of the process while a capture is open went into the
     # capturing stream (the capture mode only limits *unsafe* calls on other threads)
     other = (which < 0) & ~ran
@@ -227,8 +227,8 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     """Every graph launch whose call starts in the selection's window, with its recorded ops."""
     api, ops = trace.api, trace.ops
     gl = np.flatnonzero(api.kind == API_GRAPH_LAUNCH)
-    gl = gl[_window_mask(api.start[gl], sel)]
-    has = _has_op(trace)[gl] if len(gl) else np.zeros(0, bool)
+    gl = gl[window_mask(api.start[gl], sel)]
+    has = has_op(trace)[gl] if len(gl) else np.zeros(0, bool)
     lv = _level_rows(trace, gl[~has], sel)   # graph-level replays: a span, no node ops
     unrec = np.setdiff1d(gl[~has], trace.graph_spans.api[lv], assume_unique=True) if len(lv) else gl[~has]
     gl = gl[has]

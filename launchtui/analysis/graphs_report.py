@@ -24,13 +24,13 @@ def _us(values: np.ndarray) -> dict:
 
 def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: int) -> dict:
     api = trace.api
-    keep = gr._window_mask(cap.start, sel)
+    keep = gr.window_mask(cap.start, sel)
     idx = np.flatnonzero(keep)
-    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr._window_mask(api.start, sel))
-    calls = gr._window_mask(api.start[cap.captured_calls], sel)
+    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr.window_mask(api.start, sel))
+    calls = gr.window_mask(api.start[cap.captured_calls], sel)
     captured = int(calls.sum())
     # the launched work: calls captured, calls that ran eagerly, ops replayed from graphs
-    work = captured + int(gr._has_op(trace)[launch].sum()) + replayed_ops
+    work = captured + int(gr.has_op(trace)[launch].sum()) + replayed_ops
     share = captured / work if work else 0.0
     by_batch: dict = {}
     for i in idx.tolist():   # per capture
@@ -135,7 +135,7 @@ def scope_integrity(trace: Trace, g: dict, unrecorded: np.ndarray, index_of) -> 
 def _eager(trace: Trace, sel: Selection, rp: gr.Replays) -> dict:
     """Launch calls that ran eagerly (a GPU op, not a graph launch) against ops replayed from graphs."""
     api = trace.api
-    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr._window_mask(api.start, sel) & gr._has_op(trace))
+    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr.window_mask(api.start, sel) & gr.has_op(trace))
     replayed = int(rp.n_ops.sum())
     total = len(launch) + replayed
     return {"eager_launch_calls": int(len(launch)), "replayed_ops": replayed,
