@@ -159,13 +159,14 @@ def test_ending_ops_equal_a_walk_per_gap(case):
         g = ex.device_gaps(case, d, lo, hi, calls)
         on = ex.device_ops(case, d)
         got = ending_ops(case, on, g.end)
+        on_start = ops.start[on]
         for gi, g1 in enumerate(g.end.tolist()):
-            later = [int(i) for i in on if ops.start[i] >= g1]
-            if not later:
+            later = on[on_start >= g1]   # the device's ops starting at or after the gap's end
+            if not len(later):
                 assert got[gi] == -1
                 continue
-            first = min(int(ops.start[i]) for i in later)
-            tied = [i for i in later if ops.start[i] == first]
+            first = ops.start[later].min()
+            tied = [int(i) for i in later[ops.start[later] == first]]
             key = lambda i: (ops.api[i] < 0, int(api.start[ops.api[i]]) if ops.api[i] >= 0 else 0, int(ops.stream[i]))  # noqa: E731
             assert got[gi] == min(tied, key=key)
 
