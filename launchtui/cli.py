@@ -6,7 +6,7 @@ import sys
 
 from launchtui import __version__
 from launchtui.analysis.config import CONFIG
-from launchtui.cli_capture import add_capture, record_capture, with_capture
+from launchtui.cli_capture import add_capture, record_capture, refuse_unused_capture, with_capture
 from launchtui.errors import TraceError, memory_message, printable
 
 SUBCOMMANDS = ("info", "report", "record", "export", "diff", "cache", "tui")
@@ -296,6 +296,7 @@ def cmd_report(args) -> int:
     from launchtui.output import dumps
     from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
+        refuse_unused_capture(args, "--by source")
         return _report_sources(args)
     session = _open(args, need_cuda=True, shared=True)
     trace = session.trace
@@ -401,6 +402,7 @@ def cmd_tui(args) -> int:
         if path:
             preflight(path)
     if getattr(args, "compare", None):
+        refuse_unused_capture(args, "--compare")
         from launchtui.tui.compare import run_compare
         return run_compare(args)
     from launchtui.tui.app import run_app

@@ -37,3 +37,13 @@ def record_capture(doc: dict, trace, args) -> tuple[dict, str]:
     j = capture_join(trace, path, not getattr(args, "no_cache", False))
     doc = dict(doc, graph_join=join_document(trace, j))
     return doc, "\n" + "\n".join(join_markdown(doc["graph_join"])) + "\n"
+
+
+def refuse_unused_capture(args, where: str) -> None:
+    """A `--capture` the command would not use is refused (exit 2), never ignored: `where` names the
+    option that leaves it unused (`--by source` ranks call sites of eager launches; `--compare` aligns
+    two timelines)."""
+    if getattr(args, "capture", None):
+        from launchtui.errors import UsageError
+        raise UsageError(f"--capture is not used with {where}: it labels replayed kernels in the kernel "
+                         "report, the record and the single-trace TUI", args.capture)
