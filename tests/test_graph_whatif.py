@@ -88,6 +88,7 @@ def test_markdown_table(pair):
     r = _row(pair("launch_bound")[0])
     assert line.startswith(f"| `sampler` | 48 | 1 | {r['iteration_ms']:,.3f} | {r['estimate_ms'][0]:,.3f}–")
     assert "| `decoder` | 0 | | | already graphed (20 ops replayed/iter) | |" in md
+    assert "could cost more than it saves" not in md   # both ends gain here
 
 
 SAMPLES = ["kineto/vllm_graph_execution.json.gz", "kineto/xdit_flux1__baseline__rank0.json.gz",
@@ -118,9 +119,13 @@ def test_samples_read_as_the_expert_does():
     """vLLM already graphs its step: its eager remainder (attention and cache writes between the
     pieces, 2 launches per stretch) buys nothing; RPD's step is one graph; v100_dfindex's autograd
     thread launches would buy the most of its phases (expert: host-bound, graphs first)."""
-    v = build_record(open_trace(sample("kineto/vllm_graph_execution.json.gz")))["graph_whatif"]
-    (r,) = v["phases"]
+    vdoc = build_record(open_trace(sample("kineto/vllm_graph_execution.json.gz")))
+    (r,) = vdoc["graph_whatif"]["phases"]
     assert r["status"] == "estimate" and r["speedup"][1] <= 1.001 and r["graph_launches_if_graphed"] == 25
+    # its slow end is slower than the recorded iteration: said in words, not left to the range
+    assert r["speedup"][0] < 1 and ("outside the trace's named ranges: graphing could cost more than it saves: at "
+                                    "its slow end the iteration takes 0.256 ms longer than now (25 graph launches/"
+                                    "iter at up to 38.74 µs each, replacing 52 launches/iter).") in render_markdown(vdoc)
     rpd = build_record(open_trace(sample("rocm/rpd_pytorch_autograd_callstack.rpd.gz")))["graph_whatif"]
     assert [x["status"] for x in rpd["phases"] if x["phase"] is None] == ["graphed"]
     d = build_record(open_trace(sample("kineto/v100_dfindex.json.gz")))

@@ -209,6 +209,21 @@ def whatif_md(doc: dict, out: list[str]) -> None:
         out.append(f"| {name} | {r['launches_per_iteration']:g} | {r['graph_launches_if_graphed']:g} | "
                    f"{r['iteration_ms']:,.3f} | {_span(*e, '{:,.3f}')} | {_span(*s, '{:.2f}')}×"
                    + (" (Amdahl bound)" if r["at_amdahl_bound"] else "") + ("" if r["converged"] else " *") + " |")
+    _costlier_md(w, out)
     if any(r["status"] == "estimate" and not r["converged"] for r in w["phases"]):
         out.append(f"\n\\* the re-timing had not settled after {gw.MAX_PASSES} passes (long chains of cross-stream "
                    "waits): slightly on the optimistic side")
+
+
+def _costlier_md(w: dict, out: list[str]) -> None:
+    """A phase whose slow end is slower than now is said in words: the range alone reads as a gain
+    at a glance, while graphing may cost more than it saves (graph launches dearer than the launch
+    calls they replace)."""
+    for r in w["phases"]:
+        if r["status"] != "estimate" or r["speedup"] is None or r["speedup"][0] >= 1:
+            continue
+        name = f"`{short(r['phase'], 40)}`" if r["phase"] else UNNAMED_PHASE
+        out.append(f"\n{name}: graphing could cost more than it saves: at its slow end the iteration takes "
+                   f"{r['estimate_ms'][1] - r['iteration_ms']:,.3f} ms longer than now "
+                   f"({r['graph_launches_if_graphed']:g} graph launches/iter at up to {r['graph_launch_us'][1]:g} µs "
+                   f"each, replacing {r['launches_per_iteration']:g} launches/iter).")
