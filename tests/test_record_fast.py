@@ -171,6 +171,31 @@ def test_ending_ops_equal_a_walk_per_gap(case):
             assert got[gi] == min(tied, key=key)
 
 
+@pytest.mark.parametrize("few", [0, 8])
+def test_unmatched_ops_equal_a_walk_per_stream(case, monkeypatch, few):
+    """limits.unmatched_ops, by one pass per stream (few streams) or by one sort (many), equals a
+    walk: per unmatched op, whether its stream had a launched op starting before it (§V13)."""
+    import copy
+
+    from launchtui.analysis import limits
+    t = copy.copy(case)
+    t.ops = copy.copy(case.ops)
+    api = case.ops.api.copy()
+    api[::7] = -1       # every 7th op loses its launch row: several streams, some at their start
+    t.ops.api = api
+    monkeypatch.setattr(limits, "FEW_STREAMS", few)
+    ops = t.ops
+    first = {}
+    for i in range(len(ops)):
+        if ops.api[i] >= 0:
+            k = (int(ops.device[i]), int(ops.stream[i]))
+            first[k] = min(first.get(k, 2**63 - 1), int(ops.start[i]))
+    un = [i for i in range(len(ops)) if ops.api[i] < 0]
+    late = sum(int(ops.start[i]) > first.get((int(ops.device[i]), int(ops.stream[i])), 2**63 - 1) for i in un)
+    assert len({(int(ops.device[i]), int(ops.stream[i])) for i in un}) > 1
+    assert limits.unmatched_ops(t) == (len(un), late)
+
+
 def test_phases_of_the_shown_groups_equal_those_of_all_launches(case):
     """The record computes phase, rule, call site and full name for the rows it shows only; each
     equals what the computation over every launch gives for that group (definitions.md §V5)."""

@@ -9,6 +9,7 @@ import numpy as np
 from launchtui.analysis.graphs_report import scope_integrity
 from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.sources import dominant_sites
+from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.order import string_ranks
 
@@ -29,7 +30,13 @@ def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray
     kind = api.kind[calls]
     eager, graph = kind == API_LAUNCH, kind == API_GRAPH_LAUNCH
     on = np.flatnonzero(ops.device == device)
-    per_call = np.bincount(np.searchsorted(calls, ops.api[on][np.isin(ops.api[on], calls)]), minlength=len(calls))
+    # each op's position in `calls` by a lookup table (the spare last slot answers unmatched ops' -1)
+    pos = np.full(len(api) + 1, -1, np.int64)
+    pos[calls] = np.arange(len(calls))
+    at = pos[ops.api[on]]
+    del pos
+    per_call = np.bincount(at[at >= 0], minlength=len(calls))
+    del at
     e_n = np.bincount(k[eager], minlength=n)
     g_n = np.bincount(k[graph], minlength=n)
     r_n = np.bincount(k[graph], weights=per_call[graph], minlength=n).astype(np.int64)
@@ -47,7 +54,8 @@ def _eager_kernels(trace: Trace, ecalls: np.ndarray, on: np.ndarray, n_it: int) 
     name_of = np.full(len(trace.api) + 1, -1, np.int64)
     name_of[ops.api[on]] = ops.name[on]           # an eager launch call has one op
     names = name_of[ecalls]
-    uniq, group, cnt = np.unique(names, return_inverse=True, return_counts=True)
+    uniq, group = dense_groups(names)     # string ids span a small range: a table, not a hash or sort
+    cnt = np.bincount(group, minlength=len(uniq))
     order = np.lexsort((string_ranks(trace.strings, uniq), -cnt))[:TOP_EAGER]
     sites = dominant_sites(trace, ecalls, group, len(uniq))
     return [{"kernel_name": trace.strings[int(uniq[i])], "launches": int(cnt[i]),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.registry import FACT_CALL_NUMBERING
 
@@ -24,6 +25,7 @@ LAUNCH_KINDS = (API_LAUNCH, API_GRAPH_LAUNCH)
 SAMPLED_DENSITY = 0.02      # correlation ids per id of their span below this: a sample
 MIN_CALLS = 100             # a process needs this many ids for its density to mean anything
 SAMPLED_INTERLEAVED = 0.05  # ops without a launch row among launched ones, above this share
+FEW_STREAMS = 8             # streams with unmatched ops up to this: one pass over the ops each
 
 
 def correlation_density(trace: Trace) -> float | None:
@@ -50,12 +52,28 @@ def correlation_density(trace: Trace) -> float | None:
 def unmatched_ops(trace: Trace) -> tuple[int, int]:
     """(GPU ops without a launch row, of which starting after their stream's first launched op)."""
     ops = trace.ops
-    un = ops.api < 0
-    n = int(un.sum())
+    un = np.flatnonzero(ops.api < 0)
+    n = len(un)
     if not n:
         return 0, 0
+    key = ops.device[un].astype(np.int64) * (1 << 32) + ops.stream[un].astype(np.int64)
+    uk, at, inv = unique_sorted(key, return_index=True, return_inverse=True)   # streams with unmatched ops
+    if len(uk) > FEW_STREAMS:
+        limit = _first_launched_starts(trace, uk)
+    else:   # one pass over the ops per stream, no per-op key or sort (the record's last stage, 20M)
+        launched = ops.api >= 0
+        none = np.iinfo(np.int64).max
+        limit = np.array([ops.start.min(where=launched & (ops.device == ops.device[u]) & (ops.stream == ops.stream[u]),
+                                        initial=none) for u in un[at].tolist()], np.int64)
+    return n, int((ops.start[un] > limit[inv]).sum())
+
+
+def _first_launched_starts(trace: Trace, streams: np.ndarray) -> np.ndarray:
+    """Per stream key of `streams` (device << 32 + stream, sorted): its first launched op's start,
+    int64 max without one."""
+    ops = trace.ops
     key = ops.device.astype(np.int64) * (1 << 32) + ops.stream.astype(np.int64)
-    launched = ~un
+    launched = ops.api >= 0
     first = {}
     if launched.any():
         k, s = key[launched], ops.start[launched]
@@ -64,10 +82,7 @@ def unmatched_ops(trace: Trace) -> tuple[int, int]:
         head = np.ones(len(k), bool)
         head[1:] = k[1:] != k[:-1]
         first = dict(zip(k[head].tolist(), s[head].tolist()))
-    ku, su = key[un], ops.start[un]
-    uk, inv = np.unique(ku, return_inverse=True)
-    limit = np.array([first.get(x, np.iinfo(np.int64).max) for x in uk.tolist()], np.int64)   # per stream
-    return n, int((su > limit[inv]).sum())
+    return np.array([first.get(x, np.iinfo(np.int64).max) for x in streams.tolist()], np.int64)   # per stream
 
 
 def trace_limits(trace: Trace) -> dict:

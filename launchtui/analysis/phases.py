@@ -111,21 +111,22 @@ def _paths_by_range(trace: Trace, inner: np.ndarray, base: np.ndarray, level: in
     used[code] = True
     pairs = np.flatnonzero(used)
     del used
-    slot = np.zeros(len(bvals) * n, np.int64)
+    # rows as int32 while they fit: `row` is one of the per-op arrays of the record's peak (by_phase)
+    slot = np.zeros(len(bvals) * n, np.int32 if len(pairs) < 2**28 else np.int64)   # 2^28: room for the blocks appended
     slot[pairs] = np.arange(len(pairs))
     if not len(trace.ranges):
         return np.full((len(pairs), max(int(level), 1)), -1, np.int64), slot[code]
     return _path_matrix(trace, pairs % n - 1, bvals[pairs // n], level), slot[code]
 
 
-def _keys(trace: Trace, table: np.ndarray, row: np.ndarray, keys: np.ndarray):
-    """Keys per op from its path `table[row]`, texts per key. Keys number the distinct paths
+def _keys(trace: Trace, table: np.ndarray, row: np.ndarray):
+    """Keys per op from its path `table[row]` (-1 without one), texts per key. Keys number the distinct paths
     present in the order of their texts as strings (then their length), so a tie between
     phases goes to the first text, never to the first string interned (definitions.md §9)."""
     path = table[:, 0] >= 0               # per row; an op's key is its row's (-1 without a path)
     present = np.flatnonzero((np.bincount(row, minlength=len(table)) > 0) & path)
     if not len(present):
-        return keys, []
+        return np.full(len(row), -1, np.int64), []
     uniq, inv = unique_rows(table[present], return_inverse=True)
     parts = [[trace.strings[int(t)] for t in r if t >= 0] for r in uniq.tolist()]
     by_text = sorted(range(len(parts)), key=lambda i: (" > ".join(parts[i]), len(parts[i])))
@@ -134,8 +135,7 @@ def _keys(trace: Trace, table: np.ndarray, row: np.ndarray, keys: np.ndarray):
     key_of = np.full(len(table), -1, np.int64)
     key_of[present] = rank[inv.reshape(-1)]
     texts = [" > ".join(parts[i]) for i in by_text]
-    keys[:] = key_of[row]
-    return keys, texts
+    return key_of[row], texts
 
 
 # which rule gave an op its phase (docs/definitions.md §V5)
@@ -178,10 +178,9 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
     (autograd thread)` (rule backward link)."""
     from launchtui.trace.model import STACK_BACKWARD
     ops = np.asarray(ops, np.int64)
-    keys = np.full(len(ops), -1, np.int64)
     rule = np.zeros(len(ops), np.int8)
     if not len(ops):
-        return keys, [], rule
+        return np.zeros(0, np.int64), [], rule
     a = trace.ops.api[ops]
     base = np.broadcast_to(np.asarray(base_depth, np.int64), ops.shape)
     # each op's path is a row of `table` (its innermost range's, then the main thread's, then the
@@ -217,7 +216,7 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
             row[linked] += len(table)
             rule[linked] = RULE_BACKWARD
             table = np.concatenate([table, back])
-    keys, texts = _keys(trace, table, row, keys)
+    keys, texts = _keys(trace, table, row)    # the keys last: one per-op int64 array fewer at the peak
     return keys, texts, rule
 
 

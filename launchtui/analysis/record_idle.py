@@ -99,22 +99,28 @@ def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, lev
     k = it.index_of(c.g0)
     inside = (k >= 0) & (c.op >= 0)
     inside[inside] = facts.steady[k[inside]]
+    del k
     ending = c.op[inside]
     hb = c.host_bound_per_gap()[inside]
     launch_part = c.launch_per_gap()[inside]
     if not len(ending) or not hb.sum():
         return []
     launched = _steady_launched_ops(trace, calls, it, facts.steady)
+    a = trace.ops.api[launched]
+    dry = (trace.ops.start[launched] - trace.api.end[a]) <= c.latency.ns + DRY_SLACK_NS
+    del a
+    # one array of both op sets, nothing else per op held while the phase keys (the peak) are built
     ops = np.concatenate([ending, launched])
+    n_ending = len(ending)
+    del ending, launched
     main = main_thread(trace, ops, it.base_depth, it.start)
     keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
-    gk, lk = keys[:len(ending)], keys[len(ending):]
+    del ops
+    gk, lk = keys[:n_ending], keys[n_ending:]
     n_steady = max(int(facts.steady.sum()), 1)
     width = len(texts) + 1
     total = np.bincount(gk + 1, weights=hb, minlength=width)
     launch = np.bincount(gk + 1, weights=launch_part, minlength=width)
-    a = trace.ops.api[launched]
-    dry = (trace.ops.start[launched] - trace.api.end[a]) <= c.latency.ns + DRY_SLACK_NS
     n_launch = np.bincount(lk + 1, minlength=width)
     n_dry = np.bincount(lk + 1, weights=dry, minlength=width)
     names = [None] + list(texts)
