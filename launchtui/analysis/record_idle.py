@@ -100,9 +100,9 @@ def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, lev
     inside = (k >= 0) & (c.op >= 0)
     inside[inside] = facts.steady[k[inside]]
     del k
-    ending = c.op[inside]
-    hb = c.host_bound_per_gap()[inside]
+    hb = c.host_bound_per_gap()[inside]      # before the per-op arrays: its own temporaries peak
     launch_part = c.launch_per_gap()[inside]
+    ending = c.op[inside]
     if not len(ending) or not hb.sum():
         return []
     launched = _steady_launched_ops(trace, calls, it, facts.steady)
