@@ -7,6 +7,7 @@
     python bench/inproc.py stages FILE           # cold report's stages: peak RSS, minor faults, CPU each
     python bench/inproc.py open FILE             # warm model open (cache entry must exist): time, peak RSS
     python bench/inproc.py reader FILE           # read_trace alone: wall, CPU, faults, which column reader
+    python bench/inproc.py mempeak FILE [report|record]   # where the stage's traced memory peaks, by function
 
 `model` prints one JSON line: read time, event count, trace.nbytes(), bytes per event.
 `profile` runs the CLI entry point in-process under cProfile (stdout discarded), writes the full
@@ -185,6 +186,58 @@ def reader(path: str) -> dict:
             "minor_faults": ru.ru_minflt - ru0.ru_minflt, **_proc_status()}
 
 
+def mempeak(path: str, which: str = "record", top: int = 30) -> dict:
+    """Where the report's or the case record's memory peaks (the record after the report, as `report
+    --json` runs them): per launchtui function, the largest traced peak (tracemalloc: numpy's data
+    too) reached while it ran, above the stage's start, with what was live when it was entered and
+    its caller. The functions sharing the top figure are the path to the peak; what is held at a
+    function's entry is what its callers keep alive. Not for timing (the hook slows calls)."""
+    import tracemalloc
+    from launchtui.analysis.index import trace_index
+    from launchtui.analysis.record import build_record
+    from launchtui.analysis.report import build_report
+    from launchtui.analysis.shared import Shared
+    from launchtui.trace.load import read_trace
+    trace = read_trace(path)
+    trace_index(trace)
+    shared = Shared(trace)
+    if which == "record":
+        build_report(trace, shared=shared)
+    tracemalloc.start(1)
+    base = tracemalloc.get_traced_memory()[0]
+    stack = [[None, base, base, None]]      # per open frame: [function, live at entry, peak, caller]
+    best: dict = {}
+
+    def hook(frame, event, arg):
+        if event == "call":
+            cur, peak = tracemalloc.get_traced_memory()
+            stack[-1][2] = max(stack[-1][2], peak)
+            tracemalloc.reset_peak()
+            code = frame.f_code
+            name = _fn_label((code.co_filename, code.co_firstlineno, code.co_name)) if "launchtui" in code.co_filename else None
+            stack.append([name, cur, cur, stack[-1][0] if name else stack[-1][3]])
+        elif event == "return" and len(stack) > 1:
+            peak = tracemalloc.get_traced_memory()[1]
+            fn, entry, top_, caller = stack.pop()
+            top_ = max(top_, peak)
+            stack[-1][2] = max(stack[-1][2], top_)
+            tracemalloc.reset_peak()
+            if fn and top_ > best.get(fn, (0,))[0]:
+                best[fn] = (top_, entry, caller)
+    sys.setprofile(hook)
+    try:
+        (build_record if which == "record" else build_report)(trace, shared=shared)
+    finally:
+        sys.setprofile(None)
+    peak = max(stack[0][2], tracemalloc.get_traced_memory()[1])
+    tracemalloc.stop()
+    mib = lambda b: round((b - base) / 2**20, 1)   # noqa: E731
+    rows = sorted(best.items(), key=lambda kv: -kv[1][0])[:top]
+    return {"stage": which, "peak_above_start_mib": mib(peak),
+            "functions": [{"fn": fn, "peak_mib": mib(p), "live_at_entry_mib": mib(e), "caller": c}
+                          for fn, (p, e, c) in rows]}
+
+
 def _mark_index_steps(mark) -> None:
     """Mark each large step of the typed index build as a stage of its own (the index's peak and
     faults by step), by wrapping the module's step functions for this process."""
@@ -236,6 +289,9 @@ def main(argv=None) -> int:
         return 0
     if argv[:1] == ["reader"] and len(argv) == 2:
         print(json.dumps(reader(argv[1])))
+        return 0
+    if argv[:1] == ["mempeak"] and len(argv) in (2, 3) and argv[2:] in ([], ["report"], ["record"]):
+        print(json.dumps(mempeak(*argv[1:])))
         return 0
     if argv[:1] == ["dumps"] and len(argv) == 2:
         print(json.dumps(dumps(argv[1])))
