@@ -184,3 +184,19 @@ def test_the_view_adds_one_op_per_timed_span_in_start_order(run):
     assert ops.start[span].tolist() == gs.start.tolist() and ops.end[span].tolist() == gs.end.tolist()
     assert ops.api[span].tolist() == gs.api.tolist() and np.array_equal(ops.start[~span], trace.ops.start)
 
+
+def test_the_idle_row_measures_what_the_record_does(run):
+    """The timeline's idle row reads the same view: its idle inside the iteration is the record's,
+    and a gap that ends where a replay starts names that replay's op and its graph-launch call."""
+    from launchtui.analysis.idle_lane import build_idle_lane
+    truth, _, level = run
+    trace = open_trace(level, use_cache=False)
+    d = build_record(trace, opt=OPT)
+    st, en = (np.array(d["iterations"][k], np.int64) for k in ("starts_ns", "ends_ns"))
+    lane = build_idle_lane(trace, truth["device"], st, en)
+    idle = sum(int(s.busy(np.r_[st, en])[0]) for s in lane.sets)
+    assert idle == int(en[0] - st[0]) - round(truth["level_busy_ns"])
+    view = busy_trace(trace)
+    ended = lane.op[lane.op >= 0]
+    by_span = ended[view.ops.name[ended] == trace.strings.lookup(SPAN_OP)]
+    assert len(by_span) and set(view.ops.api[by_span].tolist()) <= set(trace.graph_spans.api.tolist())
