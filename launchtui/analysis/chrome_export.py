@@ -36,6 +36,7 @@ from launchtui.analysis import idle_causes as ic
 from launchtui.analysis.backpressure import spikes
 from launchtui.analysis.chrome_stacks import stack_events
 from launchtui.analysis.cold_start import cold_start
+from launchtui.analysis.graph_busy import busy_trace
 from launchtui.analysis.index import trace_index
 from launchtui.analysis.record import record_with_streams
 from launchtui.analysis.record_options import RecordOptions
@@ -158,6 +159,7 @@ def idle_pieces(trace: Trace, device: int, it_start: np.ndarray, it_end: np.ndar
     """The device's idle gaps by cause as the record measures them (record.py `_gpu_figures`: gaps
     from the device's first op to the last iteration's end, cold-start calls from the whole trace's
     spikes): `GapCauses.pieces()`."""
+    spiky, trace = trace, busy_trace(trace)   # graph-level replays are busy, as in the record (§12.2)
     on = ex.device_ops(trace, device)
     calls = ex.device_launch_calls(trace, device, on)
     z = np.zeros(0, np.int64)
@@ -165,7 +167,7 @@ def idle_pieces(trace: Trace, device: int, it_start: np.ndarray, it_end: np.ndar
         return z, z, z
     lo = min(int(it_start.min()), int(trace.ops.start[on].min()))
     gaps = ex.device_gaps(trace, device, lo, int(it_end.max()), calls)
-    cold = cold_start(trace, spikes(trace, WHOLE, opt.backpressure))
+    cold = cold_start(spiky, spikes(spiky, WHOLE, opt.backpressure))
     return ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls).pieces()
 
 

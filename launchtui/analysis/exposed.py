@@ -1,7 +1,8 @@
 """Per-iteration launch figures on one device and its idle gaps (docs/definitions.md §V2).
 
 - GPU busy: the union of the device's GPU ops (kernels, memcpy, memset, any stream, matched or
-  not). GPU idle: the rest of the iteration; what each gap waited for is idle_causes.py's.
+  not). GPU idle: the rest of the iteration; what each gap waited for is idle_causes.py's. The
+  record reads a graph-level trace through graph_busy.busy_trace: each replay's span is an op.
 - Launch calls for the device: API calls of launch kind (`cudaLaunch*`, `cuLaunch*`, HIP
   launches, graph launches) that launched at least one op on it.
 - Launches and launch-API time of an iteration: the device's launch calls that start in it.

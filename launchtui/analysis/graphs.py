@@ -10,7 +10,9 @@
   start order): no trace records a graph id on the launch call.
 - *Integrity*: a graph launch whose replay recorded no op, in a trace that records GPU ops, is a
   replay the trace did not keep (a sampled or trimmed trace); one that recorded fewer ops than its
-  graph's median replay kept only part of it. The GPU idle around either is not measurable.
+  graph's median replay kept only part of it. The GPU idle around either is not measurable. A
+  graph-level replay (Nsight's default mode: a span, no node ops) is recorded; its span is busy
+  (graph_busy.py).
 """
 from __future__ import annotations
 
@@ -287,12 +289,12 @@ def replays(trace: Trace, sel: Selection) -> Replays:
 
 
 def _level_rows(trace: Trace, calls: np.ndarray, sel: Selection) -> np.ndarray:
-    """Rows of `trace.graph_spans` joined to one of `calls` (graph launches with no op), on the
-    selection's devices."""
+    """Timed rows of `trace.graph_spans` joined to one of `calls` (graph launches with no op), on
+    the selection's devices. An untimed row leaves its launch unrecorded (§12.3 says why)."""
     gs = trace.graph_spans
     if not len(gs) or not len(calls):
         return np.zeros(0, np.int64)
-    keep = np.isin(gs.api, calls)
+    keep = np.isin(gs.api, calls) & (gs.end > gs.start)
     if sel.devices is not None:
         keep &= np.isin(gs.device, sel.devices)
     return np.flatnonzero(keep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.analysis import graph_busy
 from launchtui.analysis import graphs as gr
 from launchtui.analysis import intervals as iv
 from launchtui.analysis.prose import short
@@ -90,28 +91,36 @@ GRAPH_LEVEL_OP = "(graph-level replay: no node ops)"   # a graph-level row's `fi
 def _integrity(trace: Trace, rp: gr.Replays) -> dict:
     """Graph launches whose replay the trace did not record, or recorded in part (definitions.md
     §12.3 integrity gate). `in_iterations` is filled by the record: only those inside the judged
-    iterations stop it."""
-    n_unrec = len(rp.unrecorded) if len(trace.ops) else 0
+    iterations stop it. A graph-level replay with a span is recorded: its span is GPU busy (§12.2);
+    one whose graph-level record has no timing is not."""
+    recorded_gpu = len(trace.ops) or len(trace.graph_spans)
+    n_unrec = len(rp.unrecorded) if recorded_gpu else 0
     n_under = int(rp.under.sum())
     n_level = int(rp.level.sum())
+    gs = trace.graph_spans
+    untimed = (np.isin(rp.unrecorded, gs.api[~graph_busy.timed(gs)]) if n_unrec and len(gs)
+               else np.zeros(n_unrec, bool))
+    n_untimed = int(untimed.sum())
+    n_total = n_unrec + len(rp)
     parts = []
-    if n_level:
-        parts.append(f"{n_level:,} of {n_unrec + len(rp):,} graph launches were traced at graph level "
-                     "(--cuda-graph-trace=graph): their GPU span is recorded, not their nodes, and the idle "
-                     "analysis does not count it as busy")
-    if n_unrec:
-        why = ("Nsight traced the graphs at graph level (--cuda-graph-trace=graph): replays have no per-kernel rows"
-               if any(m.startswith(GRAPH_LEVEL) for m in trace.missing) else "the trace did not keep their replay")
-        parts.append(f"{n_unrec:,} of {n_unrec + len(rp):,} graph launches recorded no GPU op ({why})")
+    if n_untimed:
+        parts.append(f"{n_untimed:,} of {n_total:,} graph launches have a graph-level record without timing "
+                     "(CUPTI did not collect it): their GPU time is unknown")
+    if n_unrec - n_untimed:
+        why = ("Nsight traced the graphs at graph level (--cuda-graph-trace=graph) and the launch has no graph-level "
+               "record either" if any(m.startswith(GRAPH_LEVEL) for m in trace.missing)
+               else "the trace did not keep their replay")
+        parts.append(f"{n_unrec - n_untimed:,} of {n_total:,} graph launches recorded no GPU op ({why})")
     if n_under:
-        parts.append(f"{n_under:,} of {n_unrec + len(rp):,} graph launches recorded fewer ops than their graph's "
+        parts.append(f"{n_under:,} of {n_total:,} graph launches recorded fewer ops than their graph's "
                      "usual replay (under-recorded)")
     reason = "; ".join(parts) + ": the GPU idle around them is not measurable" if parts else None
-    doc = {"flagged_replays": n_unrec + n_under + n_level, "unrecorded_replays": n_unrec,
+    doc = {"flagged_replays": n_unrec + n_under, "unrecorded_replays": n_unrec,
            "unrecorded_ns": [int(trace.api.start[c]) for c in rp.unrecorded[:20].tolist()] if n_unrec else [],
-           "in_iterations": None, "ok": not (n_unrec or n_under or n_level), "reason": reason}
-    if n_level:
+           "in_iterations": None, "ok": not (n_unrec or n_under), "reason": reason}
+    if n_level or n_untimed:   # only traces with graph-level replays: others' JSON unchanged
         doc["graph_level_replays"] = n_level
+        doc["untimed_replays"] = n_untimed
     if (rp.graph_id >= 0).any():   # only traces that record graph ids can show a short replay
         doc["under_recorded_replays"] = n_under
         doc["under_recorded_ns"] = [int(trace.api.start[c]) for c in rp.call[rp.under][:20].tolist()]
@@ -162,7 +171,7 @@ def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]
                         for q in queue_summary(trace, sel) if q.graph_ops]
     c = doc["capture"]
     doc["capture_line"] = capture_line(c) if c["capture_trace"] else None
-    bad = rp.under | rp.level
+    bad = rp.under
     flagged = np.concatenate([rp.unrecorded, rp.call[bad]]) if bad.any() else rp.unrecorded
     return doc, flagged
 

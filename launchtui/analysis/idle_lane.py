@@ -21,6 +21,7 @@ from launchtui.analysis import idle_causes as ic
 from launchtui.analysis import intervals as iv
 from launchtui.analysis.backpressure import Options, spikes
 from launchtui.analysis.cold_start import cold_start
+from launchtui.analysis.graph_busy import busy_trace
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
 from launchtui.analysis.select import WHOLE
 from launchtui.trace.model import Trace
@@ -130,7 +131,9 @@ def build_idle_lane(trace: Trace, device: int, it_start, it_end, base_depth: int
     """The idle row of `device` for the record's iterations [it_start_k, it_end_k) (record.py
     `_gpu_figures`: gaps from the device's first op to the last iteration's end, cold-start calls
     from the whole trace's spikes at the record's backpressure options). `cancelled()`, asked
-    between blocks, raises Cancelled when it turns true (the TUI wants another lane)."""
+    between blocks, raises Cancelled when it turns true (the TUI wants another lane). Read through
+    graph_busy.busy_trace, as the record is: `op` indexes its ops."""
+    spiky, trace = trace, busy_trace(trace)   # spikes and cold starts from the trace, as the record's
     it_start = np.asarray(it_start, np.int64)
     it_end = np.asarray(it_end, np.int64)
     on = ex.device_ops(trace, device)
@@ -144,7 +147,7 @@ def build_idle_lane(trace: Trace, device: int, it_start, it_end, base_depth: int
     g0, g1 = iv.complement(*busy, lo, hi)      # ex.device_gaps' bounds, without its ending ops
     del busy
     _check(stop)
-    cold = cold_start(trace, spikes(trace, WHOLE, options))
+    cold = cold_start(spiky, spikes(spiky, WHOLE, options))
     _check(stop)
     causes = ic.gap_causes(trace, on, calls, g0, g1, cold_calls=cold.calls)
     del on, calls, cold

@@ -11,12 +11,18 @@
   one `python_function` event per Python call) ran its host code under the tracer, which costs
   every Python call; host time between launches is longer than untraced, so host-bound time and
   the gain from removing it are upper bounds.
+- *Graph-level replays* (Nsight `--cuda-graph-trace=graph`): each replay is one span, busy whole;
+  idle between its nodes is not in the trace (graph_busy.span_limits).
 """
 from __future__ import annotations
 
 import numpy as np
 
+<<<<<<< HEAD
 from launchtui.trace.arrays import unique_sorted
+=======
+from launchtui.analysis.graph_busy import span_limits
+>>>>>>> gspan
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.registry import FACT_CALL_NUMBERING
 
@@ -95,9 +101,14 @@ def trace_limits(trace: Trace) -> dict:
     if len(trace.ops) and interleaved > SAMPLED_INTERLEAVED * len(trace.ops):
         reasons.append(f"{interleaved:,} of {len(trace.ops):,} GPU ops have no launch row although launched ops "
                        "precede them on their stream: launches are missing from the trace")
-    return {"sampled": bool(reasons), "host_tracing": host_tracing(trace), "correlation_density": None if density is None else round(density, 4),
-            "ops_without_launch": n_un, "ops_without_launch_interleaved": interleaved,
-            "trimmed_start": n_un - interleaved, "reason": "; ".join(reasons) or None}
+    out = {"sampled": bool(reasons), "host_tracing": host_tracing(trace),
+           "correlation_density": None if density is None else round(density, 4),
+           "ops_without_launch": n_un, "ops_without_launch_interleaved": interleaved,
+           "trimmed_start": n_un - interleaved, "reason": "; ".join(reasons) or None}
+    graph_level = span_limits(trace)
+    if graph_level is not None:   # only traces with graph-level replays: others' JSON unchanged
+        out["graph_level"] = graph_level
+    return out
 
 
 def host_tracing(trace: Trace) -> dict | None:

@@ -14,6 +14,7 @@ from launchtui.analysis import idle_causes as ic
 from launchtui.analysis import record_idle as ri
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.limits import trace_limits
+from launchtui.analysis.graph_busy import busy_trace
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
@@ -138,7 +139,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     """(record, per-stream verdicts): the verdicts keep what JSON does not (the stall episodes,
     the blocked calls) for the TUI's marks."""
     shared = Shared(trace) if shared is None else shared
-    devs = ex.launch_devices(trace, sel.devices)
+    gpu = busy_trace(trace)   # graph-level replays' spans as ops: busy, as their nodes would be (§12.2)
+    devs = ex.launch_devices(gpu, sel.devices)
     doc: dict = {"schema": SCHEMA, "source": trace.source.to_json(),
                  "options": {"iter": opt.iter_name, "min_launches": opt.min_launches,
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
@@ -147,7 +149,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     graphs, unrecorded = graphs_facts(trace, sel)   # captures and replays (§12); None: the trace has none
     if graphs is not None and graphs["capture_line"]:   # mostly capture: its own page, no steady state
         return capture_record(doc, graphs), []
-    if not devs and not len(trace.ops):
+    if not devs and not len(gpu.ops):
         calls = cpu_busy.launch_calls(trace, sel.t0 if sel.t0 is not None else -2**62,
                                       sel.t1 if sel.t1 is not None else 2**62)
         if len(calls):   # launches recorded, GPU activity not (definitions.md §V11)
@@ -167,12 +169,12 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     primary = devices[0]
     # past the ranking only the judged device's calls are read; the others' go (20M: the peak)
     devs = {d: c if d == primary else c[:0] for d, c in devs.items()}
-    window = _device_window(trace, ex.device_ops(trace, primary), sel, devs[primary])
-    it = itr.find(trace, opt.iter_name, primary, window)
+    window = _device_window(gpu, ex.device_ops(gpu, primary), sel, devs[primary])
+    it = itr.find(gpu, opt.iter_name, primary, window)
     if sel.t0 is not None or sel.t1 is not None:
-        it = _iterations_inside(trace, it, window)
+        it = _iterations_inside(gpu, it, window)
     if it.heuristic and graphs is not None:   # a launch period never lies inside a capture (§12)
-        it = _outside_captures(trace, it, window, graphs)
+        it = _outside_captures(gpu, it, window, graphs)
     if capture_in_iterations(graphs, it.start, it.end):   # the steps are mostly capture (§12.1)
         return capture_record(doc, graphs), []
     # the top kernels first: the groups' per-launch arrays go before the gaps (5M peak)
@@ -182,7 +184,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                 "empty_reason": why or None, "near_misses": misses})
     sp = shared.spikes(WHOLE, opt.backpressure)
     cold = cold_start(trace, sp)
-    streams = _gpu_figures(trace, it, devs, doc, cold, table_api_ns, opt, sp)
+    streams = _gpu_figures(gpu, it, devs, doc, cold, table_api_ns, opt, sp)
     if graphs is not None:
         in_record(trace, graphs, unrecorded, it, primary, devs[primary])
         doc["graphs"] = graphs

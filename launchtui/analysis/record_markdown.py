@@ -35,6 +35,8 @@ def _idle_md(doc: dict, out: list[str]) -> None:
                + (f"; removing it: {g['realistic'][0]:.2f}–{g['realistic'][1]:.2f}×" if g["realistic"] else ""))
     if traced := (doc.get("limits") or {}).get("host_tracing"):
         out.append(f"Upper bounds: {traced['note']}.")
+    if level := (doc.get("limits") or {}).get("graph_level"):
+        out.append(f"GPU busy: {level['note']}.")
     lat = ib["latency"]
     out.append(f"Submission latency L = {lat['us']:g} µs ({lat['source']}, {lat['samples']:,} launches onto an idle stream)")
     for x in ib["excluded_iterations"]:

@@ -63,7 +63,8 @@ def read_nsys(trace: Trace, r) -> None:
 def read_graph_trace(trace: Trace, r) -> None:
     """Fill `trace.graph_spans` from `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (graph-level mode): one row per
     replay, joined to its graph-launch call on (correlationId, process). Rows without timing (start
-    and end 0: CUPTI did not collect it) are skipped and counted."""
+    and end 0: CUPTI did not collect it) are kept with start = end = 0: their replay is known, its
+    GPU time is not (analysis/graph_busy.py counts them, never as busy)."""
     table = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
     if not r.has(table):
         return
@@ -74,10 +75,8 @@ def read_graph_trace(trace: Trace, r) -> None:
     for k, c in (("dev", "deviceId"), ("stream", "streamId"), ("graph", "graphId"), ("pid", "globalPid")):
         exprs[k] = c if c in have else "NULL"
     got = r.ints(table, exprs)
-    timed = (got["end"] > got["start"]) & (got["start"] > 0)
-    if (~timed).any():
-        r.skipped[f"{table} rows without a GPU span (timing not collected)"] += int((~timed).sum())
-    got = {k: v[timed] for k, v in got.items()}
+    untimed = (got["end"] <= got["start"]) | (got["start"] <= 0)
+    got["start"], got["end"] = np.where(untimed, 0, got["start"]), np.where(untimed, 0, got["end"])
     order = np.lexsort((got["graph"], got["corr"], got["stream"], got["dev"], got["end"], got["start"]))
     got = {k: v[order] for k, v in got.items()}
     api = trace.api

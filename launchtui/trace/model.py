@@ -211,7 +211,8 @@ class StackFrames(_Columns):
 @dataclass
 class GraphSpans(_Columns):
     """Nsight graph-level replays (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, docs/definitions.md §12.2):
-    one row per graph launch with the replay's GPU span and no per-node ops. Sorted by start."""
+    one row per graph launch with the replay's GPU span and no per-node ops. Sorted by start; a row
+    whose timing CUPTI did not collect has start = end = 0 (its replay is known, its GPU time not)."""
     device: np.ndarray = col(np.int32)
     stream: np.ndarray = col(np.int64)
     start: np.ndarray = col(np.int64)

@@ -241,12 +241,13 @@ class IdleView:
 
     def _ending(self, op: int, cause: int | None) -> list[str]:
         """The op that ended the gap and its launch call; the phase and what the main cause means."""
+        from launchtui.analysis.graph_busy import busy_trace
         from launchtui.analysis.idle_lane import CAUSES, op_phase
         from launchtui.analysis.record_conclusion import CAUSE_WORDS
         from launchtui.trace.model import OP_KIND_NAMES
         from launchtui.tui.details import thread_label
         from launchtui.tui.format import fmt_duration as fd
-        tr = self.screen.loaded.trace
+        tr = busy_trace(self.screen.loaded.trace)   # the lane's op indices are this view's
         means = f"mostly {CAUSE_WORDS[CAUSES[cause]]}" if cause is not None else ""
         if op < 0:
             return ["no op ends this gap inside the trace", means]
