@@ -56,7 +56,8 @@ def test_one_recording_matches_every_replayed_kernel_by_node_id(files):
     pieces = [g for g in d["per_graph"] if g["first_op"] == "qkv_gemm"]
     assert sorted(g["captures"] for g in pieces) == [[2], [3], [4]]
     # lineage: 25 creations; 25 clones at instantiation plus the tail's 4 intermediate ones
-    assert et.source.extra["graph_nodes"] == {"creation_rows": 25, "clone_rows": 29, "calls_with_node": 25,
+    assert et.source.extra["graph_nodes"] == {"creation_rows": 25, "repeated_creation_rows": 0, "clone_rows": 29,
+                                              "calls_with_node": 25,
                                               "replayed_ops_with_node": 75, "unresolved": {}}
 
 
@@ -186,3 +187,23 @@ def test_record_and_api_say_how_many_matched_by_id(files, capsys):
             "(25 captured calls created a node).") in out
     df = launchtui.open(path, capture=path, use_cache=False).captured_from()
     assert len(df) == 75 and set(df["by"]) == {gj.BY_NODE_ID} and df.attrs["matched_share"] == 1.0
+
+
+def test_a_repeated_creation_row_never_moves_a_node(files, tmp_path):
+    """A later row with a captured node's id and no original (e.g. a lifecycle row of another kind)
+    inside another call: the earliest creation stands, the repeat is counted."""
+    import sqlite3
+    path, _, truth = files("nodes")
+    again = tmp_path / "again.sqlite"
+    again.write_bytes(path.read_bytes())
+    con = sqlite3.connect(again)
+    node, gtid = con.execute("SELECT graphNodeId, globalTid FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId "
+                             "IS NULL ORDER BY start LIMIT 1").fetchone()
+    start, end = con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start DESC LIMIT 1").fetchone()
+    con.execute("INSERT INTO CUDA_GRAPH_NODE_EVENTS (start, end, eventClass, globalTid, nameId, graphNodeId) "
+                "VALUES (?, ?, 0, ?, 1, ?)", ((start + end) // 2, (start + end) // 2, gtid, node))
+    con.commit()
+    con.close()
+    et, j = _join(again, again)
+    assert et.source.extra["graph_nodes"]["repeated_creation_rows"] == 1
+    assert _sources(j) == gnc.expected_sources(truth)

@@ -55,7 +55,11 @@ def read_nsys(trace: Trace, r) -> None:
     proc = _process(ev["gtid"])
     clone = ev["orig"] >= 0
     edges = (proc[clone], ev["node"][clone], ev["orig"][clone])
-    made = ~clone
+    made = np.flatnonzero(~clone)
+    # one creation per (process, node): a repeated row (any later lifecycle row) never overrides the first
+    made = made[np.lexsort((ev["start"][made], ev["node"][made], proc[made]))]
+    first = np.r_[True, (ev["node"][made][1:] != ev["node"][made][:-1]) | (proc[made][1:] != proc[made][:-1])]
+    repeated, made = int((~first).sum()), made[first]
     created = (proc[made], ev["node"][made])
     call = _creating_calls(trace, ev["gtid"][made], ev["start"][made])   # -1 outside any, -2 several
     trace.api_node = _api_nodes(trace, call, created[1], why)
@@ -76,7 +80,7 @@ def read_nsys(trace: Trace, r) -> None:
                 why[text] = int((state == code).sum())
         trace.op_node = np.where(op_node >= 0, root, -1)
     trace.source.extra["graph_nodes"] = {
-        "creation_rows": int(made.sum()), "clone_rows": int(clone.sum()),
+        "creation_rows": len(made), "repeated_creation_rows": repeated, "clone_rows": int(clone.sum()),
         "calls_with_node": int((trace.api_node >= 0).sum()) if len(trace.api_node) else 0,
         "replayed_ops_with_node": int((trace.op_node >= 0).sum()) if len(trace.op_node) else 0,
         "unresolved": dict(sorted(why.items()))}
