@@ -21,15 +21,7 @@ VLLM_CAPTURE = "kineto/mi300x_vllm_piecewise_graph_capture.pt.trace.json.gz"
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    out = {}
-
-    def get(name, shuffle=None, renumber=False):
-        key = (name, shuffle, renumber)
-        if key not in out:
-            d = tmp_path_factory.mktemp(f"{name}_{shuffle}_{renumber}")
-            out[key] = gjc.write(name, d, shuffle, renumber)
-        return out[key]
-    return get
+    return gjc.memo_writer(gjc.write, tmp_path_factory.mktemp)
 
 
 def _join(cap, ex):

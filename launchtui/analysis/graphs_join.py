@@ -5,8 +5,10 @@ the call named, the CPU op that made it, its range and its user call site).
 - *Captured side*: the captured launch calls of each capture (§12.1), in call order, with the
   kernel each one names (trace/launch_names.py: only ROCm's Kineto writes it on the call).
 - *Replayed side*: each replay's ops (§12.2) in GPU start order; its kernels are its node sequence.
-- *Match*: no trace read here records a node id on the capture side (Kineto's `graph id` / `graph
-  node id` and Nsight's `graphNodeId` are replay-side only), so a replay matches the captures whose
+- *Match by node id* (graphs_join_ids.py): in one Nsight recording with node lineage, each op whose
+  captured node was created inside a captured call pairs with it; a replay with any such op is done.
+- *Match by kernels*, for the other replays (Kineto never records a node on the capture side): a
+  replay matches the captures whose
   captured kernel sequence equals its kernel sequence, text for text; failing that, the same kernels
   in another order (a multi-stream graph: the k-th launch of a kernel pairs with its k-th run);
   a subsequence of a capture's kernels (a replay the file kept only part of, §12.3); and, only when
@@ -18,11 +20,12 @@ the call named, the CPU op that made it, its range and its user call site).
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from launchtui.analysis import graphs as gr
+from launchtui.analysis.graphs_join_ids import node_id_sources
 from launchtui.analysis import nvtx, sources
 from launchtui.analysis.select import WHOLE
 from launchtui.trace.launch_names import LaunchNames, read_launch_names
@@ -30,11 +33,14 @@ from launchtui.trace.model import OP_KERNEL, Trace
 
 BY_SEQUENCE, BY_SET, BY_COUNT = "kernel sequence", "kernel set", "node count"
 BY_SUBSEQUENCE = "kernel subsequence (nodes missing from the replay)"
+BY_NODE_ID = "graph node id"
 MATCHED = 0
-R_NOT_KERNEL, R_NO_CAPTURE, R_NO_COUNT = 1, 2, 3
+R_NOT_KERNEL, R_NO_CAPTURE, R_NO_COUNT, R_NODE_UNRESOLVED = 1, 2, 3, 4
 REASONS = {R_NOT_KERNEL: "copy or memset node (a captured copy names no kernel)",
            R_NO_CAPTURE: "no capture holds this replay's kernel sequence",
-           R_NO_COUNT: "no capture has this replay's node count (the capture trace names no kernel)"}
+           R_NO_COUNT: "no capture has this replay's node count (the capture trace names no kernel)",
+           R_NODE_UNRESOLVED: "its node id leads to no captured launch call, while other nodes of its replay do "
+                              "(node_ids.unresolved says why)"}
 
 
 @dataclass
@@ -66,6 +72,7 @@ class GraphJoin:
     matched_by: list        # per replay: BY_* or "" (unmatched)
     replay_capture: np.ndarray   # per replay: the capture it paired with, -1 none
     capture_path: str = ""       # the capture trace's path as given
+    node_ids: dict = field(default_factory=dict)   # the id rule's facts (graphs_join_ids.node_id_sources)
 
     def source_of_ops(self, n_ops: int) -> np.ndarray:
         """Per op of the execution trace: its row of `captured`, -1 none."""
@@ -202,12 +209,20 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
     keys = _Keys(cap, n_caps)
     reason = np.where(is_k, R_NO_CAPTURE if keys.named else R_NO_COUNT, R_NOT_KERNEL).astype(np.int8)
     fid = ops.full_name[idx]
+    by_id, ids = node_id_sources(exec_trace, cap_trace, cap.call, idx)
     text: dict = {}
     prev = -1
     by = [""] * len(rp)
     paired = np.full(len(rp), -1, np.int64)
-    for r in range(len(rp)):   # per replay: a tuple of its kernels' name ids
+    for r in range(len(rp)):   # per replay: its ops' node ids, else a tuple of its kernels' name ids
         a, b = int(heads[r]), int(heads[r + 1])
+        hit = np.flatnonzero(by_id[a:b] >= 0) + a
+        if len(hit):
+            reason[a:b][is_k[a:b]] = R_NODE_UNRESOLVED
+            source[hit], reason[hit] = by_id[hit], MATCHED
+            by[r] = BY_NODE_ID
+            paired[r] = prev = int(cap.capture[by_id[hit[0]]])
+            continue
         kid = tuple(fid[a:b][is_k[a:b]].tolist())
         if kid not in text:
             text[kid] = tuple(exec_trace.strings[i] for i in kid)
@@ -220,7 +235,7 @@ def join(exec_trace: Trace, cap_trace: Trace, names: LaunchNames | None = None) 
         source[kk] = int(cap.bounds[c]) + keys.positions(how, rk, c)
         reason[kk] = MATCHED
         by[r], paired[r] = how, c
-    return GraphJoin(idx, rep, node, source, reason, rp, cap, n_caps, by, paired, str(cap_trace.source.path))
+    return GraphJoin(idx, rep, node, source, reason, rp, cap, n_caps, by, paired, str(cap_trace.source.path), ids)
 
 
 def require_captures(trace: Trace, path) -> None:

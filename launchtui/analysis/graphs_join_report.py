@@ -105,7 +105,8 @@ def join_document(trace: Trace, j: GraphJoin) -> dict:
     used = {int(c) for c in j.replay_capture.tolist() if c >= 0}
     named = sum(k is not None for k in j.captured.kernel)
     return {"capture_trace": printable(j.capture_path),
-            "method": "kernel sequence: no capture-side record of graph or node ids is read (§12.6)",
+            "method": _method(j.node_ids),
+            "node_ids": j.node_ids,
             "captures": j.n_captures, "captured_launches": int(len(j.captured.call)),
             "captured_launches_named": int(named), "captures_matched": len(used),
             "replays": int(len(j.replays)), "matched_replays": int(sum(b != "" for b in j.matched_by)),
@@ -115,6 +116,21 @@ def join_document(trace: Trace, j: GraphJoin) -> dict:
             "matched_by": dict(sorted(by.items())),
             "unmatched": {REASONS[k]: n for k, n in sorted(why.items())},
             "per_graph": graphs, "kernels": _kernels(trace, j)}
+
+
+def _method(ids: dict) -> str:
+    if ids.get("used"):
+        return "graph node id, then kernel sequence for the replays without one (§12.6)"
+    return f"kernel sequence: node ids not used ({ids.get('why') or 'none read'}) (§12.6)"
+
+
+def ids_line(d: dict) -> str:
+    """'node ids: 75 of 75 replayed ops carry one, 75 matched by it' or why they were not used."""
+    ids = d.get("node_ids") or {}
+    if not ids.get("used"):
+        return f"node ids not used: {ids.get('why') or 'none read'}"
+    return (f"node ids: {ids['replayed_ops_with_id']:,} of {d['replayed_ops']:,} replayed ops carry one, "
+            f"{ids['matched_ops']:,} matched by it ({ids['captured_calls_with_id']:,} captured calls created a node)")
 
 
 def share_line(d: dict) -> str:
@@ -131,7 +147,9 @@ def render_join(d: dict, limit: int = TEXT_KERNEL_ROWS) -> list[str]:
            f"capture trace {Path(d['capture_trace']).name}: {d['captures']} captures, {d['captured_launches']:,} "
            f"captured launches ({d['captured_launches_named']:,} name their kernel); {d['captures_matched']} captures "
            "matched",
-           share_line(d)]
+           share_line(d), ids_line(d)]
+    for reason, n in (d.get("node_ids") or {}).get("unresolved", {}).items():
+        out.append(f"node ids unresolved: {n:,} {reason}")
     if not d["replays"]:
         out.append("no graph replay with a recorded op in this trace: nothing to label")
     for reason, n in d["unmatched"].items():
@@ -180,7 +198,8 @@ def join_markdown(d: dict) -> list[str]:
     """The record's section (`record --capture`): the share, then per graph what it was captured from."""
     out = ["## Captured from (`--capture`: capture ↔ replay join, definitions §12.6)", "",
            f"Capture trace `{Path(d['capture_trace']).name}`: {d['captures']} captures, "
-           f"{d['captured_launches']:,} captured launches. {share_line(d)[0].upper()}{share_line(d)[1:]}."]
+           f"{d['captured_launches']:,} captured launches. {share_line(d)[0].upper()}{share_line(d)[1:]}; "
+           f"{ids_line(d)}."]
     for reason, n in d["unmatched"].items():
         out.append(f"- unmatched: {n:,} ops: {reason}")
     if not d["per_graph"]:

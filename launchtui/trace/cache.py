@@ -65,6 +65,8 @@ def save(trace: Trace, dest: Path) -> None:
             arrays[f"{tname}.{f.name}"] = getattr(table, f.name)
     arrays["processes"] = trace.processes
     arrays["op_graph"] = trace.op_graph
+    arrays["op_node"] = trace.op_node
+    arrays["api_node"] = trace.api_node
     flatfile.write(dest, header, arrays)
 
 
@@ -100,6 +102,9 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     trace.op_graph = z["op_graph"]
     if len(trace.op_graph) not in (0, len(trace.ops)):
         raise ValueError("ragged graph ids")
+    trace.op_node, trace.api_node = z["op_node"], z["api_node"]
+    if len(trace.op_node) not in (0, len(trace.ops)) or len(trace.api_node) not in (0, len(trace.api)):
+        raise ValueError("ragged graph node ids")
     return trace
 
 

@@ -289,6 +289,11 @@ class Trace:
     # records no graph id at all (docs/definitions.md §12.2), so traces without graphs pay nothing
     op_graph: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     graph_spans: GraphSpans = field(default_factory=GraphSpans.empty)   # empty: none (graph-level mode only)
+    # Nsight graph node lineage (docs/definitions.md §12.6; trace/graph_nodes.py), ids per process:
+    # per GPU op, the captured (root) node id it ran, and per API call, the node id created inside
+    # it; -1 none; empty when the trace has no node table
+    op_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    api_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     # --- derived lookups -------------------------------------------------
     def device_ids(self) -> list[int]:

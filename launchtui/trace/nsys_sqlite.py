@@ -23,7 +23,7 @@ from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
 from launchtui.trace.registry import NSIGHT_MARKERS
-from launchtui.trace import graph_ids
+from launchtui.trace import graph_ids, graph_nodes
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, GpuOps, Overheads, Ranges,
                                    SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.grouping import dense_groups
@@ -350,6 +350,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     r.progress("joined", len(trace.ops))
     graph_ids.read_nsys(trace, r)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
     graph_ids.read_graph_trace(trace, r)   # graph-level replays' spans (§12.2)
+    graph_nodes.read_nsys(trace, r)   # node ids: replayed op -> captured call (§12.6)
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
     return trace
