@@ -36,6 +36,7 @@ class Loaded:
     options: Options = Options()    # what the marks were found with
     lanes_stored: bool = False      # lanes and marks came from beside the model (queries.TimelineLanes)
     graph_join: tuple | None = None  # --capture: (GraphJoin, source per op): tui/capture_view.py
+    read_cold: bool = False         # the model was read from the file (nothing stored beside it yet)
     _nvtx_summary: list | None = None
 
     def __post_init__(self) -> None:
@@ -137,7 +138,8 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
                     fit_window=window, bounds=(trace_window, extent),
                     clock_ns=clock_tick_ns(trace), spec=spec,
-                    session=session, options=options, lanes_stored=stored is not MISS)
+                    session=session, options=options, lanes_stored=stored is not MISS,
+                    read_cold=read_cold or session.entry is None)
     if read_cold and session.entry is not None:
         # a cold open holds the whole model in memory: swap the built lanes for their mapped copy
         # before the verdict and table add their temporaries (its peak)

@@ -30,6 +30,7 @@ from textual.widgets import Footer, Input, Static
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
+from launchtui.tui.fill_progress import FillProgress
 from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.idle_view import IdleView
@@ -49,6 +50,8 @@ MainScreen { layout: vertical; }
 MainScreen #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 MainScreen #details { height: 4; background: $boost; }
 MainScreen #stats { height: 1; color: $text-muted; }
+MainScreen #fill { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+MainScreen #fill.-done { display: none; }
 MainScreen #legend { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
 MainScreen.-short #legend { display: none; }
 MainScreen #verdict { height: auto; }
@@ -94,6 +97,7 @@ class MainScreen(Navigation, Details, Screen):
         self.idle = IdleView(self)
         self._legend_key = (False, None)
         self.highlight_label: str | None = None   # the call site whose launches are highlighted
+        self.fill = FillProgress()    # the first fill's stages (fill_progress.py, §T10)
 
     @property
     def device(self) -> int | None:
@@ -115,6 +119,8 @@ class MainScreen(Navigation, Details, Screen):
         yield self.details
         self.stats_line = TextPanel(id="stats")
         yield self.stats_line
+        self.fill_line = Static("", id="fill")
+        yield self.fill_line
         yield Vertical(id="verdict")
         self.table = KernelTable(id="table")
         self.source_table = SourceTable(id="sources")
@@ -152,11 +158,39 @@ class MainScreen(Navigation, Details, Screen):
         self.table_busy = True
         self.table_waits = True
         self.verdict.refresh()
+        if len(tr.ops) and ld.read_cold:     # the rows beside the record; their phase column after it (§T10)
+            self.run_worker(self._preview_table, thread=True, group="table-preview")
+        self.fill_landed("lanes" if not ld.lanes.pending else None)
+
+    def fill_landed(self, stage: str | None) -> None:
+        """A stage of the first fill landed: redraw the progress line, hidden once complete."""
+        if stage is not None and not self.fill.land(stage):
+            return
+        self.fill_line.update(self.fill.text())
+        self.fill_line.set_class(self.fill.complete, "-done")
+
+    def _preview_table(self) -> None:
+        """The first table's rows from the kernel groups, while the record computes (its phase
+        column needs the record's iterations: the table worker fills it after the verdict). The
+        groups and stats it leaves in the session are what that worker then reads."""
+        from launchtui.analysis.backpressure import Options
+        from launchtui.analysis.launches import small_kernel_table
+        from launchtui.session import KernelGroups, SelectionStats
+        from launchtui.tui.verdict import PHASE_PENDING
+        session, names, st, sel = self.loaded.session, self.name_mode, self.verdict.settings, self.selection
+        stats = session.get(SelectionStats(sel, Options()))
+        totals = session.get(KernelGroups(sel, names))
+        rows = small_kernel_table(session.trace, sel, min_launches=st.min_launches, max_avg_us=st.max_avg_us,
+                                  limit=0, names=names, groups=totals)
+        if len(session.trace.ranges):
+            rows = [dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in rows]
+        self.post_message(TableReady(0, rows, stats, sel, final=False))
 
     def lanes_ready(self, lanes, first: bool) -> None:
         """Draw from `lanes`: the same ones mapped from the cache, or (`first`) the lanes built
         after the view (the timeline showed a pending note until now)."""
         self.timeline.use_lanes(lanes, first=first)
+        self.fill_landed("lanes")
         if first:
             self.table.multi_device = self.device is None and len(lanes.devices) > 1
             self.update_details()
@@ -211,7 +245,9 @@ class MainScreen(Navigation, Details, Screen):
         self.table.set_rows(m.rows)
         self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
+        self.fill_landed("rows")
         if m.final:
+            self.fill_landed("phases")
             self.table_busy = False
             self.sources.selection_changed()
             self.idle.kick()
@@ -322,11 +358,18 @@ class MainScreen(Navigation, Details, Screen):
                 self.refresh_selection()
             self.update_stats()
             self.idle.request(m.result.doc)     # after the table worker, when one was just started
+            self.fill_landed("record")
+            self._idle_landed()
+
+    def _idle_landed(self) -> None:
+        if self.verdict.result is not None and not self.idle.busy:
+            self.fill_landed("idle")
 
     # ---- GPU idle by cause (definitions.md §T7) ----------------------------------------------------
     def on_idle_ready(self, m: IdleReady) -> None:
         if self.idle.ready(m):
             self.update_details()
+        self._idle_landed()
 
     def action_idle_cause(self, direction: int) -> None:
         self._idle_said(self.idle.cycle(direction))
