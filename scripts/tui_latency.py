@@ -95,42 +95,37 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
         # while the verdict and table still fill; complete: the table filled (its phase column too),
         # the verdict shown and the idle row done (definitions.md §T10). table_rows_s: the first
         # time the table shows rows; fill_stages_s: when each stage of the progress line landed.
-        stages: dict = {}
         fill_keys: list[float] = []
-        next_key, key_n = 0.0, 0
+        next_key, key_n, shown = None, 0, None
         while app.busy or any(w.group == "verdict" and not w.is_finished for w in app.workers):
             if app.error_message:
                 raise SystemExit(f"launchtui: {app.error_message}")
-            now = time.perf_counter()
             main = app.main if app.main is not None and app.main.is_mounted else None
-            if main is not None and "interactive_s" not in out and not app.loaded.lanes.pending:
-                n0 = len(frames)
-                while len(frames) == n0:
+            if main is not None and shown is None and "lanes" in main.fill.times:
+                shown = max(app.timings["loaded"], main.fill.times["lanes"])
+                while not frames or frames[-1] <= shown:
                     await asyncio.sleep(0.001)
-                out["interactive_s"] = round(frames[-1] - T_START, 3)
-                out["interactive_after_app_start_s"] = round(frames[-1] - t_app, 3)
                 next_key = time.perf_counter() + 0.2
-            if main is not None:
-                for st in main.fill.landed:
-                    stages.setdefault(st, round(now - T_START, 3))
-                if "table_rows_s" not in out and main.table.rows:
-                    out["table_rows_s"] = round(now - T_START, 3)
-                if "interactive_s" in out and now >= next_key:   # a key during the fill
-                    lat = await _key_latency(app, frames, "l" if key_n % 2 == 0 else "h")
-                    if lat is not None:
-                        fill_keys.append(lat)
-                    key_n += 1
-                    next_key = time.perf_counter() + 0.3
+            if main is not None and "table_rows_s" not in out and main.table.rows:
+                out["table_rows_s"] = round(time.perf_counter() - T_START, 3)
+            if next_key is not None and time.perf_counter() >= next_key:   # a key during the fill
+                lat = await _key_latency(app, frames, "l" if key_n % 2 == 0 else "h")
+                if lat is not None:
+                    fill_keys.append(lat)
+                key_n += 1
+                next_key = time.perf_counter() + 0.3
             await asyncio.sleep(0.005)
         n0 = len(frames)
         while len(frames) == n0:
             await asyncio.sleep(0.001)
-        for st in app.main.fill.landed:
-            stages.setdefault(st, round(time.perf_counter() - T_START, 3))
         out["complete_s"] = round(frames[-1] - T_START, 3)
         out["complete_after_app_start_s"] = round(frames[-1] - t_app, 3)
-        out.setdefault("interactive_s", out["complete_s"])
-        out["fill_stages_s"] = stages
+        # the first frame written after the view was pushed with its lanes drawn
+        shown = max(app.timings["loaded"], app.main.fill.times.get("lanes", app.timings["loaded"]))
+        first = next(f for f in frames if f > shown)
+        out["interactive_s"] = round(first - T_START, 3)
+        out["interactive_after_app_start_s"] = round(first - t_app, 3)
+        out["fill_stages_s"] = {k: round(v - T_START, 3) for k, v in app.main.fill.times.items()}
         out["keys_during_fill_first_repaint"] = summary(fill_keys)
         tr = app.loaded.trace
         out["gpu_ops"] = len(tr.ops)

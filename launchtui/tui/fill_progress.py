@@ -4,9 +4,12 @@ A cold open shows the timeline as soon as the model and its lanes exist; the cas
 idle by cause, graphs), the kernel table's rows, their phase column and the idle row then land one
 by one from their workers. This line names what is still being computed and the share of the
 stages done, and hides itself once every stage landed, so the complete screen is the same as
-one filled at once.
+one filled at once. The line shows only once the fill outlasts a short delay (main_screen), so a
+warm reopen, filled at once, never shows it.
 """
 from __future__ import annotations
+
+import time
 
 # (key, what the line calls it), in the order they usually land
 STAGES = (
@@ -24,12 +27,14 @@ class FillProgress:
 
     def __init__(self) -> None:
         self.landed: list[str] = []
+        self.times: dict[str, float] = {}    # stage -> time.perf_counter() when it landed
 
     def land(self, stage: str) -> bool:
         """Record `stage` as landed; True when that changed the line."""
         if stage not in LABEL or stage in self.landed:
             return False
         self.landed.append(stage)
+        self.times[stage] = time.perf_counter()
         return True
 
     @property

@@ -65,6 +65,7 @@ MainScreen #tables.-both > SourceTable { border-left: vkey $panel-lighten-2; }
 """
 
 
+FILL_LINE_DELAY = 0.3   # s: a fill that completes sooner (a warm reopen) never shows its progress line
 TABLE_COMPUTING = "(small-and-frequent kernels: computing…)"   # never "no data" while loading
 
 
@@ -98,6 +99,7 @@ class MainScreen(Navigation, Details, Screen):
         self._legend_key = (False, None)
         self.highlight_label: str | None = None   # the call site whose launches are highlighted
         self.fill = FillProgress()    # the first fill's stages (fill_progress.py, §T10)
+        self.fill_shown = False       # its progress line is up (after FILL_LINE_DELAY)
 
     @property
     def device(self) -> int | None:
@@ -119,7 +121,7 @@ class MainScreen(Navigation, Details, Screen):
         yield self.details
         self.stats_line = TextPanel(id="stats")
         yield self.stats_line
-        self.fill_line = Static("", id="fill")
+        self.fill_line = Static("", id="fill", classes="-done")
         yield self.fill_line
         yield Vertical(id="verdict")
         self.table = KernelTable(id="table")
@@ -161,13 +163,22 @@ class MainScreen(Navigation, Details, Screen):
         if len(tr.ops) and ld.read_cold:     # the rows beside the record; their phase column after it (§T10)
             self.run_worker(self._preview_table, thread=True, group="table-preview")
         self.fill_landed("lanes" if not ld.lanes.pending else None)
+        self.set_timer(FILL_LINE_DELAY, self._show_fill)
 
     def fill_landed(self, stage: str | None) -> None:
         """A stage of the first fill landed: redraw the progress line, hidden once complete."""
         if stage is not None and not self.fill.land(stage):
             return
-        self.fill_line.update(self.fill.text())
-        self.fill_line.set_class(self.fill.complete, "-done")
+        if self.fill.complete or self.fill_shown:
+            self.fill_line.update(self.fill.text())
+            self.fill_line.set_class(self.fill.complete, "-done")
+
+    def _show_fill(self) -> None:
+        """The fill outlasted FILL_LINE_DELAY: show its progress line (a quick fill never shows
+        it, and never changes the layout twice)."""
+        if not self.fill.complete:
+            self.fill_shown = True
+            self.fill_landed(None)
 
     def _preview_table(self) -> None:
         """The first table's rows from the kernel groups, while the record computes (its phase
