@@ -116,11 +116,11 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     elif defer_lanes and session.entry is not None and not session.fresh:
         lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
-        progress("building timeline lanes", len(trace.ops))
-        lanes = build_lanes_for(trace, options)
+        progress("building timeline lanes and finding backpressure", len(trace.ops))
+        lanes, marks = _lanes_beside_marks(session, options)
     t["lanes"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    if stored is MISS:
+    if stored is MISS and lanes.pending:
         progress("finding backpressure", len(trace.ops))
         marks = marks_for(session, options)
     nvtx.op_ranges(trace)
@@ -147,6 +147,17 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
         if mapped is not None:
             loaded.lanes = mapped
     return loaded
+
+
+def _lanes_beside_marks(session: Session, options: Options) -> tuple:
+    """(lanes, marks) of a trace read afresh, the marks found in a second thread while the lanes
+    are built: both are numpy passes over the index (asked before), which release the GIL in their
+    big operations, and the view waits for both (the cold open's time to interactive, §T10)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1, thread_name_prefix="marks") as pool:
+        marks = pool.submit(marks_for, session, options)
+        lanes = build_lanes_for(session.trace, options)
+        return lanes, marks.result()
 
 
 def build_pending_lanes(loaded: Loaded) -> Lanes:
