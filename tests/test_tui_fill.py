@@ -56,9 +56,9 @@ def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
             assert {r["nvtx_range"] for r in scr.table.rows} == {verdict.PHASE_PENDING}
             bare = lambda rs: [{k: v for k, v in r.items() if k not in ("nvtx_range", "nvtx_share")} for r in rs]  # noqa: E731
             assert bare(scr.table.rows) == bare(rows)
-            await _until(pilot, lambda: scr.fill_shown)      # shown once the fill outlasts its delay
-            assert not scr.fill_line.has_class("-done")
-            line = str(scr.fill_line.render())
+            await _until(pilot, lambda: scr.fill.shown)      # shown once the fill outlasts its delay
+            assert not scr.fill.line.has_class("-done")
+            line = str(scr.fill.line.render())
             assert "filling 2/5 (40%)" in line and "case record (verdict, idle by cause, graphs)" in line \
                 and "phase column" in line and "idle row" in line
             # keys work before the fill completes: the cursor moves, the view zooms
@@ -71,7 +71,7 @@ def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
             release.set()
             await wait_ready(app, pilot)
             assert scr.fill.landed == ["lanes", "rows", "record", "phases", "idle"]
-            assert scr.fill.complete and scr.fill_line.has_class("-done") and str(scr.fill_line.render()) == ""
+            assert scr.fill.complete and scr.fill.line.has_class("-done") and str(scr.fill.line.render()) == ""
             assert scr.verdict.result.doc == whole.doc
             assert scr.table.rows == rows
     try:

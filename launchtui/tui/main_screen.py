@@ -30,7 +30,7 @@ from textual.widgets import Footer, Input, Static
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
-from launchtui.tui.fill_progress import FillProgress
+from launchtui.tui.fill_progress import FillView
 from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.idle_view import IdleView
@@ -65,7 +65,6 @@ MainScreen #tables.-both > SourceTable { border-left: vkey $panel-lighten-2; }
 """
 
 
-FILL_LINE_DELAY = 0.3   # s: a fill that completes sooner (a warm reopen) never shows its progress line
 TABLE_COMPUTING = "(small-and-frequent kernels: computing…)"   # never "no data" while loading
 
 
@@ -98,8 +97,7 @@ class MainScreen(Navigation, Details, Screen):
         self.idle = IdleView(self)
         self._legend_key = (False, None)
         self.highlight_label: str | None = None   # the call site whose launches are highlighted
-        self.fill = FillProgress()    # the first fill's stages (fill_progress.py, §T10)
-        self.fill_shown = False       # its progress line is up (after FILL_LINE_DELAY)
+        self.fill = FillView(self)    # the first fill's stages and progress line (§T10)
 
     @property
     def device(self) -> int | None:
@@ -121,8 +119,7 @@ class MainScreen(Navigation, Details, Screen):
         yield self.details
         self.stats_line = TextPanel(id="stats")
         yield self.stats_line
-        self.fill_line = Static("", id="fill", classes="-done")
-        yield self.fill_line
+        yield self.fill.line
         yield Vertical(id="verdict")
         self.table = KernelTable(id="table")
         self.source_table = SourceTable(id="sources")
@@ -160,48 +157,13 @@ class MainScreen(Navigation, Details, Screen):
         self.table_busy = True
         self.table_waits = True
         self.verdict.refresh()
-        if len(tr.ops) and ld.read_cold:     # the rows beside the record; their phase column after it (§T10)
-            self.run_worker(self._preview_table, thread=True, group="table-preview")
-        self.fill_landed("lanes" if not ld.lanes.pending else None)
-        self.set_timer(FILL_LINE_DELAY, self._show_fill)
-
-    def fill_landed(self, stage: str | None) -> None:
-        """A stage of the first fill landed: redraw the progress line, hidden once complete."""
-        if stage is not None and not self.fill.land(stage):
-            return
-        if self.fill.complete or self.fill_shown:
-            self.fill_line.update(self.fill.text())
-            self.fill_line.set_class(self.fill.complete, "-done")
-
-    def _show_fill(self) -> None:
-        """The fill outlasted FILL_LINE_DELAY: show its progress line (a quick fill never shows
-        it, and never changes the layout twice)."""
-        if not self.fill.complete:
-            self.fill_shown = True
-            self.fill_landed(None)
-
-    def _preview_table(self) -> None:
-        """The first table's rows from the kernel groups, while the record computes (its phase
-        column needs the record's iterations: the table worker fills it after the verdict). The
-        groups and stats it leaves in the session are what that worker then reads."""
-        from launchtui.analysis.backpressure import Options
-        from launchtui.analysis.launches import small_kernel_table
-        from launchtui.session import KernelGroups, SelectionStats
-        from launchtui.tui.verdict import PHASE_PENDING
-        session, names, st, sel = self.loaded.session, self.name_mode, self.verdict.settings, self.selection
-        stats = session.get(SelectionStats(sel, Options()))
-        totals = session.get(KernelGroups(sel, names))
-        rows = small_kernel_table(session.trace, sel, min_launches=st.min_launches, max_avg_us=st.max_avg_us,
-                                  limit=0, names=names, groups=totals)
-        if len(session.trace.ranges):
-            rows = [dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in rows]
-        self.post_message(TableReady(0, rows, stats, sel, final=False))
+        self.fill.start()
 
     def lanes_ready(self, lanes, first: bool) -> None:
         """Draw from `lanes`: the same ones mapped from the cache, or (`first`) the lanes built
         after the view (the timeline showed a pending note until now)."""
         self.timeline.use_lanes(lanes, first=first)
-        self.fill_landed("lanes")
+        self.fill.landed_now("lanes")
         if first:
             self.table.multi_device = self.device is None and len(lanes.devices) > 1
             self.update_details()
@@ -256,9 +218,9 @@ class MainScreen(Navigation, Details, Screen):
         self.table.set_rows(m.rows)
         self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
-        self.fill_landed("rows")
+        self.fill.landed_now("rows")
         if m.final:
-            self.fill_landed("phases")
+            self.fill.landed_now("phases")
             self.table_busy = False
             self.sources.selection_changed()
             self.idle.kick()
@@ -369,18 +331,14 @@ class MainScreen(Navigation, Details, Screen):
                 self.refresh_selection()
             self.update_stats()
             self.idle.request(m.result.doc)     # after the table worker, when one was just started
-            self.fill_landed("record")
-            self._idle_landed()
-
-    def _idle_landed(self) -> None:
-        if self.verdict.result is not None and not self.idle.busy:
-            self.fill_landed("idle")
+            self.fill.landed_now("record")
+            self.fill.idle_check()
 
     # ---- GPU idle by cause (definitions.md §T7) ----------------------------------------------------
     def on_idle_ready(self, m: IdleReady) -> None:
         if self.idle.ready(m):
             self.update_details()
-        self._idle_landed()
+        self.fill.idle_check()
 
     def action_idle_cause(self, direction: int) -> None:
         self._idle_said(self.idle.cycle(direction))
