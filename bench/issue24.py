@@ -21,6 +21,13 @@ def _get(d, *keys):
     return d
 
 
+def _complete(f, mode: str):
+    """The TUI's complete_s (definitions.md §T10); interactive_s in results from before it, when
+    that meant the same."""
+    done = _get(f, "tui", mode, "complete_s")
+    return done if done is not None else _get(f, "tui", mode, "interactive_s")
+
+
 def _ratio(a, b, nd=2):
     return round(a / b, nd) if a is not None and b else None
 
@@ -53,10 +60,12 @@ def values(res: dict | None) -> dict:
     scan5 = _get(n5, "runs", "c_scan", "wall_s")
     tui5 = _get(n5, "tui", "cold", "interactive_s")
     out["Nsight 5M: cold TUI interactive ≤ 2.5× C scan"] = (_ratio(tui5, scan5), f"{tui5} s / {scan5} s")
+    done5 = _get(n5, "tui", "cold", "complete_s")
+    out["Nsight 5M: cold TUI complete / C scan (not a target)"] = (_ratio(done5, scan5), f"{done5} s / {scan5} s")
     for lb in WARM_SIZES:
-        w = _get(F.get(f"nsys_{lb}"), "tui", "warm", "interactive_s")
+        w = _complete(F.get(f"nsys_{lb}"), "warm")
         out[f"Nsight {lb.upper()}: warm TUI reopen ≤ 0.6 s"] = (w, "table filled, verdict and idle row shown")
-    ws = [_get(F.get(f"nsys_{lb}"), "tui", "warm", "interactive_s") for lb in ("200k", "1m", "5m")]
+    ws = [_complete(F.get(f"nsys_{lb}"), "warm") for lb in ("200k", "1m", "5m")]
     ws = [w for w in ws if w is not None]
     out["Nsight warm TUI reopen flat: 5M − 200k ≤ 0.1 s"] = (
         round(max(ws) - min(ws), 3) if len(ws) == 3 else None, ", ".join(str(w) for w in ws))

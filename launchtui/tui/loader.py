@@ -36,6 +36,7 @@ class Loaded:
     options: Options = Options()    # what the marks were found with
     lanes_stored: bool = False      # lanes and marks came from beside the model (queries.TimelineLanes)
     graph_join: tuple | None = None  # --capture: (GraphJoin, source per op): tui/capture_view.py
+    read_cold: bool = False         # the model was read from the file (nothing stored beside it yet)
     _nvtx_summary: list | None = None
 
     def __post_init__(self) -> None:
@@ -115,11 +116,11 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     elif defer_lanes and session.entry is not None and not session.fresh:
         lanes = Lanes(pending=True)     # the model came from the cache: built after the view
     else:
-        progress("building timeline lanes", len(trace.ops))
-        lanes = build_lanes_for(trace, options)
+        progress("building timeline lanes and finding backpressure", len(trace.ops))
+        lanes, marks = _lanes_beside_marks(session, options)
     t["lanes"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    if stored is MISS:
+    if stored is MISS and lanes.pending:
         progress("finding backpressure", len(trace.ops))
         marks = marks_for(session, options)
     nvtx.op_ranges(trace)
@@ -137,7 +138,8 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     loaded = Loaded(trace, lanes, marks, sel, device, hits, None, t,
                     fit_window=window, bounds=(trace_window, extent),
                     clock_ns=clock_tick_ns(trace), spec=spec,
-                    session=session, options=options, lanes_stored=stored is not MISS)
+                    session=session, options=options, lanes_stored=stored is not MISS,
+                    read_cold=read_cold or session.entry is None)
     if read_cold and session.entry is not None:
         # a cold open holds the whole model in memory: swap the built lanes for their mapped copy
         # before the verdict and table add their temporaries (its peak)
@@ -145,6 +147,17 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
         if mapped is not None:
             loaded.lanes = mapped
     return loaded
+
+
+def _lanes_beside_marks(session: Session, options: Options) -> tuple:
+    """(lanes, marks) of a trace read afresh, the marks found in a second thread while the lanes
+    are built: both are numpy passes over the index (asked before), which release the GIL in their
+    big operations, and the view waits for both (the cold open's time to interactive, §T10)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1, thread_name_prefix="marks") as pool:
+        marks = pool.submit(marks_for, session, options)
+        lanes = build_lanes_for(session.trace, options)
+        return lanes, marks.result()
 
 
 def build_pending_lanes(loaded: Loaded) -> Lanes:

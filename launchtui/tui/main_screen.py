@@ -30,6 +30,7 @@ from textual.widgets import Footer, Input, Static
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
 from launchtui.tui.export_flow import ExportFlow
+from launchtui.tui.fill_progress import FillView
 from launchtui.tui.format import fmt_duration
 from launchtui.tui.keys import MAIN_BINDINGS
 from launchtui.tui.idle_view import IdleView
@@ -49,6 +50,8 @@ MainScreen { layout: vertical; }
 MainScreen #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
 MainScreen #details { height: 4; background: $boost; }
 MainScreen #stats { height: 1; color: $text-muted; }
+MainScreen #fill { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+MainScreen #fill.-done { display: none; }
 MainScreen #legend { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
 MainScreen.-short #legend { display: none; }
 MainScreen #verdict { height: auto; }
@@ -94,6 +97,7 @@ class MainScreen(Navigation, Details, Screen):
         self.idle = IdleView(self)
         self._legend_key = (False, None)
         self.highlight_label: str | None = None   # the call site whose launches are highlighted
+        self.fill = FillView(self)    # the first fill's stages and progress line (§T10)
 
     @property
     def device(self) -> int | None:
@@ -115,6 +119,7 @@ class MainScreen(Navigation, Details, Screen):
         yield self.details
         self.stats_line = TextPanel(id="stats")
         yield self.stats_line
+        yield self.fill.line
         yield Vertical(id="verdict")
         self.table = KernelTable(id="table")
         self.source_table = SourceTable(id="sources")
@@ -152,11 +157,13 @@ class MainScreen(Navigation, Details, Screen):
         self.table_busy = True
         self.table_waits = True
         self.verdict.refresh()
+        self.fill.start()
 
     def lanes_ready(self, lanes, first: bool) -> None:
         """Draw from `lanes`: the same ones mapped from the cache, or (`first`) the lanes built
         after the view (the timeline showed a pending note until now)."""
         self.timeline.use_lanes(lanes, first=first)
+        self.fill.landed_now("lanes")
         if first:
             self.table.multi_device = self.device is None and len(lanes.devices) > 1
             self.update_details()
@@ -211,7 +218,9 @@ class MainScreen(Navigation, Details, Screen):
         self.table.set_rows(m.rows)
         self.verdict.panel.relayout()   # it may wrap into the rows the table leaves blank
         self.update_stats()
+        self.fill.landed_now("rows")
         if m.final:
+            self.fill.landed_now("phases")
             self.table_busy = False
             self.sources.selection_changed()
             self.idle.kick()
@@ -322,11 +331,14 @@ class MainScreen(Navigation, Details, Screen):
                 self.refresh_selection()
             self.update_stats()
             self.idle.request(m.result.doc)     # after the table worker, when one was just started
+            self.fill.landed_now("record")
+            self.fill.idle_check()
 
     # ---- GPU idle by cause (definitions.md §T7) ----------------------------------------------------
     def on_idle_ready(self, m: IdleReady) -> None:
         if self.idle.ready(m):
             self.update_details()
+        self.fill.idle_check()
 
     def action_idle_cause(self, direction: int) -> None:
         self._idle_said(self.idle.cycle(direction))

@@ -1,0 +1,90 @@
+"""The first fill of the main view is progressive (definitions.md §T10): the timeline works while
+the case record is computed, a progress line names the stages still running, the table's rows
+show before the record, and once everything landed the line is gone and the verdict and table are
+those of a fill done at once. The record's worker is held on an event, so nothing here depends on
+timing."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tui_helpers import make_app, run, wait_ready
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from fixtures.synth import simulate, write_nsys_sqlite
+    return write_nsys_sqlite(simulate(), tmp_path_factory.mktemp("fill") / "synth.sqlite", variant="modern")
+
+
+async def _until(pilot, cond, rounds: int = 4000) -> None:
+    for _ in range(rounds):
+        if cond():
+            return
+        await pilot.pause(0.005)
+    raise AssertionError("condition not reached")
+
+
+def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
+    from launchtui.analysis.select import WHOLE
+    from launchtui.session import Session
+    from launchtui.trace.load import open_trace
+    from launchtui.tui import verdict, verdict_panel
+    trace = open_trace(synth, use_cache=False)
+    settings = verdict.VerdictSettings()
+    whole = verdict.compute(Session(trace), None, settings, 1)      # a fill done at once
+    it = whole.doc.get("iterations") or {}
+    rows = verdict.table_rows(trace, WHOLE, "short", settings, int(it.get("base_depth", 0)),
+                              list(zip(it.get("starts_ns", []), it.get("ends_ns", []))))
+    release = threading.Event()
+    real = verdict_panel.compute
+
+    def held(*a, **kw):
+        assert release.wait(30), "the test never released the record"
+        return real(*a, **kw)
+    monkeypatch.setattr(verdict_panel, "compute", held)
+
+    async def go():
+        app = make_app(synth)       # read from the file, nothing cached (no_cache)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: app.main is not None and app.main.is_mounted
+                         and len(app.main.table.rows) > 0)
+            scr = app.main
+            # the record is held: the rows came from the preview, their phases pending
+            assert scr.verdict.result is None and app.busy
+            assert {r["nvtx_range"] for r in scr.table.rows} == {verdict.PHASE_PENDING}
+            bare = lambda rs: [{k: v for k, v in r.items() if k not in ("nvtx_range", "nvtx_share")} for r in rs]  # noqa: E731
+            assert bare(scr.table.rows) == bare(rows)
+            await _until(pilot, lambda: scr.fill.shown)      # shown once the fill outlasts its delay
+            assert not scr.fill.line.has_class("-done")
+            line = str(scr.fill.line.render())
+            assert "filling 2/5 (40%)" in line and "case record (verdict, idle by cause, graphs)" in line \
+                and "phase column" in line and "idle row" in line
+            # keys work before the fill completes: the cursor moves, the view zooms
+            tl = scr.timeline
+            cursor, ns = tl.view.cursor, tl.view.ns_per_col
+            await pilot.press("l")
+            await pilot.press("plus")
+            assert tl.view.cursor > cursor and tl.view.ns_per_col < ns
+            assert scr.verdict.result is None
+            release.set()
+            await wait_ready(app, pilot)
+            assert scr.fill.landed == ["lanes", "rows", "record", "phases", "idle"]
+            assert scr.fill.complete and scr.fill.line.has_class("-done") and str(scr.fill.line.render()) == ""
+            assert scr.verdict.result.doc == whole.doc
+            assert scr.table.rows == rows
+    try:
+        run(go())
+    finally:
+        release.set()
+
+
+def test_progress_line_text():
+    from launchtui.tui.fill_progress import STAGES, FillProgress
+    f = FillProgress()
+    assert f.text().startswith(" filling 0/5 (0%): computing timeline lanes; then case record")
+    assert f.land("lanes") and not f.land("lanes") and not f.land("nonsense")
+    for key, _ in STAGES[1:]:
+        f.land(key)
+    assert f.complete and f.share == 1.0 and f.text() == ""
