@@ -12,7 +12,7 @@ from launchtui.paths import cache_dir
 
 # Bumped whenever a reader's model changes, so no cached model from older code is used (the
 # versions' history is in the commit log).
-FORMAT_VERSION = 19
+FORMAT_VERSION = 20
 MODEL_SUFFIX = ".model"
 STALE_TMP_S = 3600  # a temporary this old belongs to a save that was killed
 
