@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-<<<<<<< HEAD
-from launchtui.trace.arrays import unique_sorted
-=======
 from launchtui.analysis.graph_busy import span_limits
->>>>>>> gspan
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.registry import FACT_CALL_NUMBERING
 
