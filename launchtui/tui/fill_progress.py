@@ -1,4 +1,4 @@
-"""The progress line of the main view's first fill (docs/definitions.md §T12).
+"""The progress line of the main view's first fill (docs/definitions.md §T10).
 
 A cold open shows the timeline as soon as the model and its lanes exist; the case record (verdict,
 idle by cause, graphs), the kernel table's rows, their phase column and the idle row then land one
@@ -104,16 +104,11 @@ class FillView(FillProgress):
         column needs the record's iterations: the table worker fills it after the verdict). The
         groups and stats it leaves in the session are what that worker then reads."""
         from launchtui.analysis.backpressure import Options
-        from launchtui.analysis.launches import small_kernel_table
         from launchtui.session import KernelGroups, SelectionStats
         from launchtui.tui.messages import TableReady
-        from launchtui.tui.verdict import PHASE_PENDING
+        from launchtui.tui.verdict import preview_rows
         scr = self.screen
-        session, names, st, sel = scr.loaded.session, scr.name_mode, scr.verdict.settings, scr.selection
+        session, names, sel = scr.loaded.session, scr.name_mode, scr.selection
         stats = session.get(SelectionStats(sel, Options()))
-        totals = session.get(KernelGroups(sel, names))
-        rows = small_kernel_table(session.trace, sel, min_launches=st.min_launches, max_avg_us=st.max_avg_us,
-                                  limit=0, names=names, groups=totals)
-        if len(session.trace.ranges):
-            rows = [dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in rows]
+        rows = preview_rows(session.trace, sel, names, scr.verdict.settings, session.get(KernelGroups(sel, names)))
         scr.post_message(TableReady(0, rows, stats, sel, final=False))

@@ -74,6 +74,15 @@ def compute(session, device, settings: VerdictSettings, gen: int) -> VerdictResu
     return VerdictResult(gen, doc, np.asarray(starts + ends[-1:], np.int64), list(zip(starts, ends)), stalls)
 
 
+def preview_rows(trace, sel, names: str, settings: VerdictSettings, totals) -> list[dict]:
+    """The table's rows from kernel-group totals (launches.group_totals) before their phases: the
+    phase column reads PHASE_PENDING where the trace has ranges to attribute."""
+    from launchtui.analysis.launches import small_kernel_table
+    rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
+                              limit=0, names=names, groups=totals)
+    return [dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in rows] if len(trace.ranges) else rows
+
+
 def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: int = 0, spans=(),
                shown=None, totals=None) -> list[dict]:
     """Every qualifying small-kernel row (no limit) at the thresholds, with its most common phase
@@ -84,10 +93,9 @@ def table_rows(trace, sel, names: str, settings: VerdictSettings, base_depth: in
     from launchtui.analysis.launches import launches_of, ranked_groups, small_kernel_table
     from launchtui.analysis.phases import attributed_phase_keys, group_phases, main_thread
     if shown is not None and totals is not None and len(trace.ranges):
-        early = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
-                                   limit=0, names=names, groups=totals)
+        early = preview_rows(trace, sel, names, settings, totals)
         if early:
-            shown([dict(r, nvtx_range=PHASE_PENDING, nvtx_share=0.0) for r in early])
+            shown(early)
             shown = None
     gr = _with_launches(trace, sel, names, totals)     # once: the rows, then their phases
     rows = small_kernel_table(trace, sel, min_launches=settings.min_launches, max_avg_us=settings.max_avg_us,
