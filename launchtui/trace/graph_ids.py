@@ -38,6 +38,13 @@ def match_rows(a: tuple, b: tuple) -> np.ndarray:
     return out
 
 
+def graph_launch_ops(trace: Trace) -> np.ndarray:
+    """Indices of the ops joined to a graph-launch call: the only ones that can be graph nodes."""
+    ops = trace.ops
+    cand = np.flatnonzero(ops.api >= 0)
+    return cand[trace.api.kind[ops.api[cand]] == API_GRAPH_LAUNCH]
+
+
 def read_nsys(trace: Trace, r) -> None:
     """Fill `trace.op_graph` from the kernel table's `graphId` (node mode), when the trace holds a
     graph launch and the column exists; 0 and NULL read as none."""
@@ -51,9 +58,7 @@ def read_nsys(trace: Trace, r) -> None:
     if not len(got["start"]):
         return
     ops = trace.ops
-    # only ops joined to a graph launch can be graph nodes: match those few, not every op
-    cand = np.flatnonzero(ops.api >= 0)
-    cand = cand[trace.api.kind[ops.api[cand]] == API_GRAPH_LAUNCH]
+    cand = graph_launch_ops(trace)   # match those few, not every op
     k = match_rows((ops.start[cand], ops.corr[cand], ops.device[cand]), (got["start"], got["corr"], got["dev"]))
     if (k >= 0).any():
         trace.op_graph = np.full(len(ops), -1, np.int64)

@@ -22,8 +22,8 @@ from collections import Counter
 
 import numpy as np
 
-from launchtui.trace.graph_ids import match_rows
-from launchtui.trace.model import API_GRAPH_LAUNCH, Trace
+from launchtui.trace.graph_ids import graph_launch_ops, match_rows
+from launchtui.trace.model import Trace
 
 # the node table; up to Nsight 2022.4 the node rows were in CUDA_GRAPH_EVENTS (same columns)
 TABLES = ("CUDA_GRAPH_NODE_EVENTS", "CUDA_GRAPH_EVENTS")
@@ -130,8 +130,7 @@ def _replayed_nodes(trace: Trace, r) -> tuple[np.ndarray, np.ndarray]:
     """(process key, exec node id) per op of the model, node -1 where the op has none; empty when no
     op of a graph launch carries one."""
     ops = trace.ops
-    cand = np.flatnonzero(ops.api >= 0)
-    cand = cand[trace.api.kind[ops.api[cand]] == API_GRAPH_LAUNCH]
+    cand = graph_launch_ops(trace)
     if not len(cand):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     parts = [r.ints(t, {"start": "start", "corr": "correlationId", "dev": "deviceId", "node": "graphNodeId"},
