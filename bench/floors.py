@@ -77,6 +77,16 @@ def sqlite_numpy(path: Path) -> dict:
     return {"rows": counts}
 
 
+def row_counts(path: Path) -> dict:
+    """Rows of each read table (with the same filters): the file's events, without fetching them."""
+    con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    try:
+        return {t: int(con.execute(f'SELECT count(*) FROM "{t}"' + (f" WHERE {w}" if w else "")).fetchone()[0])
+                for t, (w, _cols) in ((t, NSYS_COLUMNS[t]) for t in present_tables(path))}
+    finally:
+        con.close()
+
+
 def _read(path: Path) -> bytes:
     data = path.read_bytes()
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
