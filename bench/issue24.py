@@ -11,6 +11,7 @@ from pathlib import Path
 
 GATE = 1.20          # cold `report` 1M / C scan may grow at most this much against the previous pass
 WARM_SIZES = ("200k", "1m", "5m", "20m")
+TARGET_WARM_SIZES = ("200k", "1m", "5m")
 
 
 def _get(d, *keys):
@@ -64,7 +65,11 @@ def values(res: dict | None) -> dict:
     out["Nsight 5M: cold TUI complete / C scan (not a target)"] = (_ratio(done5, scan5), f"{done5} s / {scan5} s")
     for lb in WARM_SIZES:
         w = _complete(F.get(f"nsys_{lb}"), "warm")
-        out[f"Nsight {lb.upper()}: warm TUI reopen ≤ 0.6 s"] = (w, "table filled, verdict and idle row shown")
+        if lb in TARGET_WARM_SIZES:
+            out[f"Nsight {lb.upper()}: warm TUI reopen ≤ 0.6 s"] = (w, "table filled, verdict and idle row shown")
+        else:   # the issue bounds the reopen up to 5M; past that the default 2 GB cache may not hold it all
+            out[f"Nsight {lb.upper()}: warm TUI reopen, s (not a target)"] = (
+                w, "with the default cache limit (LAUNCHTUI_CACHE_MAX_MB 2048): what the cache holds is reused")
     ws = [_complete(F.get(f"nsys_{lb}"), "warm") for lb in ("200k", "1m", "5m")]
     ws = [w for w in ws if w is not None]
     out["Nsight warm TUI reopen flat: 5M − 200k ≤ 0.1 s"] = (
@@ -110,7 +115,8 @@ def rows(res: dict, previous: dict | None) -> list[dict]:
     now, before = values(res), values(previous)
     out = []
     for target, (v, detail) in now.items():
-        status = "pending" if v is None else ("met" if _ok(target, v, detail) else "missed")
+        status = ("pending" if v is None else "measured" if "not a target" in target
+                  else "met" if _ok(target, v, detail) else "missed")
         out.append({"target": target, "measured": v, "previous": (before.get(target) or (None,))[0],
                     "status": status, "detail": detail if v is not None else "not measured in this run"})
     return out

@@ -41,6 +41,19 @@ def test_rows_show_the_previous_figure_and_judge_the_target():
     assert rows["Nsight 20M: cold TUI peak RSS ≤ 6 GiB (MiB)"]["status"] == "pending"
 
 
+def test_figures_that_are_not_targets_are_measured_never_met_or_missed():
+    now = run(1.6, 1.0)
+    now["files"]["nsys_5m"] = {"runs": {"c_scan": {"wall_s": 2.0}},
+                               "tui": {"cold": {"interactive_s": 4.0, "complete_s": 14.0}}}
+    now["files"]["nsys_20m"] = {"tui": {"warm": {"complete_s": 16.0}}}
+    rows = {r["target"]: r for r in issue24.rows(now, None)}
+    assert rows["Nsight 5M: cold TUI interactive ≤ 2.5× C scan"]["status"] == "met"
+    done = rows["Nsight 5M: cold TUI complete / C scan (not a target)"]
+    assert (done["measured"], done["status"]) == (7.0, "measured")
+    w20 = rows["Nsight 20M: warm TUI reopen, s (not a target)"]
+    assert (w20["measured"], w20["status"]) == (16.0, "measured")
+
+
 def test_gate_across_cpus_is_not_checked_and_says_so_loudly():
     prev, now = run(2.0, 1.0), run(5.0, 1.0)
     prev["machine"], now["machine"] = {"cpu_model": "Intel(R) Xeon(R) Processor"}, {"cpu_model": "AMD EPYC"}
