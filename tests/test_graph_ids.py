@@ -79,6 +79,48 @@ def test_without_graph_launch_nothing_is_read(tmp_path):
     assert len(open_trace(p, use_cache=False).op_graph) == 0
 
 
+def _scans(monkeypatch) -> list:
+    """(table, output names) of every column fetch the Nsight reader runs from now on."""
+    from launchtui.trace import nsys_sqlite
+    seen, fetch = [], nsys_sqlite.fetch_int_columns
+
+    def counting(con, table, exprs, *args, **kw):
+        seen.append((table, tuple(exprs)))
+        return fetch(con, table, exprs, *args, **kw)
+    monkeypatch.setattr(nsys_sqlite, "fetch_int_columns", counting)
+    return seen
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_graph_and_node_ids_come_from_the_one_gpu_scan(tmp_path, monkeypatch, native):
+    """Node mode: graphId and graphNodeId are read by the GPU-op tables' own scan (each table
+    scanned once), with either column reader, and every replayed kernel gets its graph."""
+    monkeypatch.setenv("LAUNCHTUI_NATIVE_READER", native)
+    w, p = _write(tmp_path, "nsys", graph_replays=REPLAYS)
+    seen = _scans(monkeypatch)
+    trace = open_trace(p, use_cache=False)
+    gpu = [t for t, _ in seen if t.startswith(("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEM"))]
+    assert sorted(gpu) == sorted(set(gpu)) and "CUPTI_ACTIVITY_KIND_KERNEL" in gpu
+    assert all({"graph", "node"} <= set(names) for t, names in seen if t in gpu)
+    g = np.asarray(w.ops["graph_id"])
+    assert (trace.op_graph >= 0).sum() == (g >= 0).sum() == 20 * REPLAYS
+    assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {1}
+
+
+def test_without_a_graph_launch_name_the_scan_skips_graph_columns(tmp_path, monkeypatch):
+    """No StringIds text names a graph launch: the GPU scan reads no graph column, no op has one."""
+    import sqlite3
+    _, p = _write(tmp_path, "nsys", graph_replays=0)
+    with sqlite3.connect(p) as con:   # the generator writes every API name; Nsight only those used
+        assert con.execute("UPDATE StringIds SET value = 'unused' WHERE value LIKE '%GraphLaunch%'").rowcount == 1
+    con.close()
+    seen = _scans(monkeypatch)
+    trace = open_trace(p, use_cache=False)
+    kernel = [names for t, names in seen if t == "CUPTI_ACTIVITY_KIND_KERNEL"]
+    assert len(kernel) == 1 and "graph" not in kernel[0] and "node" not in kernel[0]
+    assert len(trace.op_graph) == 0 and len(trace.op_node) == 0
+
+
 def test_match_rows_pairs_equal_keys_only():
     a = (np.array([5, 1, 3, 3, 9]), np.array([1, 1, 2, 4, 0]))
     b = (np.array([3, 1, 3, 7]), np.array([4, 1, 2, 0]))

@@ -2,10 +2,11 @@
 replayed GPU op came from, and, when Nsight traced graphs whole, each replay's GPU span.
 
 Nsight node mode (`--cuda-graph-trace=node`) writes `graphId` on kernel rows (from Nsight 2025.5.2);
-memcpy and memset rows carry `graphNodeId` only, so they stay without a graph. The ids are read by
-one small query after the model is built, only when the trace holds a graph-launch call, and
-matched to the model's ops on (start, correlation id, device), the keys the model keeps: a trace
-without graphs pays nothing and the column reader is left alone.
+memcpy and memset rows carry `graphNodeId` only, so they stay without a graph. Both columns are
+read by the GPU-op tables' one scan (`scan_exprs`), and only their few set rows are kept
+(`replay_rows`), matched after the model is built to its ops on (start, correlation id, device),
+the keys the model keeps. The scan reads them only when a StringIds text can name a graph launch
+(`may_launch_graphs`): a trace without graphs pays nothing.
 """
 from __future__ import annotations
 
@@ -38,6 +39,43 @@ def match_rows(a: tuple, b: tuple) -> np.ndarray:
     return out
 
 
+# what every graph-launch name of names.api_kind holds (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch)
+LAUNCH_NAME_PART = "GraphLaunch"
+
+
+def may_launch_graphs(con, strings_table: str | None) -> bool:
+    """False only when no text in StringIds (`strings_table`, None when absent) can name a graph
+    launch, so that no API call is one (names.api_kind; LIKE is the looser, case-blind test)."""
+    if strings_table is None:
+        return False
+    return con.execute(f'SELECT 1 FROM "{strings_table}" WHERE value LIKE ? LIMIT 1',
+                       (f"%{LAUNCH_NAME_PART}%",)).fetchone() is not None
+
+
+def scan_exprs(columns: set[str], kernel: bool) -> dict[str, str]:
+    """The outputs a GPU-op table's scan adds for the graph ids: `graph` (graphId, kernels only)
+    and `node` (graphNodeId); NULL (read as -1) where the table lacks the column."""
+    return {"graph": "graphId" if kernel and "graphId" in columns else "NULL",
+            "node": "graphNodeId" if "graphNodeId" in columns else "NULL"}
+
+
+def replay_rows(cols: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """Pop the scan's `graph` and `node` columns from the GPU-op columns `cols` (start, corr,
+    device: every table's rows, in the tables' and rowids' order) and keep only their set rows'
+    keys and ids: {"graph": rows with graphId > 0 (0 and NULL: none), "node": rows with a
+    graphNodeId} (ids are never negative: a negative one would read as NULL)."""
+    graph, node = cols.pop("graph"), cols.pop("node")
+    out = {}
+    for name, ids, rows in (("graph", graph, np.flatnonzero(graph > 0)), ("node", node, np.flatnonzero(node >= 0))):
+        out[name] = {"start": cols["start"][rows], "corr": cols["corr"][rows],
+                     "dev": cols["device"][rows].astype(np.int64), name: ids[rows]}
+    return out
+
+
+NO_REPLAY_ROWS = {k: {"start": np.zeros(0, np.int64), "corr": np.zeros(0, np.int64),
+                      "dev": np.zeros(0, np.int64), k: np.zeros(0, np.int64)} for k in ("graph", "node")}
+
+
 def graph_launch_ops(trace: Trace) -> np.ndarray:
     """Indices of the ops joined to a graph-launch call: the only ones that can be graph nodes."""
     ops = trace.ops
@@ -45,17 +83,11 @@ def graph_launch_ops(trace: Trace) -> np.ndarray:
     return cand[trace.api.kind[ops.api[cand]] == API_GRAPH_LAUNCH]
 
 
-def read_nsys(trace: Trace, r) -> None:
-    """Fill `trace.op_graph` from the kernel table's `graphId` (node mode), when the trace holds a
-    graph launch and the column exists; 0 and NULL read as none."""
-    table = "CUPTI_ACTIVITY_KIND_KERNEL"
-    if not len(trace.ops) or not r.has(table) or "graphId" not in r.colset(table):
-        return
-    if not (trace.api.kind == API_GRAPH_LAUNCH).any():
-        return
-    got = r.ints(table, {"start": "start", "corr": "correlationId", "dev": "deviceId", "graph": "graphId"},
-                 where="graphId IS NOT NULL AND graphId > 0")
-    if not len(got["start"]):
+def read_nsys(trace: Trace, rows: dict[str, dict[str, np.ndarray]]) -> None:
+    """Fill `trace.op_graph` from the kernel rows' `graphId` (node mode; `rows`: replay_rows), when
+    the trace holds a graph launch; 0 and NULL read as none."""
+    got = rows["graph"]
+    if not len(trace.ops) or not len(got["start"]) or not (trace.api.kind == API_GRAPH_LAUNCH).any():
         return
     ops = trace.ops
     cand = graph_launch_ops(trace)   # match those few, not every op

@@ -6,15 +6,15 @@ capture ↔ replay join can pair them by id.
   creating thread, inside the call that created it (a captured `cudaLaunchKernel`); a row with it set
   is a clone (instantiation copies every node into the executable graph), `graphNodeId` the copy.
   A clone of a clone is followed to its root: the node the capture created.
-- A replayed op's node: `graphNodeId` on its kernel / memcpy / memset row (node mode), matched to
-  the model's ops on (start, correlation id, device), only for ops of a graph launch.
+- A replayed op's node: `graphNodeId` on its kernel / memcpy / memset row (node mode, read by the
+  GPU-op tables' scan: graph_ids.replay_rows), matched to the model's ops on (start, correlation
+  id, device), only for ops of a graph launch.
 - Node ids count per process: every lookup is keyed by (process, id). A creation row maps to the
   one API call on its thread whose [start, end] holds its instant (searchsorted per thread).
 
 One query of the node table, read only when it exists (Nsight writes it only for traces with
 graphs; up to 2022.4 its rows were in `CUDA_GRAPH_EVENTS`, taken when that table has the node
-columns), and one of the GPU-op tables' `graphNodeId` when an op of a graph launch exists; what does
-not resolve is counted by reason in `source.extra["graph_nodes"]`.
+columns); what does not resolve is counted by reason in `source.extra["graph_nodes"]`.
 """
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from launchtui.trace.model import Trace
 # the node table; up to Nsight 2022.4 the node rows were in CUDA_GRAPH_EVENTS (same columns)
 TABLES = ("CUDA_GRAPH_NODE_EVENTS", "CUDA_GRAPH_EVENTS")
 NODE_COLUMNS = {"graphNodeId", "originalGraphNodeId", "globalTid", "start"}
-OP_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 PID_BITS = 24                # Nsight globalTid = globalPid | tid (the low 24 bits)
 MAX_CHAIN = 64               # clone hops followed before a chain counts as not ending
 U_NO_CREATION = "replayed ops whose node has no creation row (nor a clone chain leading to one)"
@@ -43,8 +42,9 @@ def _process(gtid: np.ndarray) -> np.ndarray:
     return gtid & ~np.int64((1 << PID_BITS) - 1)
 
 
-def read_nsys(trace: Trace, r) -> None:
-    """Fill `trace.op_node` and `trace.api_node` when the trace has the node table."""
+def read_nsys(trace: Trace, r, replayed: dict[str, np.ndarray]) -> None:
+    """Fill `trace.op_node` and `trace.api_node` when the trace has the node table; `replayed`:
+    the GPU-op rows carrying a graphNodeId (graph_ids.replay_rows()["node"])."""
     table = next((t for t in TABLES if r.has(t) and NODE_COLUMNS <= r.colset(t)), None)
     if table is None:
         return
@@ -63,7 +63,7 @@ def read_nsys(trace: Trace, r) -> None:
     created = (proc[made], ev["node"][made])
     call = _creating_calls(trace, ev["gtid"][made], ev["start"][made])   # -1 outside any, -2 several
     trace.api_node = _api_nodes(trace, call, created[1], why)
-    op_proc, op_node = _replayed_nodes(trace, r)
+    op_proc, op_node = _replayed_nodes(trace, replayed)
     if len(op_node):
         # per distinct (process, exec node): a graph's nodes replay many times, resolve each once
         have = np.flatnonzero(op_node >= 0)
@@ -126,19 +126,13 @@ def _api_nodes(trace: Trace, call: np.ndarray, node: np.ndarray, why: Counter) -
     return out
 
 
-def _replayed_nodes(trace: Trace, r) -> tuple[np.ndarray, np.ndarray]:
+def _replayed_nodes(trace: Trace, got: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(process key, exec node id) per op of the model, node -1 where the op has none; empty when no
-    op of a graph launch carries one."""
+    op of a graph launch carries one (`got`: the GPU-op rows with a node id)."""
     ops = trace.ops
     cand = graph_launch_ops(trace)
-    if not len(cand):
+    if not len(cand) or not len(got["start"]):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    parts = [r.ints(t, {"start": "start", "corr": "correlationId", "dev": "deviceId", "node": "graphNodeId"},
-                    where="graphNodeId IS NOT NULL")
-             for t in OP_TABLES if r.has(t) and "graphNodeId" in r.colset(t)]
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    got = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     k = match_rows((ops.start[cand], ops.corr[cand], ops.device[cand]), (got["start"], got["corr"], got["dev"]))
     if not (k >= 0).any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)

@@ -76,6 +76,7 @@ class _Reader:
             raise TraceError(path, "SQLite database is not an Nsight Systems export (no StringIds, "
                                    "CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)")
         self.strings = StringTable()
+        self.replay_rows = graph_ids.NO_REPLAY_ROWS   # GPU-op rows with graph ids (read_gpu_raw)
         self.names = Names(self.strings, self.skipped, lambda: StringIds.read(
             self.con, self.tables["StringIds"], self.skipped) if self.has("StringIds") else StringIds.empty())
 
@@ -139,7 +140,8 @@ class _Reader:
     def read_gpu_raw(self, con=None):
         """The GPU-op tables' integer columns, read one after another into one set of arrays sized
         by their summed capacities (no per-table parts to concatenate: that copy would be fresh
-        memory the size of every column), and each table's (kind, first row, end row, ids read apart or None). No
+        memory the size of every column), each table's (kind, first row, end row, ids read apart or None),
+        and the rows with graph ids (graph_ids.replay_rows; read only when a graph launch can exist). No
         interning: safe on a worker thread. None when no GPU-op table exists."""
         con = con or self.con
         present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
@@ -148,7 +150,8 @@ class _Reader:
         cap = sum(table_capacity(con, table) for table, _, _ in present)
         # two ids share a column where they fit (Packed): device/stream, the kernel's two name ids
         names = ("start", "end", "devstream", "corr", "pid", "names")
-        cols = {k: np.empty(cap, np.int64) for k in names}
+        graphs = graph_ids.may_launch_graphs(con, self.tables.get("StringIds"))
+        cols = {k: np.empty(cap, np.int64) for k in names + (("graph", "node") if graphs else ())}
         n, spans = 0, []
         for table, canon, kind in present:
             cs = self.colset(canon)
@@ -158,6 +161,8 @@ class _Reader:
                 ids = "copyKind" if kind == OP_MEMCPY and "copyKind" in cs else "NULL"
             exprs = dict(zip(names, ("start", "end", Packed("deviceId", "streamId"), "correlationId",
                                      "globalPid" if "globalPid" in cs else "NULL", ids)))
+            if graphs:
+                exprs.update(graph_ids.scan_exprs(cs, kind == OP_KERNEL))
             out = {k: v[n:] for k, v in cols.items()}
             try:
                 m, apart = len(fetch_int_columns(con, table, exprs, "", self.dropped, out=out)["start"]), None
@@ -175,7 +180,7 @@ class _Reader:
             if apart:
                 cols["device"][a:b] = apart.pop("device")
                 cols["stream"][a:b] = apart.pop("stream")
-        return cols, spans
+        return cols, spans, graph_ids.replay_rows(cols) if graphs else graph_ids.NO_REPLAY_ROWS
 
     def _gpu_apart(self, con, table: str, exprs: dict, out: dict) -> tuple[int, dict]:
         """Read a GPU-op table whose packed ids do not fit with each pair as two columns: the plain
@@ -202,7 +207,7 @@ class _Reader:
         """Intern the GPU ops' names table by table, in the tables' order (main thread)."""
         if raw is None:
             return None
-        c, spans = raw
+        c, spans, self.replay_rows = raw
         n = len(c["start"])
         ids = c.pop("names")
         short, full = np.empty(n, np.int32), np.empty(n, np.int32)
@@ -348,9 +353,9 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     match_process = bool(len(trace.ops)) and bool((trace.ops.pid != -1).all())
     finalize(trace, match_process=match_process)
     r.progress("joined", len(trace.ops))
-    graph_ids.read_nsys(trace, r)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
+    graph_ids.read_nsys(trace, r.replay_rows)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
     graph_ids.read_graph_trace(trace, r)   # graph-level replays' spans (§12.2)
-    graph_nodes.read_nsys(trace, r)   # node ids: replayed op -> captured call (§12.6)
+    graph_nodes.read_nsys(trace, r, r.replay_rows["node"])   # node ids: replayed op -> captured call (§12.6)
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
     trace.cpu_runs, trace.cpu_samples = nsys_cpu.read(r)  # launching thread CPU busy (definitions.md §V10)
     return trace
