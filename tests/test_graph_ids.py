@@ -81,13 +81,14 @@ def test_without_graph_launch_nothing_is_read(tmp_path):
 
 def _scans(monkeypatch) -> list:
     """(table, output names) of every column fetch the Nsight reader runs from now on."""
-    from launchtui.trace import nsys_sqlite
-    seen, fetch = [], nsys_sqlite.fetch_int_columns
+    from launchtui.trace import nsys_sqlite, sqlite_columns
+    seen, fetch = [], sqlite_columns.fetch_int_columns
 
     def counting(con, table, exprs, *args, **kw):
         seen.append((table, tuple(exprs)))
         return fetch(con, table, exprs, *args, **kw)
-    monkeypatch.setattr(nsys_sqlite, "fetch_int_columns", counting)
+    for module in (nsys_sqlite, sqlite_columns):   # sqlite_columns: the GPU-op tables, in halves or not
+        monkeypatch.setattr(module, "fetch_int_columns", counting)
     return seen
 
 

@@ -365,3 +365,44 @@ def test_packed_pairs_apart_read_every_int64(tmp_path, monkeypatch):
     (py, _), (nat, _) = both(monkeypatch, fetch(db, "t", {"start": "start", "a": "a", "b": "b"}))
     assert_same_columns(py, nat)
     assert list(zip(nat["a"].tolist(), nat["b"].tolist())) == pairs
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_a_table_read_in_halves_on_two_threads_equals_one_read(tmp_path, monkeypatch, gaps):
+    """fetch_int_columns_in_halves: the same rows, order and drop counts as one read, into the
+    given arrays (rowid gaps and dropped rows in the lower half close up), both readers; an
+    Unpackable pair in either half raises and counts nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+    monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 100)
+    rows = [(i, None if i % 41 == 7 else i + 3, i % 5, i % 3) for i in range(1000)]
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER, a INTEGER, b INTEGER)", rows)
+    if gaps:
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM t WHERE rowid % 13 = 2 OR rowid BETWEEN 300 AND 350")
+        con.commit()
+        con.close()
+    exprs = {"start": "start", "end": "end", "ab": sc.Packed("a", "b")}
+
+    def halves(exprs):
+        def run():
+            con, d = sc.connect_readonly(db), Counter()
+            cap = sc.table_capacity(con, "t")
+            out = {k: np.full(cap + 4, -7, np.int64) for k in exprs}
+            with ThreadPoolExecutor(1) as pool:
+                got = sc.fetch_int_columns_in_halves(
+                    con, "t", exprs, d, out, lambda fn: pool.submit(lambda: fn(con=sc.connect_readonly(db))))
+            return {k: np.array(v) for k, v in got.items()}, d
+        return run
+    for (one, d1), (two, d2) in zip(both(monkeypatch, fetch(db, "t", exprs)), both(monkeypatch, halves(exprs))):
+        assert_same_columns(one, two)
+        assert d1 == d2 and d1["t"] == sum(1 for r in rows if r[1] is None and (not gaps or _kept(r[0] + 1)))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE t SET a = -1 WHERE rowid = (SELECT max(rowid) FROM t)")   # upper half
+    con.commit()
+    con.close()
+    for got in both(monkeypatch, halves(exprs)):
+        assert isinstance(got, sc.Unpackable)
+
+
+def _kept(rowid: int) -> bool:
+    return not (rowid % 13 == 2 or 300 <= rowid <= 350)

@@ -30,7 +30,7 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             private_snapshot, side_files, snapshot_dir, table_capacity,
+                                             fetch_int_columns_in_halves, private_snapshot, side_files, snapshot_dir, table_capacity,
                                              table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
@@ -137,12 +137,13 @@ class _Reader:
     GPU_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
                   ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
 
-    def read_gpu_raw(self, con=None):
+    def read_gpu_raw(self, elsewhere=None, con=None):
         """The GPU-op tables' integer columns, read one after another into one set of arrays sized
         by their summed capacities (no per-table parts to concatenate: that copy would be fresh
         memory the size of every column), each table's (kind, first row, end row, ids read apart or None),
         and the rows with graph ids (graph_ids.replay_rows; read only when a graph launch can exist). No
-        interning: safe on a worker thread. None when no GPU-op table exists."""
+        interning: safe on a worker thread. None when no GPU-op table exists. `elsewhere`: reads half
+        of a big table on another thread (sqlite_columns.fetch_int_columns_in_halves)."""
         con = con or self.con
         present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
         if not present:
@@ -165,7 +166,7 @@ class _Reader:
                 exprs.update(graph_ids.scan_exprs(cs, kind == OP_KERNEL))
             out = {k: v[n:] for k, v in cols.items()}
             try:
-                m, apart = len(fetch_int_columns(con, table, exprs, "", self.dropped, out=out)["start"]), None
+                m, apart = len(fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)["start"]), None
             except Unpackable:   # an id outside its half (e.g. above 2^31): the two columns apart
                 m, apart = self._gpu_apart(con, table, exprs, out)
             self.progress(f"read {canon}", m)
@@ -410,7 +411,8 @@ def _read_tables(r: _Reader) -> tuple:
             con.close()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw)
+        # the GPU-op scan is the longest: the NVTX worker reads half the kernel table once done
+        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw, lambda fn: pool.submit(on_own_connection, fn))
         nvtx_future = pool.submit(on_own_connection, nsys_nvtx.read_raw, r)
         api_part = r.read_api()
         ovh_part = r.read_overheads()

@@ -190,6 +190,38 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     return got
 
 
+SPLIT_MIN_ROWS = 1 << 18   # a table read by two threads at once from this many rowids
+
+
+def fetch_int_columns_in_halves(con: sqlite3.Connection, table: str, exprs: dict, dropped: Counter,
+                                out: dict[str, np.ndarray], elsewhere) -> dict[str, np.ndarray]:
+    """fetch_int_columns(con, table, exprs, "", dropped, out=out), the same rows in the same
+    (rowid) order, with the upper half of the rowids read meanwhile by `elsewhere(fn)` (runs
+    `fn(con=<a connection of its own>)` on another thread, returns its future): one big table's
+    scan shared by two cores. The halves' rows go to `out` at the lower half's rowid span, then
+    close up; `dropped` counts only once both halves are read (an Unpackable half: neither)."""
+    lo, hi = _rowid_bounds(con, table)
+    if elsewhere is None or not _dense(lo, hi) or hi - lo + 1 < SPLIT_MIN_ROWS:
+        return fetch_int_columns(con, table, exprs, "", dropped, out=out)
+    mid = lo + (hi - lo + 1) // 2
+    span = mid - lo   # at most this many rows below mid: the upper half's rows start there
+    counts = (Counter(), Counter())
+    upper = elsewhere(lambda con: fetch_int_columns(con, table, exprs, f"rowid >= {mid}", counts[1],
+                                                    out={k: v[span:] for k, v in out.items()}))
+    try:
+        m1 = len(fetch_int_columns(con, table, exprs, f"rowid < {mid}", counts[0],
+                                   out={k: v[:span] for k, v in out.items()})["start"])
+    except BaseException:
+        upper.exception()   # the other thread writes into `out` until it returns
+        raise
+    m2 = len(upper.result()["start"])
+    if m1 < span:
+        for v in out.values():
+            v[m1:m1 + m2] = v[span:span + m2]   # overlapping: numpy buffers the source
+    dropped.update(counts[0] + counts[1])
+    return {k: out[k][:m1 + m2] for k in exprs}
+
+
 def _fetch_windows(con, table, exprs, where, notnull, dropped, lo, hi, out) -> dict[str, np.ndarray]:
     """The group_concat path: in rowid windows of CHUNK_ROWS, or in one pass when the table is
     small or its rowids are sparse (a window count past MAX_WINDOWS)."""
