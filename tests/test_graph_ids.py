@@ -80,12 +80,12 @@ def test_without_graph_launch_nothing_is_read(tmp_path):
 
 
 def _scans(monkeypatch) -> list:
-    """(table, output names) of every column fetch the Nsight reader runs from now on."""
+    """(table, {output: expression}) of every column fetch the Nsight reader runs from now on."""
     from launchtui.trace import nsys_sqlite, sqlite_columns
     seen, fetch = [], sqlite_columns.fetch_int_columns
 
     def counting(con, table, exprs, *args, **kw):
-        seen.append((table, tuple(exprs)))
+        seen.append((table, dict(exprs)))
         return fetch(con, table, exprs, *args, **kw)
     for module in (nsys_sqlite, sqlite_columns):   # sqlite_columns: the GPU-op tables, in halves or not
         monkeypatch.setattr(module, "fetch_int_columns", counting)
@@ -94,15 +94,20 @@ def _scans(monkeypatch) -> list:
 
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_graph_and_node_ids_come_from_the_one_gpu_scan(tmp_path, monkeypatch, native):
-    """Node mode: graphId and graphNodeId are read by the GPU-op tables' own scan (each table
-    scanned once), with either column reader, and every replayed kernel gets its graph."""
+    """Node mode: graphId (and graphNodeId, read only with a node table) are read by the GPU-op
+    tables' own scan (each table scanned once), with either column reader, and every replayed
+    kernel gets its graph."""
     monkeypatch.setenv("LAUNCHTUI_NATIVE_READER", native)
     w, p = _write(tmp_path, "nsys", graph_replays=REPLAYS)
     seen = _scans(monkeypatch)
     trace = open_trace(p, use_cache=False)
     gpu = [t for t, _ in seen if t.startswith(("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEM"))]
     assert sorted(gpu) == sorted(set(gpu)) and "CUPTI_ACTIVITY_KIND_KERNEL" in gpu
-    assert all({"graph", "node"} <= set(names) for t, names in seen if t in gpu)
+    kernel = next(e for t, e in seen if t == "CUPTI_ACTIVITY_KIND_KERNEL")
+    assert kernel["graph"] == "graphId"
+    # no node table in this export: graphNodeId, which only it resolves, is not read
+    assert not any(t.startswith("CUDA_GRAPH") for t, _ in seen)
+    assert all(e["node"] == "NULL" for t, e in seen if t in gpu)
     g = np.asarray(w.ops["graph_id"])
     assert (trace.op_graph >= 0).sum() == (g >= 0).sum() == 20 * REPLAYS
     assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {1}

@@ -52,11 +52,12 @@ def may_launch_graphs(con, strings_table: str | None) -> bool:
                        (f"%{LAUNCH_NAME_PART}%",)).fetchone() is not None
 
 
-def scan_exprs(columns: set[str], kernel: bool) -> dict[str, str]:
+def scan_exprs(columns: set[str], kernel: bool, nodes: bool) -> dict[str, str]:
     """The outputs a GPU-op table's scan adds for the graph ids: `graph` (graphId, kernels only)
-    and `node` (graphNodeId); NULL (read as -1) where the table lacks the column."""
+    and `node` (graphNodeId, only when `nodes`: the trace has a node table to resolve it); NULL
+    (read as -1) where the table lacks the column."""
     return {"graph": "graphId" if kernel and "graphId" in columns else "NULL",
-            "node": "graphNodeId" if "graphNodeId" in columns else "NULL"}
+            "node": "graphNodeId" if nodes and "graphNodeId" in columns else "NULL"}
 
 
 def replay_rows(cols: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
@@ -66,7 +67,8 @@ def replay_rows(cols: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]
     graphNodeId} (ids are never negative: a negative one would read as NULL)."""
     graph, node = cols.pop("graph"), cols.pop("node")
     out = {}
-    for name, ids, rows in (("graph", graph, np.flatnonzero(graph > 0)), ("node", node, np.flatnonzero(node >= 0))):
+    for name, ids, rows in (("graph", graph, np.flatnonzero(graph > 0)),
+                            ("node", node, np.flatnonzero(node >= 0))):
         out[name] = {"start": cols["start"][rows], "corr": cols["corr"][rows],
                      "dev": cols["device"][rows].astype(np.int64), name: ids[rows]}
     return out

@@ -42,10 +42,15 @@ def _process(gtid: np.ndarray) -> np.ndarray:
     return gtid & ~np.int64((1 << PID_BITS) - 1)
 
 
+def node_table(r) -> str | None:
+    """The canonical name of the trace's node table (reader `r`), None when it has none."""
+    return next((t for t in TABLES if r.has(t) and NODE_COLUMNS <= r.colset(t)), None)
+
+
 def read_nsys(trace: Trace, r, replayed: dict[str, np.ndarray]) -> None:
     """Fill `trace.op_node` and `trace.api_node` when the trace has the node table; `replayed`:
     the GPU-op rows carrying a graphNodeId (graph_ids.replay_rows()["node"])."""
-    table = next((t for t in TABLES if r.has(t) and NODE_COLUMNS <= r.colset(t)), None)
+    table = node_table(r)
     if table is None:
         return
     ev = r.ints(table, {"start": "start", "gtid": "globalTid", "node": "graphNodeId", "orig": "originalGraphNodeId"})

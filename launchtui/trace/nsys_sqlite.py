@@ -30,8 +30,8 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             fetch_int_columns_in_halves, private_snapshot, side_files, snapshot_dir, table_capacity,
-                                             table_columns)
+                                             fetch_int_columns_in_halves, private_snapshot, side_files,
+                                             snapshot_dir, table_capacity, table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
 PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
@@ -152,6 +152,7 @@ class _Reader:
         # two ids share a column where they fit (Packed): device/stream, the kernel's two name ids
         names = ("start", "end", "devstream", "corr", "pid", "names")
         graphs = graph_ids.may_launch_graphs(con, self.tables.get("StringIds"))
+        nodes = graphs and graph_nodes.node_table(self) is not None
         cols = {k: np.empty(cap, np.int64) for k in names + (("graph", "node") if graphs else ())}
         n, spans = 0, []
         for table, canon, kind in present:
@@ -163,10 +164,12 @@ class _Reader:
             exprs = dict(zip(names, ("start", "end", Packed("deviceId", "streamId"), "correlationId",
                                      "globalPid" if "globalPid" in cs else "NULL", ids)))
             if graphs:
-                exprs.update(graph_ids.scan_exprs(cs, kind == OP_KERNEL))
+                exprs.update(graph_ids.scan_exprs(cs, kind == OP_KERNEL, nodes))
             out = {k: v[n:] for k, v in cols.items()}
             try:
-                m, apart = len(fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)["start"]), None
+                got = fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)
+                m, apart = len(got["start"]), None
+                del got
             except Unpackable:   # an id outside its half (e.g. above 2^31): the two columns apart
                 m, apart = self._gpu_apart(con, table, exprs, out)
             self.progress(f"read {canon}", m)
@@ -354,7 +357,7 @@ def _build(r: _Reader, path: Path, source: SourceInfo, meta: dict) -> Trace:
     match_process = bool(len(trace.ops)) and bool((trace.ops.pid != -1).all())
     finalize(trace, match_process=match_process)
     r.progress("joined", len(trace.ops))
-    graph_ids.read_nsys(trace, r.replay_rows)   # node-mode graph ids, only with a graph launch (definitions.md §12.2)
+    graph_ids.read_nsys(trace, r.replay_rows)   # node-mode graph ids, with a graph launch (definitions.md §12.2)
     graph_ids.read_graph_trace(trace, r)   # graph-level replays' spans (§12.2)
     graph_nodes.read_nsys(trace, r, r.replay_rows["node"])   # node ids: replayed op -> captured call (§12.6)
     nsys_stacks.build(trace, r)  # CUDA_CALLCHAINS or NVTX file:line (definitions.md §S1)
