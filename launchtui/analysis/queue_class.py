@@ -205,20 +205,31 @@ def _iteration_classes(s: StreamSeries, calls: sc.Calls, blocked: np.ndarray, cb
 
 
 def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
-    """The (lower) median depth of the stream's launch calls in each iteration, 0 without any."""
+    """The (lower) median depth of the stream's launch calls in each iteration, 0 without any:
+    the calls ranked by (iteration, depth) at once, then each iteration's middle one."""
     ins = np.flatnonzero(calls.k >= 0)
     out = np.zeros(n_it, np.int64)
     if not len(ins):
         return out
     k, d = calls.k[ins], calls.depth[ins]
     n = np.bincount(k, minlength=n_it)
-    first = np.concatenate(([0], np.cumsum(n)[:-1]))
-    if len(k) > 1 and (k[1:] < k[:-1]).any():   # calls not in iteration order: one sort
-        d = d[np.argsort(k, kind="stable")]
-    for i in np.flatnonzero(n).tolist():          # a selection per iteration: O(calls) in all
-        part = d[first[i]:first[i] + n[i]]
-        mid = (n[i] - 1) // 2
-        out[i] = np.partition(part, mid)[mid]
+    has = np.flatnonzero(n)
+    mid = (n[has] - 1) // 2                  # the lower middle's rank inside its iteration
+    lo = int(d.min())
+    span = int(d.max()) - lo + 1
+    if n_it * span >= 2**62:                 # no room for one integer key
+        out[has] = d[np.lexsort((d, k))][(np.cumsum(n) - n)[has] + mid]
+        return out
+    key = k * span                           # (iteration, depth) as one integer
+    key += d
+    key -= lo
+    del k, d
+    if n_it * span <= 2 * len(key):          # depths span a few hundred values: a count per pair
+        at_or_below = np.cumsum(np.bincount(key, minlength=n_it * span).reshape(n_it, span)[has], axis=1)
+        out[has] = np.argmax(at_or_below > mid[:, None], axis=1) + lo
+    else:
+        key.sort()
+        out[has] = key[(np.cumsum(n) - n)[has] + mid] % span + lo
     return out
 
 
