@@ -110,14 +110,15 @@ def _launch_order_within_ties(trace: Trace, on: np.ndarray, st: np.ndarray) -> n
     return out
 
 
-def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray:
+def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray, blocking: np.ndarray | None = None) -> np.ndarray:
     """Per (API call, time): was a host-blocking call on that call's thread in flight at t (started
     at or before it, ended no earlier than SYNC_SLACK_NS before it), with the call itself starting
     within HOST_STALL_NS of the sync's return? A host that works longer after the sync is a host
-    stall the sync only made visible. One search per thread that syncs, not per gap."""
+    stall the sync only made visible. One search per thread that syncs, not per gap. `blocking`:
+    host_blocking_calls(trace) when the caller has it."""
     api = trace.api
     out = np.zeros(len(calls), bool)
-    blocking = np.flatnonzero(host_blocking_calls(trace))
+    blocking = np.flatnonzero(host_blocking_calls(trace) if blocking is None else blocking)
     if not len(blocking) or not len(calls):
         return out
     th = api.thread[calls]
@@ -237,11 +238,14 @@ def _measure_each(s: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarr
 
 
 def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray,
-               latency: Latency | None = None, cold_calls: np.ndarray | None = None) -> GapCauses:
+               latency: Latency | None = None, cold_calls: np.ndarray | None = None,
+               blocking: np.ndarray | None = None) -> GapCauses:
     """The causes of the device's idle gaps [g0, g1) (disjoint, sorted). `on`: the device's ops
     (ascending indices), `calls`: its launch calls (exposed.device_launch_calls), `cold_calls`:
-    the cold-start launch calls (sorted API indices, cold_start.py)."""
+    the cold-start launch calls (sorted API indices, cold_start.py), `latency`:
+    submission_latency(trace, on) and `blocking`: host_blocking_calls(trace) when the caller has them."""
     ops, api = trace.ops, trace.api
+    blocking = host_blocking_calls(trace) if blocking is None else blocking
     lat = submission_latency(trace, on) if latency is None else latency
     nxt = ending_ops(trace, on, g1)
     call = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1).astype(np.int64)
@@ -253,10 +257,10 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
     np.maximum(cut_dep, cut_tail, out=cut_dep)
     sync = np.zeros(len(g0), bool)
     if att.any():
-        sync[att] = sync_in_flight(trace, call[att], g0[att])
+        sync[att] = sync_in_flight(trace, call[att], g0[att], blocking)
     stall = (cut_tail - g0) >= HOST_STALL_NS
     flight = iv.union(api.start[calls], api.end[calls])
-    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls), stall,
+    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls, blocking), stall,
                      _migrations(trace, nxt, att), flight, lat)
 
 
@@ -274,12 +278,14 @@ def _migrations(trace: Trace, op: np.ndarray, att: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
+def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.ndarray | None,
+                 host_blocking: np.ndarray) -> np.ndarray:
     """Per gap, the cause of its tail by the ending op's call: a kernel or graph launch is launch
     (cold start when it is a cold-start call); a copy call is sync when it blocked the host: a
     synchronous copy, a copy to or from pageable memory (Kineto names it `Pageable`), or, where
     the trace does not say the memory kind (Nsight's op names), a call longer than the spike floor
-    (§6); any other call (an asynchronous pinned copy, a memset) is a submission like a launch."""
+    (§6); any other call (an asynchronous pinned copy, a memset) is a submission like a launch.
+    `host_blocking`: host_blocking_calls(trace)."""
     api, ops = trace.api, trace.ops
     c = np.maximum(call, 0)
     kind = api.kind[c]
@@ -293,7 +299,7 @@ def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.
         pageable = uniq[[("Pageable" in names[int(u)]) for u in uniq.tolist()]]
         typed = uniq[[("->" in names[int(u)]) for u in uniq.tolist()]]       # the name says the memory kind
         long_call = (api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3
-        blocking = copy & (np.isin(opn, pageable) | host_blocking_calls(trace)[c]
+        blocking = copy & (np.isin(opn, pageable) | host_blocking[c]
                            | (long_call & ~np.isin(opn, typed)))
     out = np.where(blocking, CAUSES.index("sync"), CAUSES.index("launch")).astype(np.int8)
     if cold_calls is not None and len(cold_calls):
