@@ -199,10 +199,11 @@ class GapCauses:
         for s, e, cause in self._parts():
             out[cause] += iv.measure_in(s, e, starts, ends)
         normal = self._normal()
+        per_head = self._head_flight()     # each head's flight, known: only the windows are searched
         for stall, cause in ((False, "host"), (True, "host_stall")):
             m = normal & (self.stall == stall)
             head = (self.g0[m], self.cut_tail[m])
-            in_flight = iv.measure_both_in(self.flight, head, starts, ends)
+            in_flight = iv.measure_both_known(head, per_head[m], self.flight, starts, ends)
             out[cause] += iv.measure_in(*head, starts, ends) - in_flight
             out["launch"] += in_flight
         return out

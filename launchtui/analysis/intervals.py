@@ -245,11 +245,28 @@ def measure_in_and_both(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return total, _both_in(bs, be, as_, ae, prefix, lo, hi)
 
 
+def measure_both_known(a: tuple[np.ndarray, np.ndarray], per: np.ndarray, b: tuple[np.ndarray, np.ndarray],
+                       lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`measure_both_in(a, b, lo, hi)` when `per`, |a_r ∩ b| for each interval a_r of `a`, is known
+    (the gap heads' launch calls in flight): only the windows' ends are searched, not a's."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    (ss, se), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
+    if not len(ss) or not len(bs):
+        return np.zeros(len(lo), np.int64)
+    return _both_from(ss, se, np.asarray(per, np.int64), bs, be, _prefix(bs, be), lo, hi)
+
+
 def _both_in(ss, se, bs, be, prefix, lo, hi):
     """measure_both_in's sum over the smaller set S = (ss, se), B's prefix sum given."""
     at_s = covered(bs, be, ss, prefix)
     per = covered(bs, be, se, prefix)
     per -= at_s                                   # |B ∩ S_r|
+    return _both_from(ss, se, per, bs, be, prefix, lo, hi, at_s)
+
+
+def _both_from(ss, se, per, bs, be, prefix, lo, hi, at_s=None):
+    """G(hi) - G(lo) from per = |B ∩ S_r|; `at_s`: B's coverage at S's starts, else searched at the
+    windows' ends only."""
     before = np.empty(len(ss) + 1, np.int64)
     before[0] = 0
     np.cumsum(per, out=before[1:])
@@ -257,7 +274,8 @@ def _both_in(ss, se, bs, be, prefix, lo, hi):
     def g(t: np.ndarray) -> np.ndarray:
         r = np.searchsorted(ss, t, side="right") - 1
         rr = np.maximum(r, 0)
-        part = covered(bs, be, np.minimum(t, se[rr]), prefix) - at_s[rr]
+        at = at_s[rr] if at_s is not None else covered(bs, be, ss[rr], prefix)
+        part = covered(bs, be, np.minimum(t, se[rr]), prefix) - at
         return np.where(r >= 0, before[rr] + np.maximum(part, 0), 0)
     return g(hi) - g(lo)
 
