@@ -99,3 +99,17 @@ def test_measure_both_known_matches_a_count_of_covered_points():
         want = [int(both[x:y].sum()) for x, y in zip(lo.tolist(), hi.tolist())]
         assert iv.measure_both_known(a, per, b, lo, hi).tolist() == want
         assert iv.measure_both_in(a, b, lo, hi).tolist() == want
+
+
+def test_measure_in_by_blocks_of_windows_counts_the_covered_points():
+    """measure_in a few windows at a time (the gap heads, one window per gap) gives each window's
+    covered time, as in one pass."""
+    rng = np.random.default_rng(29)
+    for _ in range(100):
+        a = _random_set(rng, 25, 300)
+        cov = _points(a)
+        lo = np.sort(rng.integers(0, 350, int(rng.integers(1, 12))))
+        hi = lo + rng.integers(0, 40, len(lo))
+        want = [int(cov[x:y].sum()) for x, y in zip(lo.tolist(), hi.tolist())]
+        assert iv.measure_in(*a, lo, hi, block=3).tolist() == want
+        assert iv.measure_in(*a, lo, hi).tolist() == want

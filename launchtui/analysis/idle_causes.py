@@ -39,6 +39,7 @@ HOST_STALL_NS = 1_000_000              # one host stretch this long is not per-o
 DEFAULT_LATENCY_NS = 5_000             # when the trace shows too few launches onto an idle stream
 MIN_LATENCY_SAMPLES = 20
 SYNC_SLACK_NS = 5_000                  # a sync that returned this shortly before the GPU went idle
+HEAD_BLOCK = 1 << 18                   # gap heads measured at a time
 
 
 @dataclass
@@ -83,7 +84,8 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     st = trace.ops.start[on]
     on = _launch_order_within_ties(trace, on, st)
     j = np.searchsorted(st, g1, side="left")
-    out = np.full(len(g1), -1, np.int64)
+    # op indices in 32 bits while they fit: one per gap, held by GapCauses (20M: the record's peak)
+    out = np.full(len(g1), -1, np.int32 if len(trace.ops) < 2**31 - 1 else np.int64)
     has = j < len(on)
     out[has] = on[j[has]]
     return out
@@ -234,8 +236,10 @@ class GapCauses:
 
 
 def _measure_each(s: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Measure of the disjoint sorted set `s` inside each window (windows disjoint and sorted)."""
-    return iv.measure_in(s[0], s[1], lo, hi)
+    """Measure of the disjoint sorted set `s` inside each window (windows disjoint and sorted), a
+    block of windows at a time: one window per gap, the searches' temporaries (five 8-byte values a
+    window) stay a block long (20M: the record's peak)."""
+    return iv.measure_in(s[0], s[1], lo, hi, block=HEAD_BLOCK)
 
 
 def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray,
@@ -249,12 +253,20 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
     blocking = host_blocking_calls(trace) if blocking is None else blocking
     lat = submission_latency(trace, on) if latency is None else latency
     nxt = ending_ops(trace, on, g1)
-    call = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1).astype(np.int64)
+    call = ops.api[np.maximum(nxt, 0)]     # in ops.api's dtype (32-bit call indices), not widened
+    call[nxt < 0] = -1
     att = call >= 0
-    a0 = np.where(att, api.start[np.maximum(call, 0)], g0)
-    a1 = np.where(att, api.end[np.maximum(call, 0)], g0)
-    cut_tail = np.clip(a0, g0, g1)
-    cut_dep = np.minimum(g1, np.maximum(g0, a1 + lat.ns))
+    unatt = np.flatnonzero(~att)           # a gap without a call: its head and tail are empty
+    c = np.maximum(call, 0)
+    cut_tail = api.start[c]                # a0, clipped into the gap
+    np.clip(cut_tail, g0, g1, out=cut_tail)
+    cut_tail[unatt] = g0[unatt]
+    cut_dep = api.end[c]                   # a1 + L, clipped into the gap, not before the tail
+    del c
+    cut_dep[unatt] = g0[unatt]
+    cut_dep += lat.ns
+    np.maximum(cut_dep, g0, out=cut_dep)
+    np.minimum(cut_dep, g1, out=cut_dep)
     np.maximum(cut_dep, cut_tail, out=cut_dep)
     sync = np.zeros(len(g0), bool)
     if att.any():

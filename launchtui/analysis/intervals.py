@@ -201,13 +201,21 @@ def covered(s: np.ndarray, e: np.ndarray, t: np.ndarray, prefix: np.ndarray | No
     return inside
 
 
-def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Measure of the set inside each window [lo_k, hi_k)."""
+def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int | None = None) -> np.ndarray:
+    """Measure of the set inside each window [lo_k, hi_k); `block`: at most this many windows'
+    searches at a time (many windows: the searches' temporaries stay a block long)."""
     if not len(s):
         return np.zeros(len(np.asarray(lo)), np.int64)
     prefix = _prefix(s, e)      # once for both ends (a full-length array at 5M ops)
-    out = covered(s, e, hi, prefix)
-    out -= covered(s, e, lo, prefix)
+    if block is None or len(lo) <= block:
+        out = covered(s, e, hi, prefix)
+        out -= covered(s, e, lo, prefix)
+        return out
+    out = np.empty(len(lo), np.int64)
+    for i in range(0, len(lo), block):   # a block of windows at a time
+        part = out[i:i + block]
+        part[:] = covered(s, e, hi[i:i + block], prefix)
+        part -= covered(s, e, lo[i:i + block], prefix)
     return out
 
 

@@ -208,11 +208,12 @@ def _iteration_classes(s: StreamSeries, calls: sc.Calls, blocked: np.ndarray, cb
 def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
     """The (lower) median depth of the stream's launch calls in each iteration, 0 without any:
     the calls ranked by (iteration, depth) at once, then each iteration's middle one."""
-    ins = np.flatnonzero(calls.k >= 0)
+    inside = calls.k >= 0
     out = np.zeros(n_it, np.int64)
-    if not len(ins):
+    if not inside.any():
         return out
-    k, d = calls.k[ins], calls.depth[ins]
+    k, d = calls.k[inside], calls.depth[inside]
+    del inside
     n = np.bincount(k, minlength=n_it)
     has = np.flatnonzero(n)
     mid = (n[has] - 1) // 2                  # the lower middle's rank inside its iteration
@@ -221,7 +222,8 @@ def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
     if n_it * span >= 2**62:                 # no room for one integer key
         out[has] = d[np.lexsort((d, k))][(np.cumsum(n) - n)[has] + mid]
         return out
-    key = k * span                           # (iteration, depth) as one integer
+    key = k.astype(np.int64, copy=False)     # (iteration, depth) as one integer, in k's place
+    key *= span
     key += d
     key -= lo
     del k, d
