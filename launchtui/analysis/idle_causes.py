@@ -128,15 +128,19 @@ def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray, blocking: np.
         mine = np.flatnonzero(th == thread)
         if not len(mine):
             continue
+        # one launching thread (the usual case): its calls are all of them, no gathered copies
+        tm, cm = (t, calls) if len(mine) == len(calls) else (t[mine], calls[mine])
         b = blocking[api.thread[blocking] == thread]
         b = b[np.argsort(api.start[b], kind="stable")]
         s0 = api.start[b]
         s1 = np.maximum.accumulate(api.end[b])          # nested calls: the outer one's end holds
-        k = np.searchsorted(s0, t[mine], side="right") - 1
+        k = np.searchsorted(s0, tm, side="right") - 1
         hit = k >= 0
         end = s1[np.maximum(k, 0)]
-        hit &= end >= t[mine] - SYNC_SLACK_NS
-        hit &= api.start[calls[mine]] - end <= HOST_STALL_NS
+        del k
+        hit &= end >= tm - SYNC_SLACK_NS
+        end -= api.start[cm]
+        hit &= end >= -HOST_STALL_NS                     # the call starts within HOST_STALL_NS of it
         out[mine] = hit
     return out
 
@@ -303,17 +307,16 @@ def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.
     c = np.maximum(call, 0)
     kind = api.kind[c]
     launch = (kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)
-    copy = ~launch & (call >= 0) & (ops.kind[np.maximum(op, 0)] == OP_MEMCPY)
+    copy = np.flatnonzero(~launch & (call >= 0) & (ops.kind[np.maximum(op, 0)] == OP_MEMCPY))
     blocking = np.zeros(len(call), bool)
-    if copy.any():
+    if len(copy):     # the copy calls' gaps only
         names = trace.strings
-        opn = ops.full_name[np.maximum(op, 0)]
-        uniq = np.unique(opn[copy])
+        opn, cc = ops.full_name[op[copy]], c[copy]
+        uniq = np.unique(opn)
         pageable = uniq[[("Pageable" in names[int(u)]) for u in uniq.tolist()]]
         typed = uniq[[("->" in names[int(u)]) for u in uniq.tolist()]]       # the name says the memory kind
-        long_call = (api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3
-        blocking = copy & (np.isin(opn, pageable) | host_blocking[c]
-                           | (long_call & ~np.isin(opn, typed)))
+        long_call = (api.end[cc] - api.start[cc]) > CONFIG.spike_us * 1e3
+        blocking[copy] = np.isin(opn, pageable) | host_blocking[cc] | (long_call & ~np.isin(opn, typed))
     out = np.where(blocking, CAUSES.index("sync"), CAUSES.index("launch")).astype(np.int8)
     if cold_calls is not None and len(cold_calls):
         pos = np.minimum(np.searchsorted(cold_calls, call), len(cold_calls) - 1)
