@@ -203,7 +203,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     on = ex.device_ops(trace, primary)
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
-    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls)
+    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls, ending=False)
     blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
     causes = ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls, blocking=blocking)
     del on
