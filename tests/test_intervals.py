@@ -76,3 +76,40 @@ def test_union_matches_a_coverage_count():
         edges = np.flatnonzero(np.diff(np.concatenate([[0], cov.astype(np.int8), [0]])))
         us, ue = iv.union(s, e)
         assert us.tolist() == edges[0::2].tolist() and ue.tolist() == edges[1::2].tolist()
+
+
+def _points(st, max_t: int = 400):
+    """Independent reference: which integer times [t, t + 1) the set covers."""
+    cov = np.zeros(max_t, bool)
+    for s, e in zip(st[0].tolist(), st[1].tolist()):
+        cov[s:e] = True
+    return cov
+
+
+def test_measure_both_known_matches_a_count_of_covered_points():
+    """The time covered by both sets inside each window, given each of a's intervals' overlap with
+    b (the gap heads' launch calls in flight): what measure_both_in finds by searching a's ends."""
+    rng = np.random.default_rng(23)
+    for _ in range(300):
+        a, b = _random_set(rng, 25, 300), _random_set(rng, 25, 300)
+        both = _points(a) & _points(b)
+        per = np.array([int(both[s:e].sum()) for s, e in zip(a[0].tolist(), a[1].tolist())], np.int64)
+        lo = np.sort(rng.integers(0, 350, int(rng.integers(1, 6))))
+        hi = lo + rng.integers(0, 60, len(lo))
+        want = [int(both[x:y].sum()) for x, y in zip(lo.tolist(), hi.tolist())]
+        assert iv.measure_both_known(a, per, b, lo, hi).tolist() == want
+        assert iv.measure_both_in(a, b, lo, hi).tolist() == want
+
+
+def test_measure_in_by_blocks_of_windows_counts_the_covered_points():
+    """measure_in a few windows at a time (the gap heads, one window per gap) gives each window's
+    covered time, as in one pass."""
+    rng = np.random.default_rng(29)
+    for _ in range(100):
+        a = _random_set(rng, 25, 300)
+        cov = _points(a)
+        lo = np.sort(rng.integers(0, 350, int(rng.integers(1, 12))))
+        hi = lo + rng.integers(0, 40, len(lo))
+        want = [int(cov[x:y].sum()) for x, y in zip(lo.tolist(), hi.tolist())]
+        assert iv.measure_in(*a, lo, hi, block=3).tolist() == want
+        assert iv.measure_in(*a, lo, hi).tolist() == want

@@ -165,3 +165,21 @@ def test_deep_queues_without_slow_deep_calls_have_no_ceiling(rel, dev, stream):
 def test_b200_eager_is_dry_because_ops_start_as_calls_return():
     s = _stream(_rec("kineto/b200__eager_trace.json.gz"), 0, 7)
     assert s["queue_class"] == "dry" and s["dry_launch_share"] >= 0.9 and s["empty_time_share"] >= 0.7
+
+
+@pytest.mark.parametrize("span", [3, 400, 2**60])   # a count per (iteration, depth); one sort; a lexsort
+def test_median_depth_per_iteration_is_each_iterations_lower_median(span):
+    """The backlogged test's median depth per iteration (§V3): the lower median of the depths of the
+    calls inside it, 0 for an iteration without calls; calls outside (-1) never count; any order."""
+    import numpy as np
+    from launchtui.analysis.queue_class import _median_per_iteration
+    from launchtui.analysis.stream_calls import Calls
+    rng = np.random.default_rng(span)
+    n_it = 7
+    k = rng.integers(-1, n_it - 1, 120)          # the last iteration holds no call
+    depth = rng.integers(1, 1 + span, 120)
+    got = _median_per_iteration(Calls(None, None, depth, k, None, None), n_it)
+    for i in range(n_it):
+        mine = sorted(int(d) for d, ki in zip(depth, k) if ki == i)
+        assert got[i] == (mine[(len(mine) - 1) // 2] if mine else 0)
+    assert got[-1] == 0

@@ -259,6 +259,17 @@ def test_gap_ends_by_run_heads_equal_the_search(case, monkeypatch, clip):
         assert (g.next_stream >= 0).any()
 
 
+def test_gaps_without_their_ending_ops_have_the_same_bounds_and_busy_set(case):
+    """The record asks for the gaps' bounds and the busy set only (its causes find the ending ops
+    by their own rule): the same arrays as the full gaps, the ending-op columns not built."""
+    for d, calls in ex.launch_devices(case).items():
+        lo, hi = int(case.ops.start.min()), int(case.ops.end.max())
+        full, bare = ex.device_gaps(case, d, lo, hi, calls), ex.device_gaps(case, d, lo, hi, calls, ending=False)
+        for got, want in ((bare.start, full.start), (bare.end, full.end), *zip(bare.busy, full.busy)):
+            np.testing.assert_array_equal(got, want)
+        assert len(bare.start) and bare.next_stream is None and bare.waited is None
+
+
 def test_gap_ends_by_run_heads_with_ties():
     """Ops starting together (a tie inside a busy run's head): the run's first position, after the
     launch-order reordering of ties, is the search's answer."""

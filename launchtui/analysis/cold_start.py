@@ -66,16 +66,21 @@ def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     first = np.zeros(len(api), bool)
     if not len(a):
         return first, 0
-    n_calls = int(np.count_nonzero(np.bincount(a, minlength=len(api))))
-    # (device, name) numbered densely in two table passes: device and name ids span small ranges,
-    # their 64-bit combination does not (a sort there was most of this function's time)
-    _, dev = dense_groups(ops.device[launched])
+    first[a] = True                     # every kernel launch call, to count them
+    n_calls = int(np.count_nonzero(first))
+    first[:] = False
+    # (device, name) as one code over a table of every pair: device and name ids span small ranges,
+    # numbered densely in a table pass each (a sort there was most of this function's time)
+    devs, dev = dense_groups(ops.device[launched])
     names, name = dense_groups(ops.full_name[launched])
-    _, g = dense_groups(dev * len(names) + name)
+    dev *= len(names)
+    dev += name
+    del name
     # in `a`'s own dtype (int32 call indices): ufunc.at casting int32 into int64 is 40x slower
-    firsts = np.full(int(g.max()) + 1, np.iinfo(a.dtype).max, a.dtype)   # every group has a launch
-    np.minimum.at(firsts, g, a)
-    first[firsts] = True
+    none = np.iinfo(a.dtype).max
+    firsts = np.full(len(devs) * len(names), none, a.dtype)   # a pair without launches keeps `none`
+    np.minimum.at(firsts, dev, a)
+    first[firsts[firsts != none]] = True
     return first, n_calls
 
 
@@ -86,17 +91,22 @@ def _slow_first_launches(trace: Trace, first: np.ndarray) -> np.ndarray:
     from launchtui.analysis.queue import depth_before_launch
     api, ops = trace.api, trace.ops
     cand = np.flatnonzero(first)
-    if not len(cand):
-        return cand
-    dur = api.end - api.start
+    dur = api.end[cand] - api.start[cand]
+    floor = CONFIG.spike_us * 1e3
+    slow = dur > floor          # the limit is never below the floor: only these can be slow
+    if not slow.any():          # (then no thread's median is needed)
+        return cand[:0]
+    cand, dur = cand[slow], dur[slow]
     launch = np.flatnonzero(api.kind == API_LAUNCH)
     steady = launch[~first[launch]]
+    steady_thread, cand_thread = api.thread[steady], api.thread[cand]
     keep = np.zeros(len(cand), bool)
-    for thread in np.unique(api.thread[cand]).tolist():   # per launching thread
-        mine = api.thread[cand] == thread
-        base = dur[steady[api.thread[steady] == thread]]
-        limit = max(CONFIG.spike_us * 1e3, CONFIG.spike_factor * float(np.median(base)) if len(base) else 0.0)
-        keep[mine] = dur[cand[mine]] > limit
+    for thread in np.unique(cand_thread).tolist():   # per launching thread
+        mine = cand_thread == thread
+        s = steady[steady_thread == thread]
+        base = api.end[s] - api.start[s]
+        limit = max(floor, CONFIG.spike_factor * float(np.median(base)) if len(base) else 0.0)
+        keep[mine] = dur[mine] > limit
     cand = cand[keep]
     hit = np.flatnonzero(np.isin(ops.api, cand))
     depth = np.full(len(api), -1, np.int64)

@@ -65,8 +65,8 @@ class DeviceGaps:
     busy: tuple[np.ndarray, np.ndarray] | None
     start: np.ndarray | None
     end: np.ndarray
-    next_stream: np.ndarray     # stream of the op that ends the gap; -1 none
-    waited: np.ndarray          # bool: that op's launch call ended after the gap began (in flight)
+    next_stream: np.ndarray | None   # stream of the op that ends the gap; -1 none (None: not asked for)
+    waited: np.ndarray | None        # bool: that op's launch call ended after the gap began (in flight)
 
     def light(self) -> DeviceGaps:
         return DeviceGaps(None, None, self.end, self.next_stream, self.waited)
@@ -96,15 +96,19 @@ def _by_start_then_launch(trace: Trace, lk: np.ndarray) -> np.ndarray:
 
 
 def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray | None = None,
-                full: bool = True) -> DeviceGaps:
+                full: bool = True, ending: bool = True) -> DeviceGaps:
     """`calls`: device_launch_calls(trace, device) when the caller has them. `full=False`: the
     light gaps only (`DeviceGaps.light`: what the queue class reads), without the busy set.
+    `ending=False`: the busy set and the gaps' bounds only (next_stream and waited None: the
+    record's causes find each gap's ending op by their own rule, idle_causes.ending_ops).
     Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     on = device_ops(trace, device)
     *busy, heads = iv.union_heads(ops.start[on], ops.end[on])
     gs, ge, kept = iv.complement_kept(busy[0], busy[1], lo, hi)
     gs, ge = gs[kept], ge[kept]
+    if not ending:
+        return DeviceGaps(tuple(busy) if full else None, gs, ge, None, None)
     if heads is not None:   # per gap: the position in `on` of the busy run it ends, -1 for the last
         heads = np.concatenate([heads, np.full(1, -1, heads.dtype)])[kept]
     del kept

@@ -39,6 +39,7 @@ HOST_STALL_NS = 1_000_000              # one host stretch this long is not per-o
 DEFAULT_LATENCY_NS = 5_000             # when the trace shows too few launches onto an idle stream
 MIN_LATENCY_SAMPLES = 20
 SYNC_SLACK_NS = 5_000                  # a sync that returned this shortly before the GPU went idle
+HEAD_BLOCK = 1 << 18                   # gap heads measured at a time
 
 
 @dataclass
@@ -83,7 +84,8 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     st = trace.ops.start[on]
     on = _launch_order_within_ties(trace, on, st)
     j = np.searchsorted(st, g1, side="left")
-    out = np.full(len(g1), -1, np.int64)
+    # op indices in 32 bits while they fit: one per gap, held by GapCauses (20M: the record's peak)
+    out = np.full(len(g1), -1, np.int32 if len(trace.ops) < 2**31 - 1 else np.int64)
     has = j < len(on)
     out[has] = on[j[has]]
     return out
@@ -110,14 +112,15 @@ def _launch_order_within_ties(trace: Trace, on: np.ndarray, st: np.ndarray) -> n
     return out
 
 
-def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray:
+def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray, blocking: np.ndarray | None = None) -> np.ndarray:
     """Per (API call, time): was a host-blocking call on that call's thread in flight at t (started
     at or before it, ended no earlier than SYNC_SLACK_NS before it), with the call itself starting
     within HOST_STALL_NS of the sync's return? A host that works longer after the sync is a host
-    stall the sync only made visible. One search per thread that syncs, not per gap."""
+    stall the sync only made visible. One search per thread that syncs, not per gap. `blocking`:
+    host_blocking_calls(trace) when the caller has it."""
     api = trace.api
     out = np.zeros(len(calls), bool)
-    blocking = np.flatnonzero(host_blocking_calls(trace))
+    blocking = np.flatnonzero(host_blocking_calls(trace) if blocking is None else blocking)
     if not len(blocking) or not len(calls):
         return out
     th = api.thread[calls]
@@ -125,15 +128,19 @@ def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray) -> np.ndarray
         mine = np.flatnonzero(th == thread)
         if not len(mine):
             continue
+        # one launching thread (the usual case): its calls are all of them, no gathered copies
+        tm, cm = (t, calls) if len(mine) == len(calls) else (t[mine], calls[mine])
         b = blocking[api.thread[blocking] == thread]
         b = b[np.argsort(api.start[b], kind="stable")]
         s0 = api.start[b]
         s1 = np.maximum.accumulate(api.end[b])          # nested calls: the outer one's end holds
-        k = np.searchsorted(s0, t[mine], side="right") - 1
+        k = np.searchsorted(s0, tm, side="right") - 1
         hit = k >= 0
         end = s1[np.maximum(k, 0)]
-        hit &= end >= t[mine] - SYNC_SLACK_NS
-        hit &= api.start[calls[mine]] - end <= HOST_STALL_NS
+        del k
+        hit &= end >= tm - SYNC_SLACK_NS
+        end -= api.start[cm]
+        hit &= end >= -HOST_STALL_NS                     # the call starts within HOST_STALL_NS of it
         out[mine] = hit
     return out
 
@@ -198,10 +205,11 @@ class GapCauses:
         for s, e, cause in self._parts():
             out[cause] += iv.measure_in(s, e, starts, ends)
         normal = self._normal()
+        per_head = self._head_flight()     # each head's flight, known: only the windows are searched
         for stall, cause in ((False, "host"), (True, "host_stall")):
             m = normal & (self.stall == stall)
             head = (self.g0[m], self.cut_tail[m])
-            in_flight = iv.measure_both_in(self.flight, head, starts, ends)
+            in_flight = iv.measure_both_known(head, per_head[m], self.flight, starts, ends)
             out[cause] += iv.measure_in(*head, starts, ends) - in_flight
             out["launch"] += in_flight
         return out
@@ -232,31 +240,44 @@ class GapCauses:
 
 
 def _measure_each(s: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Measure of the disjoint sorted set `s` inside each window (windows disjoint and sorted)."""
-    return iv.measure_in(s[0], s[1], lo, hi)
+    """Measure of the disjoint sorted set `s` inside each window (windows disjoint and sorted), a
+    block of windows at a time: one window per gap, the searches' temporaries (five 8-byte values a
+    window) stay a block long (20M: the record's peak)."""
+    return iv.measure_in(s[0], s[1], lo, hi, block=HEAD_BLOCK)
 
 
 def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray,
-               latency: Latency | None = None, cold_calls: np.ndarray | None = None) -> GapCauses:
+               latency: Latency | None = None, cold_calls: np.ndarray | None = None,
+               blocking: np.ndarray | None = None) -> GapCauses:
     """The causes of the device's idle gaps [g0, g1) (disjoint, sorted). `on`: the device's ops
     (ascending indices), `calls`: its launch calls (exposed.device_launch_calls), `cold_calls`:
-    the cold-start launch calls (sorted API indices, cold_start.py)."""
+    the cold-start launch calls (sorted API indices, cold_start.py), `latency`:
+    submission_latency(trace, on) and `blocking`: host_blocking_calls(trace) when the caller has them."""
     ops, api = trace.ops, trace.api
+    blocking = host_blocking_calls(trace) if blocking is None else blocking
     lat = submission_latency(trace, on) if latency is None else latency
     nxt = ending_ops(trace, on, g1)
-    call = np.where(nxt >= 0, ops.api[np.maximum(nxt, 0)], -1).astype(np.int64)
+    call = ops.api[np.maximum(nxt, 0)]     # in ops.api's dtype (32-bit call indices), not widened
+    call[nxt < 0] = -1
     att = call >= 0
-    a0 = np.where(att, api.start[np.maximum(call, 0)], g0)
-    a1 = np.where(att, api.end[np.maximum(call, 0)], g0)
-    cut_tail = np.clip(a0, g0, g1)
-    cut_dep = np.minimum(g1, np.maximum(g0, a1 + lat.ns))
+    unatt = np.flatnonzero(~att)           # a gap without a call: its head and tail are empty
+    c = np.maximum(call, 0)
+    cut_tail = api.start[c]                # a0, clipped into the gap
+    np.clip(cut_tail, g0, g1, out=cut_tail)
+    cut_tail[unatt] = g0[unatt]
+    cut_dep = api.end[c]                   # a1 + L, clipped into the gap, not before the tail
+    del c
+    cut_dep[unatt] = g0[unatt]
+    cut_dep += lat.ns
+    np.maximum(cut_dep, g0, out=cut_dep)
+    np.minimum(cut_dep, g1, out=cut_dep)
     np.maximum(cut_dep, cut_tail, out=cut_dep)
     sync = np.zeros(len(g0), bool)
     if att.any():
-        sync[att] = sync_in_flight(trace, call[att], g0[att])
+        sync[att] = sync_in_flight(trace, call[att], g0[att], blocking)
     stall = (cut_tail - g0) >= HOST_STALL_NS
     flight = iv.union(api.start[calls], api.end[calls])
-    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls), stall,
+    return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls, blocking), stall,
                      _migrations(trace, nxt, att), flight, lat)
 
 
@@ -274,27 +295,28 @@ def _migrations(trace: Trace, op: np.ndarray, att: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.ndarray | None) -> np.ndarray:
+def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.ndarray | None,
+                 host_blocking: np.ndarray) -> np.ndarray:
     """Per gap, the cause of its tail by the ending op's call: a kernel or graph launch is launch
     (cold start when it is a cold-start call); a copy call is sync when it blocked the host: a
     synchronous copy, a copy to or from pageable memory (Kineto names it `Pageable`), or, where
     the trace does not say the memory kind (Nsight's op names), a call longer than the spike floor
-    (§6); any other call (an asynchronous pinned copy, a memset) is a submission like a launch."""
+    (§6); any other call (an asynchronous pinned copy, a memset) is a submission like a launch.
+    `host_blocking`: host_blocking_calls(trace)."""
     api, ops = trace.api, trace.ops
     c = np.maximum(call, 0)
     kind = api.kind[c]
     launch = (kind == API_LAUNCH) | (kind == API_GRAPH_LAUNCH)
-    copy = ~launch & (call >= 0) & (ops.kind[np.maximum(op, 0)] == OP_MEMCPY)
+    copy = np.flatnonzero(~launch & (call >= 0) & (ops.kind[np.maximum(op, 0)] == OP_MEMCPY))
     blocking = np.zeros(len(call), bool)
-    if copy.any():
+    if len(copy):     # the copy calls' gaps only
         names = trace.strings
-        opn = ops.full_name[np.maximum(op, 0)]
-        uniq = np.unique(opn[copy])
+        opn, cc = ops.full_name[op[copy]], c[copy]
+        uniq = np.unique(opn)
         pageable = uniq[[("Pageable" in names[int(u)]) for u in uniq.tolist()]]
         typed = uniq[[("->" in names[int(u)]) for u in uniq.tolist()]]       # the name says the memory kind
-        long_call = (api.end[c] - api.start[c]) > CONFIG.spike_us * 1e3
-        blocking = copy & (np.isin(opn, pageable) | host_blocking_calls(trace)[c]
-                           | (long_call & ~np.isin(opn, typed)))
+        long_call = (api.end[cc] - api.start[cc]) > CONFIG.spike_us * 1e3
+        blocking[copy] = np.isin(opn, pageable) | host_blocking[cc] | (long_call & ~np.isin(opn, typed))
     out = np.where(blocking, CAUSES.index("sync"), CAUSES.index("launch")).astype(np.int8)
     if cold_calls is not None and len(cold_calls):
         pos = np.minimum(np.searchsorted(cold_calls, call), len(cold_calls) - 1)

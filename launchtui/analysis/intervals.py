@@ -201,13 +201,21 @@ def covered(s: np.ndarray, e: np.ndarray, t: np.ndarray, prefix: np.ndarray | No
     return inside
 
 
-def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Measure of the set inside each window [lo_k, hi_k)."""
+def measure_in(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int | None = None) -> np.ndarray:
+    """Measure of the set inside each window [lo_k, hi_k); `block`: at most this many windows'
+    searches at a time (many windows: the searches' temporaries stay a block long)."""
     if not len(s):
         return np.zeros(len(np.asarray(lo)), np.int64)
     prefix = _prefix(s, e)      # once for both ends (a full-length array at 5M ops)
-    out = covered(s, e, hi, prefix)
-    out -= covered(s, e, lo, prefix)
+    if block is None or len(lo) <= block:
+        out = covered(s, e, hi, prefix)
+        out -= covered(s, e, lo, prefix)
+        return out
+    out = np.empty(len(lo), np.int64)
+    for i in range(0, len(lo), block):   # a block of windows at a time
+        part = out[i:i + block]
+        part[:] = covered(s, e, hi[i:i + block], prefix)
+        part -= covered(s, e, lo[i:i + block], prefix)
     return out
 
 
@@ -245,11 +253,28 @@ def measure_in_and_both(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return total, _both_in(bs, be, as_, ae, prefix, lo, hi)
 
 
+def measure_both_known(a: tuple[np.ndarray, np.ndarray], per: np.ndarray, b: tuple[np.ndarray, np.ndarray],
+                       lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`measure_both_in(a, b, lo, hi)` when `per`, |a_r ∩ b| for each interval a_r of `a`, is known
+    (the gap heads' launch calls in flight): only the windows' ends are searched, not a's."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    (ss, se), (bs, be) = (np.asarray(x, np.int64) for x in a), (np.asarray(x, np.int64) for x in b)
+    if not len(ss) or not len(bs):
+        return np.zeros(len(lo), np.int64)
+    return _both_from(ss, se, np.asarray(per, np.int64), bs, be, _prefix(bs, be), lo, hi)
+
+
 def _both_in(ss, se, bs, be, prefix, lo, hi):
     """measure_both_in's sum over the smaller set S = (ss, se), B's prefix sum given."""
     at_s = covered(bs, be, ss, prefix)
     per = covered(bs, be, se, prefix)
     per -= at_s                                   # |B ∩ S_r|
+    return _both_from(ss, se, per, bs, be, prefix, lo, hi, at_s)
+
+
+def _both_from(ss, se, per, bs, be, prefix, lo, hi, at_s=None):
+    """G(hi) - G(lo) from per = |B ∩ S_r|; `at_s`: B's coverage at S's starts, else searched at the
+    windows' ends only."""
     before = np.empty(len(ss) + 1, np.int64)
     before[0] = 0
     np.cumsum(per, out=before[1:])
@@ -257,7 +282,8 @@ def _both_in(ss, se, bs, be, prefix, lo, hi):
     def g(t: np.ndarray) -> np.ndarray:
         r = np.searchsorted(ss, t, side="right") - 1
         rr = np.maximum(r, 0)
-        part = covered(bs, be, np.minimum(t, se[rr]), prefix) - at_s[rr]
+        at = at_s[rr] if at_s is not None else covered(bs, be, ss[rr], prefix)
+        part = covered(bs, be, np.minimum(t, se[rr]), prefix) - at
         return np.where(r >= 0, before[rr] + np.maximum(part, 0), 0)
     return g(hi) - g(lo)
 

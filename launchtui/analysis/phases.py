@@ -181,13 +181,13 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
     rule = np.zeros(len(ops), np.int8)
     if not len(ops):
         return np.zeros(0, np.int64), [], rule
-    a = trace.ops.api[ops]
     base = np.broadcast_to(np.asarray(base_depth, np.int64), ops.shape)
     # each op's path is a row of `table` (its innermost range's, then the main thread's, then the
     # backward-linked copy of the first block): rows per range, not per op
     inner = nvtx.op_ranges(trace)[ops] if len(trace.ranges) else np.full(len(ops), -1, np.int64)
     table, row = _paths_by_range(trace, inner, base, level)
     del inner
+    a = trace.ops.api[ops]                # after the paths: one per-op array fewer at the record's peak
     has_path = (table[:, 0] >= 0)[row]   # per row, then one gather per op
     rule[has_path] = RULE_RANGE
     if len(trace.ranges):

@@ -153,12 +153,13 @@ class _Inputs:
 
 
 def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = Options(), devices=None,
-             sp: list[Episode] | None = None, cold: ColdStart | None = None) -> list[StreamVerdict]:
+             sp: list[Episode] | None = None, cold: ColdStart | None = None,
+             latencies: dict[int, int] | None = None) -> list[StreamVerdict]:
     """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
     each iteration [starts_k, ends_k) (time outside them never counts) and then over the
     iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
-    `sp`: spikes(trace, opt=opt) of the whole trace, `cold`: cold_start(trace, sp), when the
-    caller has them."""
+    `sp`: spikes(trace, opt=opt) of the whole trace, `cold`: cold_start(trace, sp), `latencies`:
+    {device: its submission latency (idle_causes.submission_latency)}, when the caller has them."""
     sp = spikes(trace, opt=opt) if sp is None else sp
     if cold is not None:
         cold_calls = frozenset(cold.calls.tolist())
@@ -177,7 +178,7 @@ def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = 
             continue
         series = list(series)
         ons = sc.streams_ops(trace, dev, [s.stream for s in series])
-        latency = sc.device_latency(trace, ons)
+        latency = latencies[dev] if latencies and dev in latencies else sc.device_latency(trace, ons)
         for s, on in zip(series, ons):
             v = _judge_stream(trace, s, on, x, latency)
             if v is not None:
@@ -205,20 +206,33 @@ def _iteration_classes(s: StreamSeries, calls: sc.Calls, blocked: np.ndarray, cb
 
 
 def _median_per_iteration(calls: sc.Calls, n_it: int) -> np.ndarray:
-    """The (lower) median depth of the stream's launch calls in each iteration, 0 without any."""
-    ins = np.flatnonzero(calls.k >= 0)
+    """The (lower) median depth of the stream's launch calls in each iteration, 0 without any:
+    the calls ranked by (iteration, depth) at once, then each iteration's middle one."""
+    inside = calls.k >= 0
     out = np.zeros(n_it, np.int64)
-    if not len(ins):
+    if not inside.any():
         return out
-    k, d = calls.k[ins], calls.depth[ins]
+    k, d = calls.k[inside], calls.depth[inside]
+    del inside
     n = np.bincount(k, minlength=n_it)
-    first = np.concatenate(([0], np.cumsum(n)[:-1]))
-    if len(k) > 1 and (k[1:] < k[:-1]).any():   # calls not in iteration order: one sort
-        d = d[np.argsort(k, kind="stable")]
-    for i in np.flatnonzero(n).tolist():          # a selection per iteration: O(calls) in all
-        part = d[first[i]:first[i] + n[i]]
-        mid = (n[i] - 1) // 2
-        out[i] = np.partition(part, mid)[mid]
+    has = np.flatnonzero(n)
+    mid = (n[has] - 1) // 2                  # the lower middle's rank inside its iteration
+    lo = int(d.min())
+    span = int(d.max()) - lo + 1
+    if n_it * span >= 2**62:                 # no room for one integer key
+        out[has] = d[np.lexsort((d, k))][(np.cumsum(n) - n)[has] + mid]
+        return out
+    key = k.astype(np.int64, copy=False)     # (iteration, depth) as one integer, in k's place
+    key *= span
+    key += d
+    key -= lo
+    del k, d
+    if n_it * span <= 2 * len(key):          # depths span a few hundred values: a count per pair
+        at_or_below = np.cumsum(np.bincount(key, minlength=n_it * span).reshape(n_it, span)[has], axis=1)
+        out[has] = np.argmax(at_or_below > mid[:, None], axis=1) + lo
+    else:
+        key.sort()
+        out[has] = key[(np.cumsum(n) - n)[has] + mid] % span + lo
     return out
 
 

@@ -203,22 +203,24 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     on = ex.device_ops(trace, primary)
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
-    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls)
-    causes = ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls)
+    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls, ending=False)
+    blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
+    causes = ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls, blocking=blocking)
     del on
     per_cause = causes.measure_in(it.start, it.end)
     f = ex.per_iteration(trace, primary, it.start, it.end, per_cause["launch"], gaps, calls)
     facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
     h = ex.gap_histogram(gaps, it.start, it.end)
-    blocking = cpu_busy.host_blocking_calls(trace)
-    sync_busy = ri.sync_blocked_while_busy(trace, calls, gaps.busy, it)
+    sync_busy = ri.sync_blocked_while_busy(trace, calls, gaps.busy, it, blocking)
     gaps.busy = None    # the last reader of the busy set: by_phase below is the record's peak (20M)
     idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, calls, opt.phase_level),
                         sync_busy)
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = ri.launch_limit(trace, facts, gaps, it)
     del gaps    # the busy set and the gaps are done with (5M peak)
-    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold)
+    # the primary's latency as the gap causes measured it: the queue class's L is the same (§V2, §V3)
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold,
+                       latencies={primary: causes.latency.ns})
     share = facts.pooled(f.iteration_ns)
     api_totals = _api_totals(trace, it, calls)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)

@@ -147,13 +147,13 @@ def _steady_launched_ops(trace, calls: np.ndarray, it: itr.Iterations, steady: n
     return np.flatnonzero(mark[ops.api])
 
 
-def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations) -> np.ndarray:
+def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations, blocking: np.ndarray) -> np.ndarray:
     """Per iteration: ns the launching threads spent in host syncs while the GPU was busy. A sync
-    that waits on busy GPU work caps how far the CPU runs ahead, even when the GPU never idles."""
-    from launchtui.analysis.cpu_busy import host_blocking_calls
+    that waits on busy GPU work caps how far the CPU runs ahead, even when the GPU never idles.
+    `blocking`: cpu_busy.host_blocking_calls(trace)."""
     api = trace.api
     threads = np.unique(api.thread[calls]) if len(calls) else np.zeros(0, np.int64)
-    b = np.flatnonzero(host_blocking_calls(trace))
+    b = np.flatnonzero(blocking)
     b = b[np.isin(api.thread[b], threads)]
     if not len(b) or busy is None:
         return np.zeros(len(it), np.int64)
