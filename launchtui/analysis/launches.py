@@ -48,7 +48,7 @@ class KernelGroups:
     span_start: np.ndarray
     span_end: np.ndarray
     op_idx: np.ndarray        # the launched kernels aggregated (indices into trace.ops)
-    op_group: np.ndarray      # their group index
+    op_group: np.ndarray      # their group index (int32: `group_index`)
 
     def __len__(self):
         return len(self.count)
@@ -67,6 +67,13 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     del nid
     uniq, g = dense_groups(key)
     return k, uniq // width, uniq % width, g
+
+
+def group_index(g: np.ndarray) -> np.ndarray:
+    """A per-launch group index as the groups hold it: int32 (there are far fewer than 2^31
+    groups), half the bytes of the int64 the grouping gives; the groups live through the report
+    and the record's top kernels (bench/MISSED.md, issue 24)."""
+    return g.astype(np.int32, copy=False)
 
 
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
@@ -111,12 +118,14 @@ def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray
     span_end = extreme(kern, np.maximum, big.min)
     kern -= start
     del start
+    sum_kernel = sums(kern)
+    del kern
     return KernelGroups(
         device=device, name=name, count=count,
         sum_api=sum_api, max_api=max_api, min_api=min_api,
-        queue_count=queue_count, sum_queue=sum_queue, sum_kernel=sums(kern),
+        queue_count=queue_count, sum_queue=sum_queue, sum_kernel=sum_kernel,
         span_start=span_start, span_end=span_end,
-        op_idx=k, op_group=g,
+        op_idx=k, op_group=group_index(g),
     )
 
 
@@ -147,7 +156,7 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     key += d[m]
     uniq, j = dense_groups(key)
     sub = _aggregate(trace, k[m], uniq // width, uniq % width, j)
-    op_group = new_id[g]
+    op_group = group_index(new_id[g])
     op_group[m] = int(keep.sum()) + j
     return KernelGroups(**{f: np.concatenate([getattr(gr, f)[keep], getattr(sub, f)]) for f in _FIELDS},
                         op_idx=k, op_group=op_group)
@@ -165,7 +174,7 @@ def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:
         device=gr.device[keep], name=gr.name[keep], count=gr.count[keep], sum_api=gr.sum_api[keep],
         max_api=gr.max_api[keep], min_api=gr.min_api[keep], queue_count=gr.queue_count[keep],
         sum_queue=gr.sum_queue[keep], sum_kernel=gr.sum_kernel[keep], span_start=gr.span_start[keep],
-        span_end=gr.span_end[keep], op_idx=gr.op_idx[on], op_group=new_id[gr.op_group[on]])
+        span_end=gr.span_end[keep], op_idx=gr.op_idx[on], op_group=group_index(new_id[gr.op_group[on]]))
 
 
 def _row(trace: Trace, gr: KernelGroups, i: int) -> dict:
@@ -255,4 +264,4 @@ def group_totals(gr: KernelGroups) -> KernelGroups:
     """Kernel groups without their per-launch arrays: what the table's rows read (kilobytes, not
     the launch indices of every kernel)."""
     import dataclasses
-    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int64))
+    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int32))
