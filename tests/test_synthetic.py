@@ -69,6 +69,25 @@ def test_kernel_table_exact(files, fmt, variant, names, key):
                        r["sum_kernel_ns"], r["max_api_ns"], r["span_start_ns"], r["span_end_ns"]), k
 
 
+@pytest.mark.parametrize("fmt,variant", [("nsys", "modern"), ("kineto", "modern")])
+def test_kernel_groups_summed_in_blocks(files, fmt, variant, monkeypatch):
+    """Sums taken 7 launches at a time equal the ground truth and the one-block sums exactly."""
+    from launchtui.analysis import launches
+    trace, gt = load(files, fmt, variant)
+    whole = kernel_groups(trace)
+    monkeypatch.setattr(launches, "AGG_BLOCK", 7)
+    gr, mine = _groups(trace, "short")
+    assert len(gr.op_idx) > 7 * 3
+    for r in gt["kernel_table"]:
+        i = mine[(r["device_id"], r["kernel_name"])]
+        assert (int(gr.sum_api[i]), int(gr.sum_queue[i]), int(gr.queue_count[i]), int(gr.sum_kernel[i]),
+                int(gr.max_api[i]), int(gr.span_start[i]), int(gr.span_end[i])) == \
+            (r["sum_api_ns"], r["sum_queue_ns"], r["queue_count"], r["sum_kernel_ns"], r["max_api_ns"],
+             r["span_start_ns"], r["span_end_ns"])
+    for f in launches._FIELDS + ("op_idx", "op_group"):
+        assert np.array_equal(getattr(gr, f), getattr(whole, f)), f
+
+
 @pytest.mark.parametrize("fmt,variant", [("nsys", "modern"), ("kineto", "modern"), ("kineto", "legacy2021")])
 def test_rows_in_nsys_ai_format(files, fmt, variant):
     trace, gt = load(files, fmt, variant)
