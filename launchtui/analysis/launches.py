@@ -25,6 +25,13 @@ def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
     return trace_index(trace).distinguishing_names
 
 
+def name_ids_of(trace: Trace, names: str, k: np.ndarray) -> np.ndarray:
+    """`name_ids(trace, names)[k]`, without a per-op array of every op's distinguishing name."""
+    if names == "full":
+        return trace_index(trace).distinguishing_names_of(k)
+    return name_ids(trace, names)[k]
+
+
 def launched_kernels(trace: Trace, sel: Selection = WHOLE) -> np.ndarray:
     """Indices of selected kernels launched by a cudaLaunch*/cuLaunch* call (not graph replays)."""
     ops = trace.ops
@@ -59,11 +66,11 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     `kernel_groups` without its sums, which are most of its cost: the TUI's phase column reads
     only this when `report` stored the sums."""
     k = launched_kernels(trace, sel)
-    nid = name_ids(trace, names)          # first: "full" names are interned by this call
+    nid = name_ids_of(trace, names, k)    # first: "full" names are interned by this call
     width = len(trace.strings) + 1
     key = trace.ops.device[k].astype(np.int64)
     key *= width
-    key += nid[k]
+    key += nid
     del nid
     uniq, g = dense_groups(key)
     return k, uniq // width, uniq % width, g
@@ -138,7 +145,7 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     k, g, ng = gr.op_idx, gr.op_group, len(gr)
     if not len(k):
         return gr
-    d = name_ids(trace, "full")[k]      # first: "full" names are interned by this call
+    d = name_ids_of(trace, "full", k)   # first: "full" names are interned by this call
     rep = np.zeros(ng, d.dtype)
     rep[g] = d                           # one of each group's names; any other one marks it mixed
     mixed = np.bincount(g[d != rep[g]], minlength=ng) > 0
