@@ -107,3 +107,25 @@ def test_string_table_intern_is_atomic():
     for j in range(8):
         seq = words if j % 2 else list(reversed(words))
         assert [table[i] for i in got[j]] == seq
+
+
+def test_op_categories_built_on_first_use():
+    """A fresh index holds no per-op categories until asked (a cold `report` never reads them);
+    then each op's category follows its kind, duration and name (definitions: timeline lanes)."""
+    from launchtui.analysis.config import CONFIG
+    from launchtui.trace.model import OP_KERNEL
+    trace = open_trace(DEMO, use_cache=False)
+    idx = trace_index(trace)
+    assert idx._op_category is None
+    cat = idx.op_category
+    assert idx._op_category is cat and idx.op_category is cat
+    ops, s = trace.ops, trace.strings
+    for k in range(len(ops)):
+        if ops.kind[k] != OP_KERNEL:
+            want = ix.CAT_MEM
+        elif "nccl" in s[int(ops.name[k])].lower():
+            want = ix.CAT_NCCL
+        else:
+            want = ix.CAT_SMALL if ops.end[k] - ops.start[k] < CONFIG.small_kernel_ns else ix.CAT_KERNEL
+        assert cat[k] == want, k
+    assert set(cat.tolist()) >= {ix.CAT_KERNEL, ix.CAT_SMALL, ix.CAT_MEM}

@@ -14,7 +14,8 @@ What it holds (definitions.md §5-§7):
 - `distinguishing_names`: per GPU op, the string id of its distinguishing ("full") name (§3); held
   per full name when each full name comes with one short name (the usual case), so 4 bytes per op
   less live through the analyses; `distinguishing_names_of(ops)` reads a few ops' ids;
-- `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset);
+- `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset;
+  built on first use, under a lock: only the TUI's lanes and the cache save read it);
 - `ops_by_api`: (sorted launch-call ids, op indices): the ops each API call launched (built on first
   use, under a lock: only the TUI's details and the cache save read it).
 
@@ -72,13 +73,25 @@ class TraceIndex:
     op_ranges: np.ndarray               # int32 per op, -1 none
     # int32 string id per op, or per full-name string id when `op_full_name` is set
     names_table: np.ndarray = field(repr=False)
-    op_category: np.ndarray             # int8 per op
     op_api: np.ndarray = field(repr=False)   # the trace's ops.api (a reference), for ops_by_api
     # int32 (sorted call ids, op per call id); None until first asked for: only the TUI's details
     # and the cache read it, so a cold `report` never holds it
     _ops_by_api: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     # the trace's ops.full_name (a reference) when `names_table` is per full name, else None
     op_full_name: np.ndarray | None = field(default=None, repr=False)
+    # int8 per op; None until first asked for (from `category_source`: the trace's ops and strings)
+    _op_category: np.ndarray | None = field(default=None, repr=False)
+    category_source: tuple | None = field(default=None, repr=False)
+
+    @property
+    def op_category(self) -> np.ndarray:
+        got = self._op_category
+        if got is None:
+            with _LAZY_LOCK:
+                if self._op_category is None:
+                    object.__setattr__(self, "_op_category", _op_categories(*self.category_source))
+                got = self._op_category
+        return got
 
     @property
     def distinguishing_names(self) -> np.ndarray:
@@ -145,7 +158,7 @@ class TraceIndex:
                                     points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
                        for m, a, b, p in zip(meta, starts, ends, pm))
         return cls(series, z["depth_before_launch"], _nvtx_index(trace), z["op_ranges"], z["distinguishing_names"],
-                   z["op_category"], trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]))
+                   trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]), _op_category=z["op_category"])
 
 
 def trace_index(trace: Trace) -> TraceIndex:
@@ -169,8 +182,9 @@ def build_index(trace: Trace) -> TraceIndex:
     series, dbl = _queue_series(trace)
     nvtx_idx = _nvtx_index(trace)
     names, by_full_name = _distinguishing_name_table(trace)
-    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), names, _op_categories(trace),
-                      trace.ops.api, op_full_name=trace.ops.full_name if by_full_name else None)
+    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), names, trace.ops.api,
+                      op_full_name=trace.ops.full_name if by_full_name else None,
+                      category_source=(trace.ops, trace.strings))
 
 
 # ---- pending-launch depth (definitions.md §5) ---------------------------------------------------------
@@ -415,9 +429,9 @@ def _pair_by_full_name(trace: Trace, width: int) -> np.ndarray | None:
     return lut
 
 
-def _op_categories(trace: Trace) -> np.ndarray:
-    """Per GPU op: CAT_KERNEL, CAT_SMALL (< CONFIG.small_kernel_ns), CAT_NCCL or CAT_MEM."""
-    ops = trace.ops
+def _op_categories(ops, strings) -> np.ndarray:
+    """Per GPU op (`ops`: the trace's): CAT_KERNEL, CAT_SMALL (< CONFIG.small_kernel_ns), CAT_NCCL
+    or CAT_MEM."""
     cat = np.full(len(ops), CAT_KERNEL, np.int8)
     dur = ops.end - ops.start
     k = ops.kind == OP_KERNEL
@@ -425,7 +439,7 @@ def _op_categories(trace: Trace) -> np.ndarray:
     cat[~k] = CAT_MEM
     if len(ops):
         uniq = unique_sorted(ops.name[k])
-        nccl_ids = [u for u in uniq.tolist() if "nccl" in trace.strings[u].lower()]
+        nccl_ids = [u for u in uniq.tolist() if "nccl" in strings[u].lower()]
         if nccl_ids:
             cat[k & np.isin(ops.name, nccl_ids)] = CAT_NCCL
     return cat
