@@ -245,3 +245,4 @@ def test_demo_files_are_the_generator_output(tmp_path):
         finally:
             con.close()
     assert dump(tmp_path / "demo.sqlite") == dump(synth.DEMO_DIR / "demo.sqlite")
+

@@ -68,12 +68,20 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     k = launched_kernels(trace, sel)
     nid = name_ids_of(trace, names, k)    # first: "full" names are interned by this call
     width = len(trace.strings) + 1
-    key = trace.ops.device[k].astype(np.int64)
+    dev = trace.ops.device[k]
+    d0, d1 = (int(dev.min()), int(dev.max())) if len(k) else (0, 0)
+    # (device - d0) x width + name: int32 while it fits, and from 0 for the usual names (ids >= 0),
+    # so dense_groups indexes its table with the key as it is (no int64 key, no shifted copy)
+    key = dev.astype(np.int32 if (d1 - d0 + 1) * width < 2**31 else np.int64)
+    del dev
+    key -= d0
     key *= width
     key += nid
     del nid
     uniq, g = dense_groups(key)
-    return k, uniq // width, uniq % width, g
+    del key
+    uniq = uniq.astype(np.int64)
+    return k, uniq // width + d0, uniq % width, g
 
 
 def group_index(g: np.ndarray) -> np.ndarray:
