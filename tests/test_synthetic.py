@@ -246,3 +246,23 @@ def test_demo_files_are_the_generator_output(tmp_path):
             con.close()
     assert dump(tmp_path / "demo.sqlite") == dump(synth.DEMO_DIR / "demo.sqlite")
 
+
+def test_row_phases_counted_over_every_launch(files):
+    """Groups holding most launches are counted over every launch, the rest in one extra group:
+    the same top range and share per group as counting their own launches only."""
+    from launchtui.analysis import launches
+    from launchtui.analysis.nvtx import top_range_per_group
+    trace, _ = load(files, "nsys", "modern")
+    gr = kernel_groups(trace)
+    by_count = np.argsort(-gr.count, kind="stable")
+    upto = int(np.searchsorted(np.cumsum(gr.count[by_count]), gr.count.sum() * 0.6)) + 1
+    wanted = np.sort(by_count[:upto])
+    assert 0 < len(wanted) < len(gr)
+    op_idx, group, n = launches._launches_counted(gr, wanted)
+    assert n == len(gr) + 1 and len(op_idx) == len(gr.op_idx) and group.dtype == np.int32
+    got = top_range_per_group(trace, op_idx, group, n)
+    got.pop(len(gr), None)
+    want = top_range_per_group(trace, *launches.launches_of(gr, wanted), len(gr))
+    assert want and got == want
+    few = by_count[-1:]     # a group with few launches: its own launches, copied
+    assert launches._launches_counted(gr, few)[2] == len(gr)

@@ -238,6 +238,19 @@ def launches_of(gr: KernelGroups, groups: np.ndarray) -> tuple[np.ndarray, np.nd
     return gr.op_idx[wanted], gr.op_group[wanted]
 
 
+def _launches_counted(gr: KernelGroups, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(op indices, group indices, group count) for counting the launches of `groups`: when they
+    are at least half the launches, every launch, with the other groups' launches in one extra
+    group `len(gr)` (an int32 per launch, not copies of both arrays); else `launches_of`."""
+    wanted = np.zeros(len(gr), bool)
+    wanted[groups] = True
+    wanted = wanted[gr.op_group]
+    n = int(np.count_nonzero(wanted))
+    if n == len(wanted) or 2 * n < len(wanted):
+        return *launches_of(gr, groups), len(gr)
+    return gr.op_idx, np.where(wanted, gr.op_group, np.int32(len(gr))).astype(np.int32, copy=False), len(gr) + 1
+
+
 def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = CONFIG.min_launches,
                        max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit,
                        names: str = CONFIG.names,
@@ -250,7 +263,10 @@ def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int =
     rows = [_row(trace, gr, int(i)) for i in ranked]
     if with_phase:
         from launchtui.analysis.nvtx import top_range_per_group
-        top = top_range_per_group(trace, *launches_of(gr, ranked), len(gr)) if len(trace.ranges) else {}
+        top = {}
+        if len(trace.ranges):
+            top = top_range_per_group(trace, *_launches_counted(gr, ranked))
+            top.pop(len(gr), None)   # the launches of the groups not asked for, when counted
         for r, i in zip(rows, ranked.tolist()):
             text, share = top.get(i, (None, 0.0))
             r["nvtx_range"] = trace.strings[text] if text is not None else None
