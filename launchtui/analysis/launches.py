@@ -81,7 +81,7 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     uniq, g = dense_groups(key)
     del key
     uniq = uniq.astype(np.int64)
-    return k, uniq // width + d0, uniq % width, g
+    return k, uniq // width + d0, uniq % width, group_index(g)
 
 
 def group_index(g: np.ndarray) -> np.ndarray:
@@ -113,7 +113,8 @@ def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray
     max_api, span_end = np.full(ng, big.min, np.int64), np.full(ng, big.min, np.int64)
     min_api, span_start = np.full(ng, big.max, np.int64), np.full(ng, big.max, np.int64)
     for lo in range(0, len(k), AGG_BLOCK):   # one iteration per block of launches
-        kb, gb = k[lo:lo + AGG_BLOCK], g[lo:lo + AGG_BLOCK]
+        # ufunc.at takes its fast path with intp indices: the block's group indices widened
+        kb, gb = k[lo:lo + AGG_BLOCK], g[lo:lo + AGG_BLOCK].astype(np.intp, copy=False)
         calls = ops.api[kb]
         queue = ops.start[kb]
         queue -= api.end[calls]           # queue wait: kernel start - API end (definitions §3)
