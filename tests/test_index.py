@@ -6,8 +6,10 @@ import dataclasses
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from launchtui.analysis import index as ix
 from launchtui.analysis.export import export_document
 from launchtui.analysis.index import TraceIndex, trace_index
 from launchtui.analysis.launches import name_ids, small_kernel_table
@@ -60,8 +62,13 @@ def test_index_is_built_once_and_frozen():
     trace = open_trace(DEMO, use_cache=False)
     idx = trace_index(trace)
     n_strings = len(trace.strings)
-    assert trace_index(trace) is idx and name_ids(trace, "full") is idx.distinguishing_names
-    name_ids(trace, "full")
+    assert trace_index(trace) is idx
+    # held per full name (every full name of the demo has one short name), expanded per call
+    assert idx.op_full_name is trace.ops.full_name and len(idx.names_table) <= len(trace.strings)
+    ids = name_ids(trace, "full")
+    assert np.array_equal(ids, idx.distinguishing_names) and np.array_equal(ids, ix._distinguishing_names(trace))
+    some = np.arange(0, len(trace.ops), 7)
+    assert np.array_equal(idx.distinguishing_names_of(some), ids[some])
     assert len(trace.strings) == n_strings      # nothing interned after the build
     with pytest.raises(dataclasses.FrozenInstanceError):
         idx.op_ranges = None  # type: ignore[misc]
@@ -100,3 +107,25 @@ def test_string_table_intern_is_atomic():
     for j in range(8):
         seq = words if j % 2 else list(reversed(words))
         assert [table[i] for i in got[j]] == seq
+
+
+def test_op_categories_built_on_first_use():
+    """A fresh index holds no per-op categories until asked (a cold `report` never reads them);
+    then each op's category follows its kind, duration and name (definitions: timeline lanes)."""
+    from launchtui.analysis.config import CONFIG
+    from launchtui.trace.model import OP_KERNEL
+    trace = open_trace(DEMO, use_cache=False)
+    idx = trace_index(trace)
+    assert idx._op_category is None
+    cat = idx.op_category
+    assert idx._op_category is cat and idx.op_category is cat
+    ops, s = trace.ops, trace.strings
+    for k in range(len(ops)):
+        if ops.kind[k] != OP_KERNEL:
+            want = ix.CAT_MEM
+        elif "nccl" in s[int(ops.name[k])].lower():
+            want = ix.CAT_NCCL
+        else:
+            want = ix.CAT_SMALL if ops.end[k] - ops.start[k] < CONFIG.small_kernel_ns else ix.CAT_KERNEL
+        assert cat[k] == want, k
+    assert set(cat.tolist()) >= {ix.CAT_KERNEL, ix.CAT_SMALL, ix.CAT_MEM}

@@ -93,8 +93,11 @@ def test_returns_on_op_start_equals_a_walk():
         assert returns_on_op_start(starts, pos, c0, c1, slack).tolist() == want
 
 
-def test_time_at_or_above_with_backlog_equals_a_walk():
+@pytest.mark.parametrize("block", [1 << 20, 3])   # one block, and blocks of 3 steps
+def test_time_at_or_above_with_backlog_equals_a_walk(block, monkeypatch):
+    from launchtui.analysis import queue
     from launchtui.analysis.queue import time_at_or_above_with_backlog
+    monkeypatch.setattr(queue, "STEP_BLOCK", block)
     rng = np.random.default_rng(23)
     for _ in range(300):
         n = int(rng.integers(2, 50))

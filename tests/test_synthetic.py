@@ -69,6 +69,25 @@ def test_kernel_table_exact(files, fmt, variant, names, key):
                        r["sum_kernel_ns"], r["max_api_ns"], r["span_start_ns"], r["span_end_ns"]), k
 
 
+@pytest.mark.parametrize("fmt,variant", [("nsys", "modern"), ("kineto", "modern")])
+def test_kernel_groups_summed_in_blocks(files, fmt, variant, monkeypatch):
+    """Sums taken 7 launches at a time equal the ground truth and the one-block sums exactly."""
+    from launchtui.analysis import launches
+    trace, gt = load(files, fmt, variant)
+    whole = kernel_groups(trace)
+    monkeypatch.setattr(launches, "AGG_BLOCK", 7)
+    gr, mine = _groups(trace, "short")
+    assert len(gr.op_idx) > 7 * 3
+    for r in gt["kernel_table"]:
+        i = mine[(r["device_id"], r["kernel_name"])]
+        assert (int(gr.sum_api[i]), int(gr.sum_queue[i]), int(gr.queue_count[i]), int(gr.sum_kernel[i]),
+                int(gr.max_api[i]), int(gr.span_start[i]), int(gr.span_end[i])) == \
+            (r["sum_api_ns"], r["sum_queue_ns"], r["queue_count"], r["sum_kernel_ns"], r["max_api_ns"],
+             r["span_start_ns"], r["span_end_ns"])
+    for f in launches._FIELDS + ("op_idx", "op_group"):
+        assert np.array_equal(getattr(gr, f), getattr(whole, f)), f
+
+
 @pytest.mark.parametrize("fmt,variant", [("nsys", "modern"), ("kineto", "modern"), ("kineto", "legacy2021")])
 def test_rows_in_nsys_ai_format(files, fmt, variant):
     trace, gt = load(files, fmt, variant)
@@ -226,3 +245,24 @@ def test_demo_files_are_the_generator_output(tmp_path):
         finally:
             con.close()
     assert dump(tmp_path / "demo.sqlite") == dump(synth.DEMO_DIR / "demo.sqlite")
+
+
+def test_row_phases_counted_over_every_launch(files):
+    """Groups holding most launches are counted over every launch, the rest in one extra group:
+    the same top range and share per group as counting their own launches only."""
+    from launchtui.analysis import launches
+    from launchtui.analysis.nvtx import top_range_per_group
+    trace, _ = load(files, "nsys", "modern")
+    gr = kernel_groups(trace)
+    by_count = np.argsort(-gr.count, kind="stable")
+    upto = int(np.searchsorted(np.cumsum(gr.count[by_count]), gr.count.sum() * 0.6)) + 1
+    wanted = np.sort(by_count[:upto])
+    assert 0 < len(wanted) < len(gr)
+    op_idx, group, n = launches._launches_counted(gr, wanted)
+    assert n == len(gr) + 1 and len(op_idx) == len(gr.op_idx) and group.dtype == np.int32
+    got = top_range_per_group(trace, op_idx, group, n)
+    got.pop(len(gr), None)
+    want = top_range_per_group(trace, *launches.launches_of(gr, wanted), len(gr))
+    assert want and got == want
+    few = by_count[-1:]     # a group with few launches: its own launches, copied
+    assert launches._launches_counted(gr, few)[2] == len(gr)

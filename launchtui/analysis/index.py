@@ -11,8 +11,11 @@ What it holds (definitions.md §5-§7):
 - `depth_before_launch`: per GPU op, pending ops on its stream just before its launch call (§5, §6);
 - `nvtx`: innermost push/pop range lookup per thread, and `op_ranges`: per GPU op, the innermost
   range enclosing its launch call (§7);
-- `distinguishing_names`: per GPU op, the string id of its distinguishing ("full") name (§3);
-- `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset);
+- `distinguishing_names`: per GPU op, the string id of its distinguishing ("full") name (§3); held
+  per full name when each full name comes with one short name (the usual case), so 4 bytes per op
+  less live through the analyses; `distinguishing_names_of(ops)` reads a few ops' ids;
+- `op_category`: per GPU op, its timeline category (kernel, small kernel, NCCL, memcpy/memset;
+  built on first use, under a lock: only the TUI's lanes and the cache save read it);
 - `ops_by_api`: (sorted launch-call ids, op indices): the ops each API call launched (built on first
   use, under a lock: only the TUI's details and the cache save read it).
 
@@ -68,12 +71,41 @@ class TraceIndex:
     depth_before_launch: np.ndarray     # per op, -1 unmatched (int16 up to SMALL_DEPTH, else int32)
     nvtx: InnermostIndex
     op_ranges: np.ndarray               # int32 per op, -1 none
-    distinguishing_names: np.ndarray    # int32 string id per op
-    op_category: np.ndarray             # int8 per op
+    # int32 string id per op, or per full-name string id when `op_full_name` is set
+    names_table: np.ndarray = field(repr=False)
     op_api: np.ndarray = field(repr=False)   # the trace's ops.api (a reference), for ops_by_api
     # int32 (sorted call ids, op per call id); None until first asked for: only the TUI's details
     # and the cache read it, so a cold `report` never holds it
     _ops_by_api: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # the trace's ops.full_name (a reference) when `names_table` is per full name, else None
+    op_full_name: np.ndarray | None = field(default=None, repr=False)
+    # int8 per op; None until first asked for (from `category_source`: the trace's ops and strings)
+    _op_category: np.ndarray | None = field(default=None, repr=False)
+    category_source: tuple | None = field(default=None, repr=False)
+
+    @property
+    def op_category(self) -> np.ndarray:
+        got = self._op_category
+        if got is None:
+            with _LAZY_LOCK:
+                if self._op_category is None:
+                    object.__setattr__(self, "_op_category", _op_categories(*self.category_source))
+                got = self._op_category
+        return got
+
+    @property
+    def distinguishing_names(self) -> np.ndarray:
+        """int32 string id of each op's distinguishing name (§3): a new array per call when held
+        per full name (`distinguishing_names_of` reads only the ops asked for)."""
+        if self.op_full_name is None:
+            return self.names_table
+        return self.names_table[self.op_full_name]
+
+    def distinguishing_names_of(self, ops: np.ndarray) -> np.ndarray:
+        """The distinguishing-name ids of ops `ops` (indices into trace.ops)."""
+        if self.op_full_name is None:
+            return self.names_table[ops]
+        return self.names_table[self.op_full_name[ops]]
 
     @property
     def ops_by_api(self) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +134,7 @@ class TraceIndex:
             "qs.point_mean": np.array([x.point_mean for x in qs], np.float64),
             "depth_before_launch": self.depth_before_launch,
             "op_ranges": self.op_ranges,
-            "distinguishing_names": self.distinguishing_names,
+            "distinguishing_names": self.distinguishing_names,   # per op (the stored format)
             "op_category": self.op_category,
             "ops_by_api.keys": self.ops_by_api[0],
             "ops_by_api.ops": self.ops_by_api[1],
@@ -126,7 +158,7 @@ class TraceIndex:
                                     points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
                        for m, a, b, p in zip(meta, starts, ends, pm))
         return cls(series, z["depth_before_launch"], _nvtx_index(trace), z["op_ranges"], z["distinguishing_names"],
-                   z["op_category"], trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]))
+                   trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]), _op_category=z["op_category"])
 
 
 def trace_index(trace: Trace) -> TraceIndex:
@@ -149,8 +181,10 @@ def attached(trace: Trace) -> TraceIndex | None:
 def build_index(trace: Trace) -> TraceIndex:
     series, dbl = _queue_series(trace)
     nvtx_idx = _nvtx_index(trace)
-    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), _distinguishing_names(trace),
-                      _op_categories(trace), trace.ops.api)
+    names, by_full_name = _distinguishing_name_table(trace)
+    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), names, trace.ops.api,
+                      op_full_name=trace.ops.full_name if by_full_name else None,
+                      category_source=(trace.ops, trace.strings))
 
 
 # ---- pending-launch depth (definitions.md §5) ---------------------------------------------------------
@@ -342,14 +376,21 @@ def _op_ranges(trace: Trace, nvtx_idx: InnermostIndex) -> np.ndarray:
 def _distinguishing_names(trace: Trace) -> np.ndarray:
     """Per op, the id of its distinguishing name (interned here, once per distinct (full, short) pair,
     in ascending pair order)."""
+    table, by_full_name = _distinguishing_name_table(trace)
+    return table[trace.ops.full_name] if by_full_name else table
+
+
+def _distinguishing_name_table(trace: Trace) -> tuple[np.ndarray, bool]:
+    """(ids per full-name string id, True) when every full name comes with one short name, else
+    (ids per op, False): the ids of `_distinguishing_names`, interned in the same order."""
     ops = trace.ops
     width = len(trace.strings) + 1
     if not len(ops):
-        return np.zeros(0, np.int32)
+        return np.zeros(0, np.int32), False
     if ops.full_name.min() >= 0 and ops.name.min() >= 0:
         by_full = _pair_by_full_name(trace, width)
         if by_full is not None:
-            return by_full
+            return by_full, True
     if width * width <= DENSE_PAIRS and ops.full_name.min() >= 0 and ops.name.min() >= 0:
         # a presence table over the pairs: no sort of n elements
         pair = ops.full_name * np.int32(width)
@@ -366,16 +407,16 @@ def _distinguishing_names(trace: Trace) -> np.ndarray:
         full, short = divmod(p, width)
         ids[i] = trace.strings.intern(nm.distinguishing_name(trace.strings[short], trace.strings[full]))
     if inv is not None:
-        return ids[inv.reshape(-1)]
+        return ids[inv.reshape(-1)], False
     lut = np.zeros(width * width, np.int32)
     lut[uniq] = ids
-    return np.take(lut, pair, out=pair)
+    return np.take(lut, pair, out=pair), False
 
 
 def _pair_by_full_name(trace: Trace, width: int) -> np.ndarray | None:
-    """`_distinguishing_names` when every full name comes with one short name (the usual case: the
-    short name is derived from it), through tables as long as the string table: no n-long int64
-    keys or sort. None when a full name has two."""
+    """`_distinguishing_names` as a table over full-name ids, when every full name comes with one
+    short name (the usual case: the short name is derived from it): tables as long as the string
+    table, no n-long int64 keys or sort. None when a full name has two."""
     full, short = trace.ops.full_name, trace.ops.name
     short_of = np.full(width, -1, np.int32)
     short_of[full] = short
@@ -385,12 +426,12 @@ def _pair_by_full_name(trace: Trace, width: int) -> np.ndarray | None:
     lut = np.zeros(width, np.int32)
     for f in uniq.tolist():  # once per distinct full name, in the general path's order
         lut[f] = trace.strings.intern(nm.distinguishing_name(trace.strings[int(short_of[f])], trace.strings[f]))
-    return lut[full]
+    return lut
 
 
-def _op_categories(trace: Trace) -> np.ndarray:
-    """Per GPU op: CAT_KERNEL, CAT_SMALL (< CONFIG.small_kernel_ns), CAT_NCCL or CAT_MEM."""
-    ops = trace.ops
+def _op_categories(ops, strings) -> np.ndarray:
+    """Per GPU op (`ops`: the trace's): CAT_KERNEL, CAT_SMALL (< CONFIG.small_kernel_ns), CAT_NCCL
+    or CAT_MEM."""
     cat = np.full(len(ops), CAT_KERNEL, np.int8)
     dur = ops.end - ops.start
     k = ops.kind == OP_KERNEL
@@ -398,7 +439,7 @@ def _op_categories(trace: Trace) -> np.ndarray:
     cat[~k] = CAT_MEM
     if len(ops):
         uniq = unique_sorted(ops.name[k])
-        nccl_ids = [u for u in uniq.tolist() if "nccl" in trace.strings[u].lower()]
+        nccl_ids = [u for u in uniq.tolist() if "nccl" in strings[u].lower()]
         if nccl_ids:
             cat[k & np.isin(ops.name, nccl_ids)] = CAT_NCCL
     return cat

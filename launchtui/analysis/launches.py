@@ -25,6 +25,13 @@ def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
     return trace_index(trace).distinguishing_names
 
 
+def name_ids_of(trace: Trace, names: str, k: np.ndarray) -> np.ndarray:
+    """`name_ids(trace, names)[k]`, without a per-op array of every op's distinguishing name."""
+    if names == "full":
+        return trace_index(trace).distinguishing_names_of(k)
+    return name_ids(trace, names)[k]
+
+
 def launched_kernels(trace: Trace, sel: Selection = WHOLE) -> np.ndarray:
     """Indices of selected kernels launched by a cudaLaunch*/cuLaunch* call (not graph replays)."""
     ops = trace.ops
@@ -48,7 +55,7 @@ class KernelGroups:
     span_start: np.ndarray
     span_end: np.ndarray
     op_idx: np.ndarray        # the launched kernels aggregated (indices into trace.ops)
-    op_group: np.ndarray      # their group index
+    op_group: np.ndarray      # their group index (int32: `group_index`)
 
     def __len__(self):
         return len(self.count)
@@ -59,14 +66,29 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     `kernel_groups` without its sums, which are most of its cost: the TUI's phase column reads
     only this when `report` stored the sums."""
     k = launched_kernels(trace, sel)
-    nid = name_ids(trace, names)          # first: "full" names are interned by this call
+    nid = name_ids_of(trace, names, k)    # first: "full" names are interned by this call
     width = len(trace.strings) + 1
-    key = trace.ops.device[k].astype(np.int64)
+    dev = trace.ops.device[k]
+    d0, d1 = (int(dev.min()), int(dev.max())) if len(k) else (0, 0)
+    # (device - d0) x width + name: int32 while it fits, and from 0 for the usual names (ids >= 0),
+    # so dense_groups indexes its table with the key as it is (no int64 key, no shifted copy)
+    key = dev.astype(np.int32 if (d1 - d0 + 1) * width < 2**31 else np.int64)
+    del dev
+    key -= d0
     key *= width
-    key += nid[k]
+    key += nid
     del nid
     uniq, g = dense_groups(key)
-    return k, uniq // width, uniq % width, g
+    del key
+    uniq = uniq.astype(np.int64)
+    return k, uniq // width + d0, uniq % width, group_index(g)
+
+
+def group_index(g: np.ndarray) -> np.ndarray:
+    """A per-launch group index as the groups hold it: int32 (there are far fewer than 2^31
+    groups), half the bytes of the int64 the grouping gives; the groups live through the report
+    and the record's top kernels (bench/MISSED.md, issue 24)."""
+    return g.astype(np.int32, copy=False)
 
 
 def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") -> KernelGroups:
@@ -74,49 +96,49 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
     return _aggregate(trace, *launch_group_ids(trace, sel, names))
 
 
+AGG_BLOCK = 1 << 20   # launches summed per block: temporaries of a block, not of every launch
+
+
 def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray, g: np.ndarray) -> KernelGroups:
-    """The sums of launches `k` in groups `g` (of `device`, `name`). One quantity at a time, each
-    per-launch array freed once summed: all of them alive together would be the cold report's
-    peak memory (bench/MISSED.md)."""
+    """The sums of launches `k` in groups `g` (of `device`, `name`), AGG_BLOCK launches at a time:
+    full-length per-launch temporaries were the cold report's peak memory (bench/MISSED.md). The
+    block sums add up to the one-pass sums exactly: integer ns in float64, every partial sum exact
+    while a group's total is below 2^53 ns (104 days)."""
     ops, api = trace.ops, trace.api
     ng = len(device)
     big = np.iinfo(np.int64)
-
-    def extreme(values, ufunc, init):
-        out = np.full(ng, init, np.int64)
-        ufunc.at(out, g, values)
-        return out
-
-    def sums(values):
-        return np.bincount(g, weights=values, minlength=ng)
-
     count = np.bincount(g, minlength=ng)
-    calls = ops.api[k]
-    queue = ops.start[k]
-    queue -= api.end[calls]              # queue wait: kernel start - API end (definitions §3)
-    late = queue < 0                     # no wait measurable (rare): out of the queue figures
-    queue_count = count - np.bincount(g[late], minlength=ng)
-    queue[late] = 0
-    del late
-    sum_queue = sums(queue)
-    del queue
-    api_t = api.end[calls]
-    api_t -= api.start[calls]
-    del calls
-    sum_api, max_api, min_api = sums(api_t), extreme(api_t, np.maximum, big.min), extreme(api_t, np.minimum, big.max)
-    del api_t
-    start = ops.start[k]
-    span_start = extreme(start, np.minimum, big.max)
-    kern = ops.end[k]
-    span_end = extreme(kern, np.maximum, big.min)
-    kern -= start
-    del start
+    late_count = np.zeros(ng, np.int64)
+    sum_queue, sum_api, sum_kernel = np.zeros(ng), np.zeros(ng), np.zeros(ng)
+    max_api, span_end = np.full(ng, big.min, np.int64), np.full(ng, big.min, np.int64)
+    min_api, span_start = np.full(ng, big.max, np.int64), np.full(ng, big.max, np.int64)
+    for lo in range(0, len(k), AGG_BLOCK):   # one iteration per block of launches
+        # ufunc.at takes its fast path with intp indices: the block's group indices widened
+        kb, gb = k[lo:lo + AGG_BLOCK], g[lo:lo + AGG_BLOCK].astype(np.intp, copy=False)
+        calls = ops.api[kb]
+        queue = ops.start[kb]
+        queue -= api.end[calls]           # queue wait: kernel start - API end (definitions §3)
+        late = queue < 0                  # no wait measurable (rare): out of the queue figures
+        late_count += np.bincount(gb[late], minlength=ng)
+        queue[late] = 0
+        sum_queue += np.bincount(gb, weights=queue, minlength=ng)
+        api_t = api.end[calls]
+        api_t -= api.start[calls]
+        sum_api += np.bincount(gb, weights=api_t, minlength=ng)
+        np.maximum.at(max_api, gb, api_t)
+        np.minimum.at(min_api, gb, api_t)
+        start = ops.start[kb]
+        np.minimum.at(span_start, gb, start)
+        kern = ops.end[kb]
+        np.maximum.at(span_end, gb, kern)
+        kern -= start
+        sum_kernel += np.bincount(gb, weights=kern, minlength=ng)
     return KernelGroups(
         device=device, name=name, count=count,
         sum_api=sum_api, max_api=max_api, min_api=min_api,
-        queue_count=queue_count, sum_queue=sum_queue, sum_kernel=sums(kern),
+        queue_count=count - late_count, sum_queue=sum_queue, sum_kernel=sum_kernel,
         span_start=span_start, span_end=span_end,
-        op_idx=k, op_group=g,
+        op_idx=k, op_group=group_index(g),
     )
 
 
@@ -132,7 +154,7 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     k, g, ng = gr.op_idx, gr.op_group, len(gr)
     if not len(k):
         return gr
-    d = name_ids(trace, "full")[k]      # first: "full" names are interned by this call
+    d = name_ids_of(trace, "full", k)   # first: "full" names are interned by this call
     rep = np.zeros(ng, d.dtype)
     rep[g] = d                           # one of each group's names; any other one marks it mixed
     mixed = np.bincount(g[d != rep[g]], minlength=ng) > 0
@@ -147,7 +169,7 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     key += d[m]
     uniq, j = dense_groups(key)
     sub = _aggregate(trace, k[m], uniq // width, uniq % width, j)
-    op_group = new_id[g]
+    op_group = group_index(new_id[g])
     op_group[m] = int(keep.sum()) + j
     return KernelGroups(**{f: np.concatenate([getattr(gr, f)[keep], getattr(sub, f)]) for f in _FIELDS},
                         op_idx=k, op_group=op_group)
@@ -165,7 +187,7 @@ def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:
         device=gr.device[keep], name=gr.name[keep], count=gr.count[keep], sum_api=gr.sum_api[keep],
         max_api=gr.max_api[keep], min_api=gr.min_api[keep], queue_count=gr.queue_count[keep],
         sum_queue=gr.sum_queue[keep], sum_kernel=gr.sum_kernel[keep], span_start=gr.span_start[keep],
-        span_end=gr.span_end[keep], op_idx=gr.op_idx[on], op_group=new_id[gr.op_group[on]])
+        span_end=gr.span_end[keep], op_idx=gr.op_idx[on], op_group=group_index(new_id[gr.op_group[on]]))
 
 
 def _row(trace: Trace, gr: KernelGroups, i: int) -> dict:
@@ -217,6 +239,19 @@ def launches_of(gr: KernelGroups, groups: np.ndarray) -> tuple[np.ndarray, np.nd
     return gr.op_idx[wanted], gr.op_group[wanted]
 
 
+def _launches_counted(gr: KernelGroups, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(op indices, group indices, group count) for counting the launches of `groups`: when they
+    are at least half the launches, every launch, with the other groups' launches in one extra
+    group `len(gr)` (an int32 per launch, not copies of both arrays); else `launches_of`."""
+    wanted = np.zeros(len(gr), bool)
+    wanted[groups] = True
+    wanted = wanted[gr.op_group]
+    n = int(np.count_nonzero(wanted))
+    if n == len(wanted) or 2 * n < len(wanted):
+        return *launches_of(gr, groups), len(gr)
+    return gr.op_idx, np.where(wanted, gr.op_group, np.int32(len(gr))).astype(np.int32, copy=False), len(gr) + 1
+
+
 def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int = CONFIG.min_launches,
                        max_avg_us: float = CONFIG.max_avg_us, limit: int = CONFIG.table_limit,
                        names: str = CONFIG.names,
@@ -229,7 +264,10 @@ def small_kernel_table(trace: Trace, sel: Selection = WHOLE, min_launches: int =
     rows = [_row(trace, gr, int(i)) for i in ranked]
     if with_phase:
         from launchtui.analysis.nvtx import top_range_per_group
-        top = top_range_per_group(trace, *launches_of(gr, ranked), len(gr)) if len(trace.ranges) else {}
+        top = {}
+        if len(trace.ranges):
+            top = top_range_per_group(trace, *_launches_counted(gr, ranked))
+            top.pop(len(gr), None)   # the launches of the groups not asked for, when counted
         for r, i in zip(rows, ranked.tolist()):
             text, share = top.get(i, (None, 0.0))
             r["nvtx_range"] = trace.strings[text] if text is not None else None
@@ -255,4 +293,4 @@ def group_totals(gr: KernelGroups) -> KernelGroups:
     """Kernel groups without their per-launch arrays: what the table's rows read (kilobytes, not
     the launch indices of every kernel)."""
     import dataclasses
-    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int64))
+    return dataclasses.replace(gr, op_idx=np.zeros(0, np.int64), op_group=np.zeros(0, np.int32))

@@ -59,7 +59,24 @@ def stream_ops(trace: Trace, device: int, stream: int) -> np.ndarray:
 def backlog_pending(backlog: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Per time: the backlog's ops still pending (not yet started; one starting at that time no
     longer is, as -1 applies before +1 in §5)."""
-    return len(backlog) - np.searchsorted(backlog, times, side="right")
+    pending = np.searchsorted(backlog, times, side="right")
+    return np.subtract(len(backlog), pending, out=pending)
+
+
+STEP_BLOCK = 1 << 20   # steps of a series measured per block: bounded temporaries, not n-long ones
+
+
+def _time_where(t: np.ndarray, v: np.ndarray, x: int, lo: int, hi: int) -> int:
+    """ns inside [lo, hi] of the steps j < len(t) - 1 (value v[j] on [t[j], t[j+1])) with v >= x.
+    Each step clipped to [lo, hi] (a step outside it lasts 0), in blocks of STEP_BLOCK steps."""
+    i0 = max(int(np.searchsorted(t, lo, side="right")) - 1, 0)
+    i1 = min(int(np.searchsorted(t, hi, side="left")), len(t) - 1)
+    total = 0
+    for a in range(i0, i1, STEP_BLOCK):   # one iteration per block
+        b = min(a + STEP_BLOCK, i1)
+        dur = np.diff(np.clip(t[a:b + 1], lo, hi))
+        total += int(np.sum(dur, where=v[a:b] >= x))
+    return total
 
 
 def time_at_or_above_with_backlog(s: StreamSeries, backlog: np.ndarray, x: int, lo: int | None = None,
@@ -69,25 +86,26 @@ def time_at_or_above_with_backlog(s: StreamSeries, backlog: np.ndarray, x: int, 
     if not len(s.t):
         return 0
     t, v = s.t, s.v
+    i = 0
     if len(backlog):
-        # the backlog has started by its last start: only the series before it needs a merge
+        # the backlog has started by its last start: only the series before it (index < i) is
+        # merged with it; the rest is read in place, the merged head's last step ending at t[i]
         i = int(np.searchsorted(t, backlog[-1], side="right"))
         head = np.concatenate([t[:i], backlog])
         head.sort(kind="stable")          # two sorted runs: merged in one pass
         head = head[np.concatenate([[True], head[1:] != head[:-1]])]
         v_head = s.value_at(head).astype(np.int64) + backlog_pending(backlog, head)
-        t, v = np.concatenate([head, t[i:]]), np.concatenate([v_head, v[i:]])
-    lo_t = int(t[0]) if lo is None else max(int(t[0]), lo)
-    hi_t = int(t[-1]) if hi is None else min(int(t[-1]), hi)
+        first, last = int(head[0]), int(t[-1] if i < len(t) else head[-1])
+    else:
+        first, last = int(t[0]), int(t[-1])
+    lo_t = first if lo is None else max(first, lo)
+    hi_t = last if hi is None else min(last, hi)
     if hi_t <= lo_t:
         return 0
-    # steps clipped to [lo_t, hi_t], as _stats clips them: value v[i] holds on [t[i], t[i+1])
-    i0 = max(int(np.searchsorted(t, lo_t, side="right")) - 1, 0)
-    i1 = int(np.searchsorted(t, hi_t, side="left"))
-    dur = np.diff(t[i0:i1 + 1])
-    dur[0] -= lo_t - t[i0]
-    dur[-1] -= t[i1] - hi_t
-    return int(np.sum(dur, where=v[i0:i0 + len(dur)] >= x))
+    total = _time_where(t[i:], v[i:], x, lo_t, hi_t)
+    if len(backlog):
+        total += _time_where(np.concatenate([head, t[i:i + 1]]), v_head, x, lo_t, hi_t)
+    return total
 
 
 @dataclass

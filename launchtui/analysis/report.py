@@ -101,17 +101,19 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
     """`shared`: the memo the case record reads too (`report --json`), so neither recomputes.
     `bp`: `backpressure(trace, sel, opt.backpressure)` when the caller has it (the CLI keeps it for the TUI)."""
     shared = Shared(trace) if shared is None else shared
+    if bp is None:
+        bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
+    # each stream's blocking depth where its calls block (definitions §V3): fixed thresholds miss it.
+    # Before the kernel groups: their per-launch arrays, kept for the record, would be live under
+    # the ceilings' per-call arrays (the report's peak, bench/MISSED.md issue 24)
+    ceilings = selection_ceilings(trace, bp["spikes"], *selection_bounds(trace, sel), sel.devices)
     gr = shared.kernel_groups(sel, opt.names)
     rows = small_kernel_table(trace, sel, opt.min_launches, opt.max_avg_us, opt.limit, opt.names, with_phase=True,
                               groups=gr)
     compute, nccl = split_nccl(rows)
-    if bp is None:
-        bp = backpressure(trace, sel, opt.backpressure, sp=shared.spikes(sel, opt.backpressure))
     launches = launch_totals(trace, sel, gr.op_idx, float(gr.sum_api.sum()))
     # GPU ops that joined no launch call: what failed to join and why (only then: §V8 launch_join)
     lj = launch_join(trace, sel) if not launches["kernel_launches"] and not launches["graph_launched_ops"] else None
-    # each stream's blocking depth where its calls block (definitions §V3): fixed thresholds miss it
-    ceilings = selection_ceilings(trace, bp["spikes"], *selection_bounds(trace, sel), sel.devices)
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace_json(trace, sel),
