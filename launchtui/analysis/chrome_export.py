@@ -166,7 +166,8 @@ def idle_pieces(trace: Trace, device: int, it_start: np.ndarray, it_end: np.ndar
     if not len(on) or not len(calls) or not len(it_start):
         return z, z, z
     lo = min(int(it_start.min()), int(trace.ops.start[on].min()))
-    gaps = ex.device_gaps(trace, device, lo, int(it_end.max()), calls)
+    # bounds only: the causes find each gap's ending op by their own rule (idle_causes.ending_ops)
+    gaps = ex.device_gaps(trace, device, lo, int(it_end.max()), calls, full=False, ending=False)
     cold = cold_start(spiky, spikes(spiky, WHOLE, opt.backpressure))
     return ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls).pieces()
 
