@@ -28,7 +28,8 @@ import threading
 import time
 from pathlib import Path
 
-import issue24   # bench/ is the script's directory, first on sys.path
+import floors    # bench/ is the script's directory, first on sys.path
+import issue24
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -416,7 +417,6 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
     if fmt == "nsys" and isinstance(first.get("py_sqlite_numpy"), dict):
         out["file_events"] = sum(v for k, v in first["py_sqlite_numpy"]["rows"].items() if k != "StringIds")
     elif fmt == "nsys":
-        import floors   # bench/ is first on sys.path
         out["file_events"] = sum(v for k, v in floors.row_counts(path).items() if k != "StringIds")
     elif fmt == "kineto" and isinstance(first.get("msgspec_typed"), dict):
         out["file_events"] = first["msgspec_typed"]["events"]
