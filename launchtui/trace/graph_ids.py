@@ -54,21 +54,26 @@ def may_launch_graphs(con, strings_table: str | None) -> bool:
 
 def scan_exprs(columns: set[str], kernel: bool, nodes: bool) -> dict[str, str]:
     """The outputs a GPU-op table's scan adds for the graph ids: `graph` (graphId, kernels only)
-    and `node` (graphNodeId, only when `nodes`: the trace has a node table to resolve it); NULL
-    (read as -1) where the table lacks the column."""
-    return {"graph": "graphId" if kernel and "graphId" in columns else "NULL",
-            "node": "graphNodeId" if nodes and "graphNodeId" in columns else "NULL"}
+    and, only when `nodes` (the trace has a node table to resolve them), `node` (graphNodeId);
+    NULL (read as -1) where the table lacks the column. Without a node table no `node` output is
+    scanned at all: an n-long column of -1 would be 8 bytes of fresh memory per op."""
+    out = {"graph": "graphId" if kernel and "graphId" in columns else "NULL"}
+    if nodes:
+        out["node"] = "graphNodeId" if "graphNodeId" in columns else "NULL"
+    return out
 
 
 def replay_rows(cols: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
-    """Pop the scan's `graph` and `node` columns from the GPU-op columns `cols` (start, corr,
-    device: every table's rows, in the tables' and rowids' order) and keep only their set rows'
-    keys and ids: {"graph": rows with graphId > 0 (0 and NULL: none), "node": rows with a
+    """Pop the scan's `graph` and `node` (when read) columns from the GPU-op columns `cols` (start,
+    corr, device: every table's rows, in the tables' and rowids' order) and keep only their set
+    rows' keys and ids: {"graph": rows with graphId > 0 (0 and NULL: none), "node": rows with a
     graphNodeId} (ids are never negative: a negative one would read as NULL)."""
-    graph, node = cols.pop("graph"), cols.pop("node")
-    out = {}
+    graph, node = cols.pop("graph"), cols.pop("node", None)
+    out = {"node": NO_REPLAY_ROWS["node"]}
     for name, ids, rows in (("graph", graph, np.flatnonzero(graph > 0)),
-                            ("node", node, np.flatnonzero(node >= 0))):
+                            ("node", node, None if node is None else np.flatnonzero(node >= 0))):
+        if ids is None:
+            continue
         out[name] = {"start": cols["start"][rows], "corr": cols["corr"][rows],
                      "dev": cols["device"][rows].astype(np.int64), name: ids[rows]}
     return out

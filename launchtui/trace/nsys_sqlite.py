@@ -153,7 +153,8 @@ class _Reader:
         names = ("start", "end", "devstream", "corr", "pid", "names")
         graphs = graph_ids.may_launch_graphs(con, self.tables.get("StringIds"))
         nodes = graphs and graph_nodes.node_table(self) is not None
-        cols = {k: np.empty(cap, np.int64) for k in names + (("graph", "node") if graphs else ())}
+        extra = (("graph",) if graphs else ()) + (("node",) if nodes else ())   # graph_ids.scan_exprs
+        cols = {k: np.empty(cap, np.int64) for k in names + extra}
         n, spans = 0, []
         for table, canon, kind in present:
             cs = self.colset(canon)
