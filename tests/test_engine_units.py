@@ -127,6 +127,18 @@ def test_process_index_round_trips_and_joins_like_the_keys(n_proc):
         assert tr.ops.api.tolist() == expect
 
 
+@pytest.mark.parametrize("one_process", [True, False])
+def test_join_of_int32_ids_spanning_the_int32_range(one_process):
+    """finalize narrows correlation ids to int32 before the join: keys spanning the whole int32
+    range (a difference past 2^31) still pair each op with its own call."""
+    ids = [-(2**31), -5, 0, 2**31 - 1]
+    pid = [1 << 24, 1 << 24, 2 << 24, 1 << 24] if not one_process else [1 << 24] * 4
+    tr = make_trace([(0, p, 10 * i, 10 * i + 5, c, API_LAUNCH) for i, (p, c) in enumerate(zip(pid, ids))],
+                    [(0, 7, 10 * i + 8, 10 * i + 9, c, p) for i, (p, c) in enumerate(zip(pid, ids))])
+    assert tr.ops.corr.dtype == tr.api.corr.dtype == np.int32
+    assert tr.api.corr[tr.ops.api].tolist() == tr.ops.corr.tolist() == ids
+
+
 def test_process_index_keeps_unknown_processes_unknown():
     tr = make_trace([(0, 5 << 24, 0, 5, 42, API_LAUNCH)], [(0, 7, 10, 12, 42, -1)], match_process=False)
     assert tr.ops.pid.tolist() == [-1] and tr.process_keys(tr.ops.pid).tolist() == [-1]
