@@ -61,6 +61,31 @@ def test_merge_depth_sorted_key_and_search_agree_with_the_walk(seed, offset):
         assert mean == rmean and v.dtype == np.int32 and before.dtype == np.int32 and t.dtype == np.int64
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_stream_depth_gathers_into_the_key_and_compacts_in_place(seed, monkeypatch):
+    """_stream_depth (the ops' and calls' starts gathered into the merge key's halves, unsorted
+    launch starts sorted there, equal times compacted in place in blocks of 7) against the walk."""
+    from launchtui.analysis import index
+    monkeypatch.setattr(index, "COMPACT_BLOCK", 7)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 90))
+    ops_start = np.sort(rng.integers(0, 50 if seed % 2 else 10**6, n))
+    api_start = rng.integers(0, 50 if seed % 2 else 10**6, n + 5)
+    if seed < 2:
+        api_start.sort()                                   # the usual FIFO case: no permutation
+    sel = np.arange(n, dtype=np.int32)
+    calls = rng.permutation(n + 5)[:n].astype(np.int32)
+    t, v, mean, before, perm = index._stream_depth(ops_start, sel, api_start, calls)
+    plus = api_start[calls]
+    rt, rv, rmean, rbefore = _reference_merge(np.sort(plus, kind="stable"), ops_start)
+    assert t.tolist() == rt and v.tolist() == rv and mean == rmean
+    assert (perm is None) == bool((plus[1:] >= plus[:-1]).all())
+    got = np.empty(n, np.int64)
+    got[np.arange(n) if perm is None else perm] = before
+    order = np.argsort(plus, kind="stable")
+    assert got[order].tolist() == rbefore
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_time_order_equals_a_full_lexsort(seed):
     rng = np.random.default_rng(seed)

@@ -45,6 +45,7 @@ INDEX_KEY = "analysis.index"    # the index's key in the trace's memo
 # depths (series values, depth before launch) are int16 when every one is at most this (the usual
 # case: the launch queue holds ~1,000), leaving headroom for the readers' small offsets (`d + 1`)
 SMALL_DEPTH = (1 << 14) - 1
+COMPACT_BLOCK = 1 << 20   # elements per block of an in-place compaction (bounded temporaries)
 DENSE_PAIRS = 1 << 24   # (full, short) name pairs looked up in a table up to this many (16 MB of bools)
 
 
@@ -192,10 +193,29 @@ def build_index(trace: Trace) -> TraceIndex:
 _KEY_LIMIT = 1 << 62
 
 
-def _merge_depth(plus: np.ndarray, minus: np.ndarray):
+def _stream_depth(ops_start: np.ndarray, sel: np.ndarray, api_start: np.ndarray, calls: np.ndarray):
+    """`_merge_depth` of one stream's ops `sel` (in start order) and their launch calls `calls`,
+    gathered straight into the halves of the merge's key array (no separate n-long copies of the
+    two time columns), and the permutation that sorted the launch starts (None: already sorted;
+    the depths before come back in sorted launch order)."""
+    key = np.empty(len(sel) + len(calls), np.int64)
+    minus, plus = key[:len(sel)], key[len(sel):]
+    np.take(ops_start, sel, out=minus)
+    np.take(api_start, calls, out=plus)
+    perm = None
+    # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
+    if len(plus) > 1 and not (plus[1:] >= plus[:-1]).all():
+        perm = np.argsort(plus, kind="stable")
+        plus[:] = plus[perm]
+    return (*_merge_depth(plus, minus, key), perm)
+
+
+def _merge_depth(plus: np.ndarray, minus: np.ndarray, key: np.ndarray | None = None):
     """Depth series of one stream from its +1 times (launch calls) and -1 times (op starts), both
     sorted. Equal times apply -1 before +1. Returns (distinct times, depth after all changes at
     each, int32), the mean depth over every change point, and the depth before each +1 event.
+    `key`: an array of len(minus) + len(plus) whose halves `minus` and `plus` are (reused as the
+    merge's key, so both are overwritten), else None.
 
     One stable sort of the two runs with the event's sign in the key's low bit: numpy's stable sort
     of int64 is a timsort, which merges two sorted runs in one linear pass (cheaper than a binary
@@ -203,7 +223,7 @@ def _merge_depth(plus: np.ndarray, minus: np.ndarray):
     na, n = len(plus), len(plus) + len(minus)
     if not na or not len(minus) or min(plus[0], minus[0]) < -_KEY_LIMIT or max(plus[-1], minus[-1]) >= _KEY_LIMIT:
         return _merge_depth_search(plus, minus)
-    key = np.empty(n, np.int64)
+    key = np.empty(n, np.int64) if key is None else key
     np.multiply(minus, 2, out=key[:n - na])
     np.multiply(plus, 2, out=key[n - na:])
     key[n - na:] += 1
@@ -246,22 +266,27 @@ def _merge_depth_search(plus: np.ndarray, minus: np.ndarray):
 
 
 def _distinct(t: np.ndarray, depth: np.ndarray, before: np.ndarray):
-    """(distinct times, the depth after all changes at each, mean depth over every change, before)."""
+    """(distinct times, the depth after all changes at each, mean depth over every change, before);
+    the first two compacted in their own buffers (leading slices of them)."""
     n = len(t)
     point_mean = float(depth.mean()) if n else float("nan")
     last = np.ones(n, bool)
     np.not_equal(t[1:], t[:-1], out=last[:-1])   # the value at t is the one after all changes at t
     if last.all():                               # no two changes at one time: no copies
         return t, depth, point_mean, before
-    return t[last], depth[last], point_mean, before
+    return _compact(t, last), _compact(depth, last), point_mean, before
 
 
-def _sorted_with_order(x: np.ndarray):
-    """(sorted x, permutation or None when x was already sorted)."""
-    if len(x) < 2 or (x[1:] >= x[:-1]).all():
-        return x, None
-    o = np.argsort(x, kind="stable")
-    return x[o], o
+def _compact(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """a[keep], written over `a`'s own leading elements block by block (a kept element only moves
+    left, past elements already read), and returned as a's leading slice: equal times are few, so
+    this keeps a few bytes of slack instead of allocating a second n-long copy."""
+    w = 0
+    for s in range(0, len(a), COMPACT_BLOCK):   # one iteration per block
+        kept = a[s:s + COMPACT_BLOCK][keep[s:s + COMPACT_BLOCK]]   # a copy: the block is read first
+        a[w:w + len(kept)] = kept
+        w += len(kept)
+    return a[:w]
 
 
 def _max_without(t: np.ndarray, v: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> int:
@@ -303,7 +328,7 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
     SMALL_DEPTH, else int32)."""
     ops, api = trace.ops, trace.api
     out: list[StreamSeries] = []
-    dbl = np.full(len(ops), -1, np.int32)
+    dbl = np.full(len(ops), -1, np.int16)   # int32 once a depth passes SMALL_DEPTH
     unmatched = ops.api < 0
     if not unmatched.all():
         # (device, stream) groups over all ops (no gathered copies of the matched ones); unmatched
@@ -322,12 +347,11 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 continue
             sel = by_stream[lo:hi]                  # this stream's matched ops, in start order
             calls = ops.api[sel]
-            minus = ops.start[sel]
-            # FIFO: a stream runs ops in launch order, so launch starts are almost always sorted
-            plus, perm = _sorted_with_order(api.start[calls])
-            t_last, v_last, point_mean, before = _merge_depth(plus, minus)
+            t_last, v_last, point_mean, before, perm = _stream_depth(ops.start, sel, api.start, calls)
+            if dbl.dtype == np.int16 and len(before) and int(before.max()) > SMALL_DEPTH:
+                dbl = dbl.astype(np.int32)
             dbl[sel if perm is None else sel[perm]] = before
-            del before, plus, perm
+            del before, perm
             is_graph = api.kind[calls] == API_GRAPH_LAUNCH
             gmax = int(v_last.max())
             if gmax <= SMALL_DEPTH:
@@ -338,13 +362,11 @@ def _queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
                 gi = np.nonzero(is_graph)[0]
                 first = unique_sorted(calls[gi], return_index=True)[1]
                 rest = np.delete(gi, first)
-                gmax = _max_without(t_last, v_last, api.start[calls[rest]], minus[rest])
+                gmax = _max_without(t_last, v_last, api.start[calls[rest]], ops.start[sel[rest]])
             out.append(StreamSeries(
                 device=dev_of(skeys[g]), stream=stream_of(skeys[g]), t=t_last, v=v_last,
-                point_mean=point_mean, points=len(calls) + len(minus), max_graph_as_one=gmax,
+                point_mean=point_mean, points=2 * len(calls), max_graph_as_one=gmax,
                 graph_ops=int(is_graph.sum())))
-    if len(dbl) and int(dbl.max()) <= SMALL_DEPTH:
-        dbl = dbl.astype(np.int16)
     return out, dbl
 
 
