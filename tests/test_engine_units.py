@@ -232,6 +232,30 @@ def test_depths_and_innermost():
     assert ix.lookup(q_th, q_t).tolist() == [0, 0, 1, 2, 1, 1, 3, 3, 0, 0, -1, 4]
 
 
+@pytest.mark.parametrize("n_threads", [3, 12])   # both lookup paths: a mask per thread, or grouped
+def test_innermost_lookup_in_blocks_matches_brute_force(n_threads, monkeypatch):
+    """Queries looked up in blocks of 5 (LOOKUP_BLOCK) give the innermost enclosing range found by
+    scanning every range: the deepest one on the query's thread with start <= t < end."""
+    from launchtui.trace import nesting
+    monkeypatch.setattr(nesting, "LOOKUP_BLOCK", 5)
+    rng = np.random.default_rng(n_threads)
+    th, st, en = [], [], []
+    for thread in range(n_threads - 1):          # the last thread has queries but no ranges
+        a, b = 0, 48
+        for _ in range(6):                       # each range strictly inside the previous one
+            th.append(thread), st.append(a), en.append(b)
+            a, b = a + int(rng.integers(1, 4)), b - int(rng.integers(1, 4))
+    th, st, en = np.array(th), np.array(st), np.array(en)
+    depth = range_depths(th, st, en)
+    q_th = rng.integers(0, n_threads, 67)
+    q_t = rng.integers(-2, 50, 67)
+    want = []
+    for qt, qq in zip(q_t, q_th):
+        inside = np.flatnonzero((th == qq) & (st <= qt) & (qt < en))
+        want.append(int(inside[np.argmax(depth[inside])]) if len(inside) else -1)
+    assert InnermostIndex(th, st, en).lookup(q_th, q_t, np.int32).tolist() == want
+
+
 def test_equal_start_ranges_nest_by_length():
     th = np.zeros(3, int)
     st = np.array([0, 0, 0])

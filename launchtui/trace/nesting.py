@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 FEW_THREADS = 8   # up to this many threads with ranges, lookups select each thread's queries by a mask
+LOOKUP_BLOCK = 1 << 22   # queries looked up at once: bounds the lookup's temporaries
 
 
 def _groups(keys: np.ndarray):
@@ -70,29 +71,40 @@ class InnermostIndex:
             self.by_thread[int(thread[idx[0]])] = (ptimes[oo], pvals[oo])
 
     def lookup(self, thread: np.ndarray, t: np.ndarray, dtype=np.int64) -> np.ndarray:
-        """Innermost enclosing range index per query, -1 when none (as `dtype`)."""
+        """Innermost enclosing range index per query, -1 when none (as `dtype`). Queries go in
+        blocks of LOOKUP_BLOCK: the per-query temporaries (positions, values, indices) are bounded
+        by a block, not n-long (the typed index asks once per API call)."""
         out = np.full(len(t), -1, dtype)
         if not self.by_thread or len(t) == 0:
             return out
         if len(self.by_thread) <= FEW_THREADS:   # a pass per indexed thread: no argsort of the queries
-            groups = ((_where(thread == th), entry) for th, entry in self.by_thread.items())
-        else:
-            order, bounds = _groups(thread)
-            groups = ((order[a:b], self.by_thread.get(int(thread[order[a]])))
-                      for a, b in zip(bounds[:-1], bounds[1:]))
-        for idx, entry in groups:
-            if entry is None or (not isinstance(idx, slice) and not len(idx)):
-                continue
-            times, vals = entry
-            pos = np.searchsorted(times, t[idx], side="right")
-            pos -= 1
-            none = pos < 0
-            np.maximum(pos, 0, out=pos)
-            got = vals[pos]
-            del pos
-            got[none] = -1
-            out[idx] = got
+            for a in range(0, len(t), LOOKUP_BLOCK):   # one iteration per block
+                blk = slice(a, a + LOOKUP_BLOCK)
+                threads = thread[blk]
+                for th, entry in self.by_thread.items():
+                    _fill(out[blk], t[blk], _where(threads == th), entry)
+            return out
+        order, bounds = _groups(thread)
+        for a, b in zip(bounds[:-1], bounds[1:]):   # one iteration per thread
+            entry = self.by_thread.get(int(thread[order[a]]))
+            for c in range(a, b, LOOKUP_BLOCK) if entry is not None else ():   # one per block
+                _fill(out, t, order[c:min(c + LOOKUP_BLOCK, b)], entry)
         return out
+
+
+def _fill(out: np.ndarray, t: np.ndarray, idx, entry: tuple[np.ndarray, np.ndarray]) -> None:
+    """out[idx] = the innermost range at each time t[idx] of one thread's change points `entry`."""
+    if not isinstance(idx, slice) and not len(idx):
+        return
+    times, vals = entry
+    pos = np.searchsorted(times, t[idx], side="right")
+    pos -= 1
+    none = pos < 0
+    np.maximum(pos, 0, out=pos)
+    got = vals[pos]
+    del pos
+    got[none] = -1
+    out[idx] = got
 
 
 def _where(mask: np.ndarray):
