@@ -111,7 +111,17 @@ def test_graph_and_node_ids_come_from_the_one_gpu_scan(tmp_path, monkeypatch, na
     assert all("node" not in e for t, e in seen if t in gpu)
     g = np.asarray(w.ops["graph_id"])
     assert (trace.op_graph >= 0).sum() == (g >= 0).sum() == 20 * REPLAYS
-    assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {1}
+    assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {1} and trace.op_graph.dtype == np.int32
+
+
+def test_graph_ids_are_int32_when_they_fit_else_int64_unchanged():
+    """op_graph holds 4 bytes per op when every id fits int32; an id past it keeps the column int64
+    with every id as read."""
+    from launchtui.trace.graph_ids import narrow
+    small = np.array([-1, 1, 2**31 - 1, -1], np.int64)
+    assert narrow(small).dtype == np.int32 and narrow(small).tolist() == small.tolist()
+    big = np.array([-1, 2**31, 5], np.int64)
+    assert narrow(big).dtype == np.int64 and narrow(big).tolist() == [-1, 2**31, 5]
 
 
 def test_without_a_graph_launch_name_the_scan_skips_graph_columns(tmp_path, monkeypatch):

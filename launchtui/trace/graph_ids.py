@@ -15,6 +15,16 @@ import numpy as np
 from launchtui.trace.model import API_GRAPH_LAUNCH, GraphSpans, Trace
 
 
+def narrow(graph: np.ndarray) -> np.ndarray:
+    """Per-op graph ids (`Trace.op_graph`) as int32 when every id fits, as CUDA's 32-bit graph ids
+    do (4 bytes per op, not 8: the column is as long as the ops even when a few replays set it);
+    the int64 column as it is otherwise, so no id is ever changed."""
+    i32 = np.iinfo(np.int32)
+    if len(graph) and i32.min <= int(graph.min()) and int(graph.max()) <= i32.max:
+        return graph.astype(np.int32)
+    return graph
+
+
 def match_rows(a: tuple, b: tuple) -> np.ndarray:
     """Per row of the key columns `a`: the index of a row of `b` with equal keys, -1 when none
     (ties in `b`: any one of them). One lexsort over both, no per-row Python."""
@@ -100,8 +110,9 @@ def read_nsys(trace: Trace, rows: dict[str, dict[str, np.ndarray]]) -> None:
     cand = graph_launch_ops(trace)   # match those few, not every op
     k = match_rows((ops.start[cand], ops.corr[cand], ops.device[cand]), (got["start"], got["corr"], got["dev"]))
     if (k >= 0).any():
-        trace.op_graph = np.full(len(ops), -1, np.int64)
-        trace.op_graph[cand[k >= 0]] = got["graph"][k[k >= 0]]
+        ids = narrow(got["graph"][k[k >= 0]])
+        trace.op_graph = np.full(len(ops), -1, ids.dtype)
+        trace.op_graph[cand[k >= 0]] = ids
 
 
 def read_graph_trace(trace: Trace, r) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from launchtui.errors import TraceError
 from launchtui.trace.arrays import unique_rows, unique_sorted
-from launchtui.trace import kineto_stacks
+from launchtui.trace import graph_ids, kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.kineto_columns import SKIP_DEVICE, SKIP_NOT_COMPLETE, concat, extract
 from launchtui.trace.kineto_events import (MAX_ABS_NS, SKIP_ARGS, SKIP_TIME, export_note,
@@ -261,7 +261,7 @@ def _model(source: SourceInfo, cols: dict, dev_props: list | None, skipped: Coun
     trace = Trace(source=source, strings=strings, ops=ops, api=api, ranges=ranges, threads=threads,
                   overheads=_overheads(cols["overheads"], upairs), devices=_devices(dev_props, ops))
     if o and (o["graph"] >= 0).any():   # graph ids only where some op has one (§12.2)
-        trace.op_graph = o["graph"][_kept_ops(o)]
+        trace.op_graph = graph_ids.narrow(o["graph"][_kept_ops(o)])
     trace.has_cuda_tables = bool(len(ops) or n_api)
     _note_missing(trace, n_api, n_rng)
     return trace
