@@ -14,6 +14,7 @@ from launchtui.analysis.record import build_record
 from launchtui.analysis.select import Selection
 from launchtui.trace.graph_ids import match_rows
 from launchtui.trace.load import open_trace
+from launchtui.trace.sqlite_columns import Packed
 
 REPLAYS, DROPPED = 4, 3
 
@@ -104,7 +105,9 @@ def test_graph_and_node_ids_come_from_the_one_gpu_scan(tmp_path, monkeypatch, na
     gpu = [t for t, _ in seen if t.startswith(("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEM"))]
     assert sorted(gpu) == sorted(set(gpu)) and "CUPTI_ACTIVITY_KIND_KERNEL" in gpu
     kernel = next(e for t, e in seen if t == "CUPTI_ACTIVITY_KIND_KERNEL")
-    assert kernel["graph"] == "graphId"
+    # graphId rides in the high half of the kernels' correlation-id column, no column of its own
+    assert kernel["corr"] == Packed("ifnull(graphId, 0)", "correlationId") and "graph" not in kernel
+    assert all(e["corr"] == "correlationId" for t, e in seen if t in gpu and t != "CUPTI_ACTIVITY_KIND_KERNEL")
     # no node table in this export: graphNodeId, which only it resolves, is not read, and no
     # `node` output is scanned at all (not even as NULL: a column of -1 per op)
     assert not any(t.startswith("CUDA_GRAPH") for t, _ in seen)
@@ -112,6 +115,7 @@ def test_graph_and_node_ids_come_from_the_one_gpu_scan(tmp_path, monkeypatch, na
     g = np.asarray(w.ops["graph_id"])
     assert (trace.op_graph >= 0).sum() == (g >= 0).sum() == 20 * REPLAYS
     assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {1} and trace.op_graph.dtype == np.int32
+    assert sorted(trace.ops.corr.tolist()) == sorted(w.ops["corr"])   # split back to the ids alone
 
 
 def test_graph_ids_are_int32_when_they_fit_else_int64_unchanged():
@@ -122,6 +126,25 @@ def test_graph_ids_are_int32_when_they_fit_else_int64_unchanged():
     assert narrow(small).dtype == np.int32 and narrow(small).tolist() == small.tolist()
     big = np.array([-1, 2**31, 5], np.int64)
     assert narrow(big).dtype == np.int64 and narrow(big).tolist() == [-1, 2**31, 5]
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_graph_ids_past_the_packed_half_are_read_apart(tmp_path, monkeypatch, native):
+    """A graphId past 2^31 does not fit the correlation-id column's high half: the kernel table is
+    read again with the two apart, every replayed op keeps its id (as int64) and every op its
+    correlation id."""
+    import sqlite3
+    monkeypatch.setenv("LAUNCHTUI_NATIVE_READER", native)
+    w, p = _write(tmp_path, "nsys", graph_replays=REPLAYS)
+    big = 2**31 + 5
+    with sqlite3.connect(p) as con:
+        assert con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphId = ? WHERE graphId = 1",
+                           (big,)).rowcount == 20 * REPLAYS
+    con.close()
+    trace = open_trace(p, use_cache=False)
+    assert trace.op_graph.dtype == np.int64 and (trace.op_graph >= 0).sum() == 20 * REPLAYS
+    assert set(trace.op_graph[trace.op_graph >= 0].tolist()) == {big}
+    assert sorted(trace.ops.corr.tolist()) == sorted(w.ops["corr"])
 
 
 def test_without_a_graph_launch_name_the_scan_skips_graph_columns(tmp_path, monkeypatch):

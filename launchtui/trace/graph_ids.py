@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.arrays import PACK, halves
 from launchtui.trace.model import API_GRAPH_LAUNCH, GraphSpans, Trace
+from launchtui.trace.sqlite_columns import Packed
 
 
 def narrow(graph: np.ndarray) -> np.ndarray:
@@ -62,30 +64,44 @@ def may_launch_graphs(con, strings_table: str | None) -> bool:
                        (f"%{LAUNCH_NAME_PART}%",)).fetchone() is not None
 
 
-def scan_exprs(columns: set[str], kernel: bool, nodes: bool) -> dict[str, str]:
-    """The outputs a GPU-op table's scan adds for the graph ids: `graph` (graphId, kernels only)
-    and, only when `nodes` (the trace has a node table to resolve them), `node` (graphNodeId);
-    NULL (read as -1) where the table lacks the column. Without a node table no `node` output is
-    scanned at all: an n-long column of -1 would be 8 bytes of fresh memory per op."""
-    out = {"graph": "graphId" if kernel and "graphId" in columns else "NULL"}
+# a kernel table's correlation id with its graphId (0 for NULL: none either way) in the high half
+GRAPH_CORR = Packed("ifnull(graphId, 0)", "correlationId")
+
+
+def scan_exprs(columns: set[str], kernel: bool, nodes: bool) -> dict:
+    """What a GPU-op table's scan changes or adds for the graph ids: a kernel table with graphId
+    reads its `corr` as GRAPH_CORR (no column of its own: 8 bytes of fresh memory per op, nearly
+    all NULL; `replay_rows` splits it), and only when `nodes` (the trace has a node table to
+    resolve them) a `node` output (graphNodeId, NULL where the table lacks it)."""
+    out = {"corr": GRAPH_CORR} if kernel and "graphId" in columns else {}
     if nodes:
         out["node"] = "graphNodeId" if "graphNodeId" in columns else "NULL"
     return out
 
 
-def replay_rows(cols: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
-    """Pop the scan's `graph` and `node` (when read) columns from the GPU-op columns `cols` (start,
-    corr, device: every table's rows, in the tables' and rowids' order) and keep only their set
-    rows' keys and ids: {"graph": rows with graphId > 0 (0 and NULL: none), "node": rows with a
-    graphNodeId} (ids are never negative: a negative one would read as NULL)."""
-    graph, node = cols.pop("graph"), cols.pop("node", None)
+def replay_rows(cols: dict[str, np.ndarray], graph_spans: list) -> dict[str, dict[str, np.ndarray]]:
+    """Split the graph ids out of `cols["corr"]` in the rows of `graph_spans` ((first row, end
+    row, the ids read apart or None) of the tables read with GRAPH_CORR), in place, pop the `node`
+    column (when read) from the GPU-op columns `cols` (start, corr, device: every table's rows, in
+    the tables' and rowids' order) and keep only their set rows' keys and ids: {"graph": rows with
+    graphId > 0 (0 and NULL: none), "node": rows with a graphNodeId} (ids are never negative: a
+    negative one would read as NULL)."""
+    corr, rows, ids = cols["corr"], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for a, b, apart in graph_spans:
+        graph = apart.pop("graph") if apart else halves(corr[a:b])[0]   # a view: no n-long copy
+        at = np.flatnonzero(graph > 0)
+        rows.append(at + a)
+        ids.append(graph[at].astype(np.int64))
+        if not apart:
+            np.bitwise_and(corr[a:b], PACK - 1, out=corr[a:b])
+    node = cols.pop("node", None)
     out = {"node": NO_REPLAY_ROWS["node"]}
-    for name, ids, rows in (("graph", graph, np.flatnonzero(graph > 0)),
-                            ("node", node, None if node is None else np.flatnonzero(node >= 0))):
-        if ids is None:
+    for name, got, at in (("graph", np.concatenate(ids), np.concatenate(rows)),
+                          ("node", node, None if node is None else np.flatnonzero(node >= 0))):
+        if got is None:
             continue
-        out[name] = {"start": cols["start"][rows], "corr": cols["corr"][rows],
-                     "dev": cols["device"][rows].astype(np.int64), name: ids[rows]}
+        out[name] = {"start": cols["start"][at], "corr": corr[at], "dev": cols["device"][at].astype(np.int64),
+                     name: got if name == "graph" else got[at]}
     return out
 
 

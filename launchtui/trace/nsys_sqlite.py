@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
-import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.errors import TraceError
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import PACK, halves as _halves, unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
@@ -34,7 +33,6 @@ from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly
                                              snapshot_dir, table_capacity, table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
-PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
 BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
 I32 = np.iinfo(np.int32)
 
@@ -153,9 +151,8 @@ class _Reader:
         names = ("start", "end", "devstream", "corr", "pid", "names")
         graphs = graph_ids.may_launch_graphs(con, self.tables.get("StringIds"))
         nodes = graphs and graph_nodes.node_table(self) is not None
-        extra = (("graph",) if graphs else ()) + (("node",) if nodes else ())   # graph_ids.scan_exprs
-        cols = {k: np.empty(cap, np.int64) for k in names + extra}
-        n, spans = 0, []
+        cols = {k: np.empty(cap, np.int64) for k in names + (("node",) if nodes else ())}   # graph_ids.scan_exprs
+        n, spans, graph_spans = 0, [], []
         for table, canon, kind in present:
             cs = self.colset(canon)
             if kind == OP_KERNEL:
@@ -175,6 +172,8 @@ class _Reader:
                 m, apart = self._gpu_apart(con, table, exprs, out)
             self.progress(f"read {canon}", m)
             spans.append((kind, n, n + m, apart))
+            if exprs["corr"] == graph_ids.GRAPH_CORR:
+                graph_spans.append((n, n + m, apart))
             n += m
         for v in cols.values():
             v.resize(n, refcheck=False)   # in place (no views of it are left)
@@ -185,17 +184,19 @@ class _Reader:
             if apart:
                 cols["device"][a:b] = apart.pop("device")
                 cols["stream"][a:b] = apart.pop("stream")
-        return cols, spans, graph_ids.replay_rows(cols) if graphs else graph_ids.NO_REPLAY_ROWS
+        return cols, spans, graph_ids.replay_rows(cols, graph_spans) if graphs else graph_ids.NO_REPLAY_ROWS
+
+    APART = {"devstream": ("device", "stream"), "names": ("short", "full"), "corr": ("graph", "corr")}
 
     def _gpu_apart(self, con, table: str, exprs: dict, out: dict) -> tuple[int, dict]:
-        """Read a GPU-op table whose packed ids do not fit with each pair as two columns: the plain
-        columns go to `out`, the pairs come back apart ({device, stream[, short, full]}). A row
-        whose deviceId does not fit the model's int32 is skipped and counted."""
+        """Read a GPU-op table whose packed ids do not fit with each pair as two columns (APART):
+        the plain columns (corr included) go to `out`, the pairs come back apart ({device, stream[,
+        short, full][, graph]}). A row whose deviceId does not fit the model's int32 is skipped and
+        counted."""
         split = {k: v for k, v in exprs.items() if not isinstance(v, Packed)}
-        dev, names = exprs["devstream"], exprs["names"]
-        split.update(device=dev.hi, stream=dev.lo)
-        if isinstance(names, Packed):
-            split.update(short=names.hi, full=names.lo)
+        for k, e in exprs.items():
+            if isinstance(e, Packed):
+                split.update(zip(self.APART[k], (e.hi, e.lo)))
         got = fetch_int_columns(con, table, split, "", self.dropped)
         ok = (got["device"] >= I32.min) & (got["device"] <= I32.max)
         if not ok.all():
@@ -262,17 +263,6 @@ class _Reader:
 
     def thread_names(self) -> dict[int, str]:
         return self.names.thread_names(self.con, self.tables["ThreadNames"]) if self.has("ThreadNames") else {}
-
-
-_HIGH = 1 if sys.byteorder == "little" else 0   # which int32 half of an int64 holds its high bits
-
-
-def _halves(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The two ids of a `high * PACK + low` int64 column as strided views of its buffer: the upper
-    32 bits as int32 (exactly `packed >> 32`, which always fits; -1 for a NULL) and the lower 32 as
-    uint32 (exactly `packed & (PACK - 1)`). No n-long temporaries: fresh memory is most of a large
-    read's system time."""
-    return packed.view(np.int32)[_HIGH::2], packed.view(np.uint32)[1 - _HIGH::2]
 
 
 def _merge_in_time_order(ops: GpuOps, spans: list[tuple[int, int, int]]) -> None:
