@@ -151,6 +151,23 @@ def test_join_reused_correlation_takes_latest_api_before_op():
     assert tr.api.start[tr.ops.api].tolist() == [0, 100]
 
 
+@pytest.mark.parametrize("reuse", [False, True])
+def test_lookup_join_in_blocks_pairs_like_the_whole_table(reuse, monkeypatch):
+    """The direct-address join writes keys and counts filled slots in blocks (LOOKUP_BLOCK = 3
+    here): unique ids pair each op with its own call; a reused id is caught and joined by the
+    general rule (the latest call starting before the op)."""
+    from launchtui.trace import join
+    monkeypatch.setattr(join, "LOOKUP_BLOCK", 3)
+    corr = list(range(20)) + ([4] if reuse else [20])
+    api = [(0, 0, 10 * i, 10 * i + 5, c, API_LAUNCH) for i, c in enumerate(corr)]
+    ops = [(0, 7, 10 * i + 8, 10 * i + 9, c, 0) for i, c in enumerate(corr)]
+    tr = make_trace(api, ops)
+    want = list(range(21))
+    if reuse:
+        want[4] = 4    # the op at 48 follows call 4 (start 40); call 20 (start 200) comes later
+    assert tr.ops.api.tolist() == want and tr.api.corr[tr.ops.api].tolist() == tr.ops.corr.tolist()
+
+
 def test_join_ties_latest_end_then_smallest_thread():
     tr = make_trace([(0, 0, 10, 20, 5, API_LAUNCH), (1, 0, 10, 30, 5, API_LAUNCH), (0, 0, 10, 30, 5, API_LAUNCH)],
                     [(0, 7, 50, 60, 5, 0)], threads=((1, 1, 200), (1, 2, 100)))

@@ -76,15 +76,19 @@ def _combined_key(proc, corr, span: int, lo: int):
     return k
 
 
+LOOKUP_BLOCK = 1 << 22   # keys written or counted at once: bounded temporaries (32 MiB: mapped, given back)
+
+
 def _lookup_join(ka, ko, size: int):
     """Correlation ids are dense counters per process: a direct-address table, no sort at all. A
-    repeated key leaves an earlier row's slot overwritten: caught by reading the slots back (None)."""
-    rows = np.arange(len(ka), dtype=np.int32)
+    repeated key leaves fewer filled slots than keys: caught by counting them (None). Keys are
+    written and slots counted block by block, so no n-long row numbers or read-back exist."""
     lut = np.full(size, -1, np.int32)
-    lut[ka] = rows
-    if not np.array_equal(lut[ka], rows):
+    for a in range(0, len(ka), LOOKUP_BLOCK):   # one iteration per block
+        lut[ka[a:a + LOOKUP_BLOCK]] = np.arange(a, min(a + LOOKUP_BLOCK, len(ka)), dtype=np.int32)
+    filled = sum(int(np.count_nonzero(lut[a:a + LOOKUP_BLOCK] >= 0)) for a in range(0, size, LOOKUP_BLOCK))
+    if filled != len(ka):
         return None
-    del rows
     return lut[ko]
 
 
