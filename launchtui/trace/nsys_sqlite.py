@@ -307,8 +307,11 @@ def _thread_ids(parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     contiguous); the lookup goes block by block, so its temporaries are reused, not fresh memory."""
     if not parts:
         return np.zeros(0, np.int64), []
-    uniq = unique_sorted(np.concatenate([p[np.concatenate([[True], p[1:] != p[:-1]])] if len(p) else p
-                                         for p in parts]))
+    uniq = np.zeros(0, np.int64)
+    for p in parts:   # block by block: threads interleaved row by row make a head of every row
+        for a in range(0, len(p), BLOCK):
+            q = p[a:a + BLOCK]
+            uniq = unique_sorted(np.concatenate([uniq, q[np.concatenate([[True], q[1:] != q[:-1]])]]))
     ids = []
     for p in parts:
         out = np.empty(len(p), np.int32)
