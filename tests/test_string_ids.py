@@ -129,6 +129,29 @@ def test_kernel_ids_past_the_packed_halves_read_apart(tmp_path):
     assert trace.source.extra["skipped"] == {"CUPTI_ACTIVITY_KIND_KERNEL rows whose deviceId does not fit 32 bits": 1}
 
 
+@pytest.mark.parametrize("change", ["name", "corr"])
+def test_api_ids_that_do_not_pack_read_apart(tmp_path, change):
+    """The runtime table reads its name ids in the correlation-id column's high half; one call's
+    name id above 2^31, or its correlation id NULL, reads the table with the two apart: every call
+    keeps its name and correlation id (the NULL one as -1, unjoined)."""
+    big = 2**31 + 7
+    edit = (f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = {big} WHERE rowid = 10" if change == "name" else
+            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = NULL WHERE rowid = 10")
+    p = _demo_copy(tmp_path, f"INSERT INTO StringIds SELECT {big}, value FROM StringIds WHERE id = "
+                             "(SELECT nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid = 10)", edit)
+    base, trace = read_trace(synth.DEMO_DIR / "demo.sqlite"), read_trace(p)
+    names = lambda t: sorted(t.strings[int(i)] for i in t.api.name)   # noqa: E731
+    assert names(trace) == names(base) and len(trace.api) == len(base.api)
+    corr = sorted(base.api.corr.tolist())
+    if change == "corr":
+        with sqlite3.connect(synth.DEMO_DIR / "demo.sqlite") as con:
+            gone = con.execute("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid = 10").fetchone()[0]
+        con.close()
+        corr.remove(gone)
+        corr = sorted(corr + [-1])
+    assert sorted(trace.api.corr.tolist()) == corr
+
+
 # --- real exports with their string ids rewritten ---------------------------------------------------
 # every column of an Nsight export that holds a StringIds id (NVIDIA's schema reference)
 ID_COLUMNS = ("nameId", "shortName", "demangledName", "mangledName", "textId", "jsonTextId", "symbol", "module",
