@@ -152,6 +152,23 @@ def test_api_ids_that_do_not_pack_read_apart(tmp_path, change):
     assert sorted(trace.api.corr.tolist()) == corr
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_names_map_into_out_in_blocks_equals_the_plain_map(sparse, monkeypatch):
+    """Names.map(out=...) writes block by block (MAP_BLOCK = 3 here) exactly what map returns,
+    for small ids (a table indexed as they are) and sparse ones (an inverse)."""
+    from collections import Counter
+    from launchtui.trace import nsys_strings
+    from launchtui.trace.model import StringTable
+    from launchtui.trace.nsys_strings import Names, StringIds
+    monkeypatch.setattr(nsys_strings, "MAP_BLOCK", 3)
+    ids = np.random.default_rng(1).integers(0, 6, 20) * (2**40 if sparse else 1)   # 0 <= ids: a table
+    names = Names(StringTable(), Counter(), StringIds.empty)
+    want = names.map(ids)
+    out = np.full(len(ids), -7, np.int32)
+    assert names.map(ids, out=out) is out and out.tolist() == want.tolist()
+    assert len(set(want.tolist())) == len(set(ids.tolist()))
+
+
 # --- real exports with their string ids rewritten ---------------------------------------------------
 # every column of an Nsight export that holds a StringIds id (NVIDIA's schema reference)
 ID_COLUMNS = ("nameId", "shortName", "demangledName", "mangledName", "textId", "jsonTextId", "symbol", "module",

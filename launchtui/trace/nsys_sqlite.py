@@ -230,9 +230,11 @@ class _Reader:
             if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
                 hi, lo = (apart["short"], apart["full"]) if apart else _halves(ids[a:b])
                 table = self.tables[self.GPU_TABLES[0][0]]
-                short[a:b] = self.names.map(hi, what=(table, "shortName"))
-                full[a:b] = (self.names.map(lo, what=(table, "demangledName"))
-                             if "demangledName" in self.cols[table] else short[a:b])
+                self.names.map(hi, what=(table, "shortName"), out=short[a:b])
+                if "demangledName" in self.cols[table]:
+                    self.names.map(lo, what=(table, "demangledName"), out=full[a:b])
+                else:
+                    full[a:b] = short[a:b]
             elif op_kind == OP_MEMCPY:
                 uniq, inv = unique_sorted(ids[a:b], return_inverse=True)
                 names = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")

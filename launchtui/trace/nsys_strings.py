@@ -18,6 +18,7 @@ from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import StringTable
 
 NULL_ID = -1   # what sqlite_columns reads a NULL as; Nsight never writes a negative id
+MAP_BLOCK = 1 << 23   # ids mapped at once into an `out` (32 MiB int32 temporaries: mapped, given back)
 
 SKIP_ID_TYPE = "StringIds rows whose id is not an integer"
 SKIP_NULL_VALUE = "StringIds rows with a NULL value (their id counts as having no row)"
@@ -142,21 +143,27 @@ class Names:
             self._table = self._read()
         return self._table
 
-    def map(self, ids: np.ndarray, transform=None, what: tuple[str, str] = ("", "")) -> np.ndarray:
-        """Interned ids for Nsight ids, each distinct text optionally transformed first."""
+    def map(self, ids: np.ndarray, transform=None, what: tuple[str, str] = ("", ""),
+            out: np.ndarray | None = None) -> np.ndarray:
+        """Interned ids for Nsight ids, each distinct text optionally transformed first. `out`: an
+        int32 array as long as `ids` to write them to (block by block: no n-long result beside it)."""
         if len(ids) == 0:
-            return np.zeros(0, np.int32)
+            return np.zeros(0, np.int32) if out is None else out
         uniq, inv = distinct_ids(ids)
         texts, missing = self.table.texts(uniq)
         mapped = np.fromiter((self.strings.intern(transform(s) if transform else s) for s in texts),
                              np.int32, len(texts))   # once per distinct name
         if missing.any():
             self._count(ids, uniq[missing], what)
-        if inv is not None:
+        if inv is None:   # small non-negative ids index a table as they are
+            lut = np.zeros(int(uniq[-1]) + 1, np.int32)
+            lut[uniq] = mapped
+            mapped, inv = lut, ids
+        if out is None:
             return mapped[inv]
-        lut = np.zeros(int(uniq[-1]) + 1, np.int32)   # small non-negative ids index it as they are
-        lut[uniq] = mapped
-        return lut[ids]
+        for a in range(0, len(inv), MAP_BLOCK):   # one iteration per block
+            out[a:a + MAP_BLOCK] = mapped[inv[a:a + MAP_BLOCK]]
+        return out
 
     def texts(self, ids: np.ndarray, what: tuple[str, str]) -> list[str]:
         """The text of each id (few: thread names, stack frames, domains), counted when missing."""
