@@ -519,3 +519,20 @@ def test_under_inside_counts_the_short_launches_inside():
         want = [sum(1 for j in range(50) if inside[j] and g[j] == i and ops.end[j] - ops.start[j] < 10)
                 for i in range(5)]
         assert got.tolist() == want
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
+def test_duration_sums_by_block_equal_the_prefix_sum(block):
+    from types import SimpleNamespace
+    from launchtui.analysis.exposed import _duration_sums
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        n = int(rng.integers(0, 40))
+        start = np.sort(rng.integers(0, 1000, n + 5)).astype(np.int64)
+        api = SimpleNamespace(start=start, end=start + rng.integers(0, 50, len(start)))
+        calls = np.sort(rng.choice(len(start), n, replace=False))
+        a = rng.integers(0, n + 1, 6)
+        b = np.maximum(a, rng.integers(0, n + 1, 6))
+        cum = np.concatenate([[0], np.cumsum(api.end[calls] - api.start[calls])])
+        got = _duration_sums(api, calls, a, b, block)
+        assert got.dtype == np.int64 and got.tolist() == (cum[b] - cum[a]).tolist()

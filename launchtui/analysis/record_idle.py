@@ -24,6 +24,13 @@ class IdleFacts:
     steady: np.ndarray                  # bool per iteration: counted in shares and medians
     excluded: list[dict]                # {"iteration", "reason"} for the others
 
+    def __post_init__(self):
+        self.latency = self.causes.latency    # kept when the causes are released
+
+    def release(self) -> None:
+        """Drop the per-gap causes (the record's largest arrays); the per-iteration figures stay."""
+        self.causes = None
+
     def pooled(self, iteration_ns: np.ndarray) -> dict[str, float]:
         """Each cause's share of the steady iterations' time."""
         total = float(iteration_ns[self.steady].sum())
@@ -89,12 +96,18 @@ def gain(share: float) -> dict:
     return {"amdahl_bound": round(1 / (1 - share), 3), "realistic": [round(1 / (1 - share / 2), 3), round(1 / (1 - share), 3)]}
 
 
-def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, level: int = 1) -> list[dict]:
-    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations:
-    the fixes are ranked by the time they address, not taken from the top kernel row. Each phase
-    also says how many of its kernel launches ran dry (the op started within L + DRY_SLACK_NS of its
-    call's return): a phase whose launches run dry sets its own pace on the CPU (§V9)."""
-    from launchtui.analysis.stream_calls import DRY_SLACK_NS
+@dataclass
+class PhaseGaps:
+    """The gaps by_phase reads (ended by an op, inside a steady iteration): per gap its host-bound
+    ns, its launch ns and its ending op. Taken before the phase keys, so the gap causes can go
+    first (20M: the keys over every launched op are the record's peak)."""
+    host_bound: np.ndarray
+    launch: np.ndarray
+    ending: np.ndarray
+    latency_ns: int
+
+
+def phase_gaps(facts: IdleFacts, it: itr.Iterations) -> PhaseGaps:
     c = facts.causes
     k = it.index_of(c.g0)
     inside = (k >= 0) & (c.op >= 0)
@@ -102,22 +115,34 @@ def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, lev
     del k
     hb = c.host_bound_per_gap()[inside]      # before the per-op arrays: its own temporaries peak
     launch_part = c.launch_per_gap()[inside]
-    ending = c.op[inside]
+    return PhaseGaps(hb, launch_part, c.op[inside], c.latency.ns)
+
+
+def by_phase(trace, gaps: PhaseGaps, it: itr.Iterations, steady: np.ndarray, calls: np.ndarray,
+             level: int = 1) -> list[dict]:
+    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations
+    (`gaps`: phase_gaps): the fixes are ranked by the time they address, not taken from the top
+    kernel row. Each phase also says how many of its kernel launches ran dry (the op started within
+    L + DRY_SLACK_NS of its call's return): a phase whose launches run dry sets its own pace on the
+    CPU (§V9)."""
+    from launchtui.analysis.stream_calls import DRY_SLACK_NS
+    hb, launch_part, ending = gaps.host_bound, gaps.launch, gaps.ending
     if not len(ending) or not hb.sum():
         return []
-    launched = _steady_launched_ops(trace, calls, it, facts.steady)
+    launched = _steady_launched_ops(trace, calls, it, steady)
     a = trace.ops.api[launched]
-    dry = (trace.ops.start[launched] - trace.api.end[a]) <= c.latency.ns + DRY_SLACK_NS
+    dry = (trace.ops.start[launched] - trace.api.end[a]) <= gaps.latency_ns + DRY_SLACK_NS
     del a
     # one array of both op sets, nothing else per op held while the phase keys (the peak) are built
     ops = np.concatenate([ending, launched])
     n_ending = len(ending)
     del ending, launched
+    gaps.ending = None     # the caller's reference goes too
     main = main_thread(trace, ops, it.base_depth, it.start)
     keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
     del ops
     gk, lk = keys[:n_ending], keys[n_ending:]
-    n_steady = max(int(facts.steady.sum()), 1)
+    n_steady = max(int(steady.sum()), 1)
     width = len(texts) + 1
     total = np.bincount(gk + 1, weights=hb, minlength=width)
     launch = np.bincount(gk + 1, weights=launch_part, minlength=width)
@@ -171,7 +196,7 @@ def idle_json(facts: IdleFacts, it: itr.Iterations, iteration_ns: np.ndarray, id
     total = float(iteration_ns[st].sum())
     return {
         "device_id": device,
-        "latency": facts.causes.latency.to_json(),
+        "latency": facts.latency.to_json(),
         "per_iteration_ms": {c: _stats(facts.per_it[c][st]) for c in CAUSES},
         "mean_per_iteration_ms": {c: round(float(facts.per_it[c][st].mean()) / 1e6, 6) for c in CAUSES},
         "share": {c: round(share[c], 4) for c in CAUSES},
