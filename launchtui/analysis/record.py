@@ -218,20 +218,17 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     sync_busy = ri.sync_blocked_while_busy(trace, calls, gaps.busy, it, blocking)
     gaps.busy = None    # the last reader of the busy set
     h = ex.gap_histogram(gaps, it.start, it.end)
-    causes = ic.gap_causes(trace, ex.device_ops(trace, primary), calls, gaps.start, gaps.end, latency=latency, cold_calls=cold.calls,
-                           blocking=blocking)
-    per_cause = causes.measure_in(it.start, it.end)
+    nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
+    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.calls, blocking, f.idle_ns,
+                       f.launches)
+    del gaps, nxt    # the phase keys below are the peak (20M)
+    facts, per_cause = g.facts, g.facts.per_it
     f.exposed_ns = per_cause["launch"].astype(np.int64)
-    facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
-    limit = ri.launch_limit(trace, facts, gaps, it)
-    phase_gaps = ri.phase_gaps(facts, it)
-    facts.release()
-    del causes, gaps    # the gap causes are done with: the phase keys below are the peak (20M)
-    phases = ri.by_phase(trace, phase_gaps, it, facts.steady, calls, opt.phase_level)
-    del phase_gaps
+    phases = ri.by_phase(trace, g.phase_gaps, it, facts.steady, calls, opt.phase_level)
+    g.phase_gaps = None
     idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, phases, sync_busy)
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
-    idle["launch_limit"] = limit
+    idle["launch_limit"] = g.launch_limit
     share = facts.pooled(f.iteration_ns)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
     n_it = max(len(it), 1)
