@@ -577,3 +577,22 @@ def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block):
     assert lim["tails"] == int(tails.sum()) > 0
     assert lim["in_flight_ms"] == round((float(flight[steady].sum()) + float(copy[other].sum())) / 1e6, 6)
     assert lim["launch_ms"] == round(float(per["launch"][steady].sum()) / 1e6, 6)
+
+
+@pytest.mark.parametrize("block", [3, 1 << 21])
+def test_first_launches_by_block_equal_the_grouped_minimum(case, block, monkeypatch):
+    """cold_start's first launch per (device, kernel) from blocks of ops equals the minimum call per
+    group of every launched op at once, and a walk over the launches in call order."""
+    from launchtui.analysis import cold_start as cs
+    monkeypatch.setattr(cs, "OP_BLOCK", block)
+    got, n = cs._first_launch_calls(case)
+    want, n_want = cs._first_launch_calls_sorted(case)
+    assert n == n_want > 0 and got.tolist() == want.tolist()
+    ops, api = case.ops, case.api
+    seen, walk = set(), np.zeros(len(api), bool)
+    for o in np.argsort(ops.api, kind="stable").tolist():    # launches in call (API row) order
+        a = int(ops.api[o])
+        if a >= 0 and api.kind[a] == ex.API_LAUNCH and (int(ops.device[o]), int(ops.full_name[o])) not in seen:
+            seen.add((int(ops.device[o]), int(ops.full_name[o])))
+            walk[a] = True
+    assert got.tolist() == walk.tolist()
