@@ -507,8 +507,10 @@ def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case):
     assert split_by_functor(case, sp).count.tolist() == sp.count.tolist()   # nothing left to split
 
 
-def test_under_inside_counts_the_short_launches_inside():
+@pytest.mark.parametrize("block", [7, 1 << 21])
+def test_under_inside_counts_the_short_launches_inside(block, monkeypatch):
     from types import SimpleNamespace
+    monkeypatch.setattr(top, "LAUNCH_BLOCK", block)
     rng = np.random.default_rng(5)
     start = rng.integers(0, 1000, 50)
     ops = SimpleNamespace(start=start, end=start + rng.integers(0, 30, 50))

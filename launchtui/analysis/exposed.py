@@ -105,7 +105,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     on = device_ops(trace, device)
-    *busy, heads = iv.union_heads(ops.start[on], ops.end[on])
+    *busy, heads = iv.union_heads(ops.start[on], ops.end[on], heads=ending)
     gs, ge, kept = iv.complement_kept(busy[0], busy[1], lo, hi)
     gs, ge = gs[kept], ge[kept]
     if not ending:
