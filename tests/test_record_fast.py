@@ -122,6 +122,7 @@ def test_time_at_or_above_with_backlog_equals_a_walk(block, monkeypatch):
 
 from fixtures import record_cases as rc   # noqa: E402
 from fixtures import synth   # noqa: E402
+from launchtui.analysis import cpu_busy   # noqa: E402
 from launchtui.analysis import exposed as ex   # noqa: E402
 from launchtui.analysis import phases as ph   # noqa: E402
 from launchtui.analysis import record as rec   # noqa: E402
@@ -506,8 +507,10 @@ def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case):
     assert split_by_functor(case, sp).count.tolist() == sp.count.tolist()   # nothing left to split
 
 
-def test_under_inside_counts_the_short_launches_inside():
+@pytest.mark.parametrize("block", [7, 1 << 21])
+def test_under_inside_counts_the_short_launches_inside(block, monkeypatch):
     from types import SimpleNamespace
+    monkeypatch.setattr(top, "LAUNCH_BLOCK", block)
     rng = np.random.default_rng(5)
     start = rng.integers(0, 1000, 50)
     ops = SimpleNamespace(start=start, end=start + rng.integers(0, 30, 50))
@@ -519,3 +522,79 @@ def test_under_inside_counts_the_short_launches_inside():
         want = [sum(1 for j in range(50) if inside[j] and g[j] == i and ops.end[j] - ops.start[j] < 10)
                 for i in range(5)]
         assert got.tolist() == want
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
+def test_duration_sums_by_block_equal_the_prefix_sum(block):
+    from types import SimpleNamespace
+    from launchtui.analysis.exposed import _duration_sums
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        n = int(rng.integers(0, 40))
+        start = np.sort(rng.integers(0, 1000, n + 5)).astype(np.int64)
+        api = SimpleNamespace(start=start, end=start + rng.integers(0, 50, len(start)))
+        calls = np.sort(rng.choice(len(start), n, replace=False))
+        a = rng.integers(0, n + 1, 6)
+        b = np.maximum(a, rng.integers(0, n + 1, 6))
+        cum = np.concatenate([[0], np.cumsum(api.end[calls] - api.start[calls])])
+        got = _duration_sums(api, calls, a, b, block)
+        assert got.dtype == np.int64 and got.tolist() == (cum[b] - cum[a]).tolist()
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 20])
+def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block):
+    """record_idle.gap_figures (the gaps' causes a block at a time) gives what the causes of all the
+    gaps at once give: idle by cause per iteration, the steady iterations, §V7's launch-limit
+    figures and by_phase's gaps (host-bound and launch ns and ending op per steady gap)."""
+    from launchtui.analysis import idle_causes as ic
+    from launchtui.analysis import iterations as itr
+    from launchtui.analysis import record_idle as ri
+    from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH
+    d, calls = next(iter(ex.launch_devices(case).items()))
+    on = ex.device_ops(case, d)
+    it = itr.find(case, None, d, (int(case.ops.start[on].min()), int(case.ops.end[on].max())))
+    g = ex.device_gaps(case, d, int(case.ops.start[on].min()), int(it.end.max()), calls, ending=False)
+    f = ex.per_iteration(case, d, it.start, it.end, np.zeros(len(it), np.int64), g, calls)
+    blocking = cpu_busy.host_blocking_calls(case)
+    whole = ic.gap_causes(case, on, calls, g.start, g.end, blocking=blocking)
+    per = whole.measure_in(it.start, it.end)
+    steady, excluded = ri.steady_iterations(per, f.idle_ns, f.launches)
+    got = ri.gap_figures(case, it, calls, g.start, g.end, ic.ending_ops(case, on, g.end), whole.latency, None,
+                         blocking, f.idle_ns, f.launches, block=block)
+    assert got.facts.steady.tolist() == steady.tolist() and got.facts.excluded == excluded
+    assert {c: v.tolist() for c, v in got.facts.per_it.items()} == {c: v.tolist() for c, v in per.items()}
+    k = it.index_of(whole.g0)
+    inside = (k >= 0) & (whole.op >= 0)
+    inside[inside] = steady[k[inside]]
+    assert got.phase_gaps.host_bound.tolist() == whole.host_bound_per_gap()[inside].tolist()
+    assert got.phase_gaps.launch.tolist() == whole.launch_per_gap()[inside].tolist()
+    assert got.phase_gaps.ending.tolist() == whole.op[inside].tolist()
+    tails = (whole.tail == 0) & (whole.cut_dep > whole.cut_tail) & (whole.call >= 0) & ~whole.sync & (k >= 0)
+    tails[tails] = steady[k[tails]]
+    kind = case.api.kind[whole.call[tails]]
+    other = (kind != API_LAUNCH) & (kind != API_GRAPH_LAUNCH)
+    copy = np.maximum(np.minimum(whole.cut_dep[tails], case.api.end[whole.call[tails]]) - whole.cut_tail[tails], 0)
+    flight = iv.measure_in(*iv.intersect(whole.flight, (g.start, g.end)), it.start, it.end)
+    lim = got.launch_limit
+    assert lim["tails"] == int(tails.sum()) > 0
+    assert lim["in_flight_ms"] == round((float(flight[steady].sum()) + float(copy[other].sum())) / 1e6, 6)
+    assert lim["launch_ms"] == round(float(per["launch"][steady].sum()) / 1e6, 6)
+
+
+@pytest.mark.parametrize("block", [3, 1 << 21])
+def test_first_launches_by_block_equal_the_grouped_minimum(case, block, monkeypatch):
+    """cold_start's first launch per (device, kernel) from blocks of ops equals the minimum call per
+    group of every launched op at once, and a walk over the launches in call order."""
+    from launchtui.analysis import cold_start as cs
+    monkeypatch.setattr(cs, "OP_BLOCK", block)
+    got, n = cs._first_launch_calls(case)
+    want, n_want = cs._first_launch_calls_sorted(case)
+    assert n == n_want > 0 and got.tolist() == want.tolist()
+    ops, api = case.ops, case.api
+    seen, walk = set(), np.zeros(len(api), bool)
+    for o in np.argsort(ops.api, kind="stable").tolist():    # launches in call (API row) order
+        a = int(ops.api[o])
+        if a >= 0 and api.kind[a] == ex.API_LAUNCH and (int(ops.device[o]), int(ops.full_name[o])) not in seen:
+            seen.add((int(ops.device[o]), int(ops.full_name[o])))
+            walk[a] = True
+    assert got.tolist() == walk.tolist()

@@ -16,7 +16,7 @@ import numpy as np
 
 from launchtui.analysis.config import CONFIG
 from launchtui.trace.arrays import unique_sorted
-from launchtui.trace.grouping import dense_groups
+from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
 MODULE_LOAD_PREFIXES = ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGetKernel", "cuModuleGetFunction",
@@ -24,6 +24,7 @@ MODULE_LOAD_PREFIXES = ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGetKernel", "
 NEAR_NS = 1_000_000      # a load that ended this shortly before the call is part of its start-up
 SHALLOW_DEPTH = 4        # pending ops at most this: the call cannot be waiting for queue space
 WARM_UP_SHARE = 0.5      # more launches than this are first launches: nothing ran in steady state
+OP_BLOCK = 1 << 21       # ops read at a time
 
 
 @dataclass
@@ -57,7 +58,54 @@ def _module_loads(trace: Trace) -> np.ndarray:
 def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     """(mask over API rows: the launch call that first launched each (device, kernel full name),
     the number of kernel launch calls). API rows are in the model's total order (start first), so
-    the first call is the lowest API index: a minimum per group over a lookup table, no sort."""
+    the first call is the lowest API index: a minimum per group over a lookup table, no sort. The
+    ops are read a block at a time, twice (the pairs present, then the minima): no per-op array
+    (20M: this was the record's peak)."""
+    ops, api = trace.ops, trace.api
+    first = np.zeros(len(api), bool)
+    if not len(ops):
+        return first, 0
+    d_lo, n_lo = int(ops.device.min()), int(ops.full_name.min())
+    if int(ops.full_name.max()) - n_lo >= DENSE_LIMIT or int(ops.device.max()) - d_lo >= DENSE_LIMIT:
+        return _first_launch_calls_sorted(trace)
+    dev_seen = np.zeros(int(ops.device.max()) - d_lo + 1, bool)
+    name_seen = np.zeros(int(ops.full_name.max()) - n_lo + 1, bool)
+    for i, a, m in _kernel_launches(trace):
+        first[a] = True                  # every kernel launch call, to count them
+        dev_seen[ops.device[i:i + OP_BLOCK][m] - d_lo] = True
+        name_seen[ops.full_name[i:i + OP_BLOCK][m] - n_lo] = True
+    n_calls = int(np.count_nonzero(first))
+    if not n_calls:
+        return first, 0
+    first[:] = False
+    # (device, name) as one code over a table of every pair present, each numbered densely
+    dev_of, name_of = np.cumsum(dev_seen) - 1, np.cumsum(name_seen) - 1
+    n_names = int(name_of[-1]) + 1
+    # in the calls' own dtype (int32 call indices): ufunc.at casting int32 into int64 is 40x slower
+    none = np.iinfo(ops.api.dtype).max
+    firsts = np.full((int(dev_of[-1]) + 1) * n_names, none, ops.api.dtype)   # a pair without launches keeps `none`
+    for i, a, m in _kernel_launches(trace):
+        code = dev_of[ops.device[i:i + OP_BLOCK][m] - d_lo]
+        code *= n_names
+        code += name_of[ops.full_name[i:i + OP_BLOCK][m] - n_lo]
+        np.minimum.at(firsts, code, a)
+    first[firsts[firsts != none]] = True
+    return first, n_calls
+
+
+def _kernel_launches(trace: Trace):
+    """Per block of OP_BLOCK ops from i: (i, the kernel launch calls of its ops, the mask of those
+    ops in the block)."""
+    ops, api = trace.ops, trace.api
+    for i in range(0, len(ops), OP_BLOCK):
+        a = ops.api[i:i + OP_BLOCK]
+        m = a >= 0
+        m[m] = api.kind[a[m]] == API_LAUNCH
+        yield i, a[m], m
+
+
+def _first_launch_calls_sorted(trace: Trace) -> tuple[np.ndarray, int]:
+    """_first_launch_calls for device or name ids spanning too wide a range for a table."""
     ops, api = trace.ops, trace.api
     launched = np.flatnonzero(ops.api >= 0)
     a = ops.api[launched]
@@ -66,21 +114,16 @@ def _first_launch_calls(trace: Trace) -> tuple[np.ndarray, int]:
     first = np.zeros(len(api), bool)
     if not len(a):
         return first, 0
-    first[a] = True                     # every kernel launch call, to count them
+    first[a] = True
     n_calls = int(np.count_nonzero(first))
     first[:] = False
-    # (device, name) as one code over a table of every pair: device and name ids span small ranges,
-    # numbered densely in a table pass each (a sort there was most of this function's time)
     devs, dev = dense_groups(ops.device[launched])
     names, name = dense_groups(ops.full_name[launched])
     dev *= len(names)
     dev += name
-    del name
-    # in `a`'s own dtype (int32 call indices): ufunc.at casting int32 into int64 is 40x slower
-    none = np.iinfo(a.dtype).max
-    firsts = np.full(len(devs) * len(names), none, a.dtype)   # a pair without launches keeps `none`
+    firsts = np.full(len(devs) * len(names), np.iinfo(a.dtype).max, a.dtype)
     np.minimum.at(firsts, dev, a)
-    first[firsts[firsts != none]] = True
+    first[firsts[firsts != np.iinfo(a.dtype).max]] = True
     return first, n_calls
 
 
@@ -97,21 +140,29 @@ def _slow_first_launches(trace: Trace, first: np.ndarray) -> np.ndarray:
     if not slow.any():          # (then no thread's median is needed)
         return cand[:0]
     cand, dur = cand[slow], dur[slow]
-    launch = np.flatnonzero(api.kind == API_LAUNCH)
-    steady = launch[~first[launch]]
-    steady_thread, cand_thread = api.thread[steady], api.thread[cand]
+    steady = api.kind == API_LAUNCH     # a mask, not indices: the thread's durations are the one copy
+    steady &= ~first
+    cand_thread = api.thread[cand]
     keep = np.zeros(len(cand), bool)
     for thread in np.unique(cand_thread).tolist():   # per launching thread
         mine = cand_thread == thread
-        s = steady[steady_thread == thread]
-        base = api.end[s] - api.start[s]
-        limit = max(floor, CONFIG.spike_factor * float(np.median(base)) if len(base) else 0.0)
+        s = steady & (api.thread == thread)
+        base = api.end[s]
+        base -= api.start[s]
+        del s
+        limit = max(floor, CONFIG.spike_factor * float(np.median(base, overwrite_input=True)) if len(base) else 0.0)
+        del base
         keep[mine] = dur[mine] > limit
+    del steady
     cand = cand[keep]
-    hit = np.flatnonzero(np.isin(ops.api, cand))
-    depth = np.full(len(api), -1, np.int64)
-    depth[ops.api[hit]] = depth_before_launch(trace)[hit]
-    return cand[(depth[cand] >= 0) & (depth[cand] <= SHALLOW_DEPTH)]
+    # the depth at each candidate's op (cand ascends: a position by search, a mask over the ops)
+    mark = np.zeros(len(api) + 1, bool)      # the last slot, False, answers the unmatched ops' -1
+    mark[cand] = True
+    hit = np.flatnonzero(mark[ops.api])
+    del mark
+    depth = np.full(len(cand), -1, np.int64)
+    depth[np.searchsorted(cand, ops.api[hit])] = depth_before_launch(trace)[hit]
+    return cand[(depth >= 0) & (depth <= SHALLOW_DEPTH)]
 
 
 def cold_start(trace: Trace, spikes: list) -> ColdStart:

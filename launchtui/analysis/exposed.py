@@ -18,6 +18,7 @@ from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 GAP_BUCKETS_NS = (10_000, 100_000, 1_000_000)   # < 10 µs, 10-100 µs, 0.1-1 ms, >= 1 ms
 GAP_BUCKET_LABELS = ("<10us", "10-100us", "0.1-1ms", ">=1ms")
+CALL_BLOCK = 1 << 20                            # launch calls summed at a time
 
 
 def launch_devices(trace: Trace, devices=None) -> dict[int, np.ndarray]:
@@ -104,7 +105,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     Temporaries go as soon as used: at 5M this is the record's peak (bench/MISSED.md)."""
     ops, api = trace.ops, trace.api
     on = device_ops(trace, device)
-    *busy, heads = iv.union_heads(ops.start[on], ops.end[on])
+    *busy, heads = iv.union_heads(ops.start[on], ops.end[on], heads=ending)
     gs, ge, kept = iv.complement_kept(busy[0], busy[1], lo, hi)
     gs, ge = gs[kept], ge[kept]
     if not ending:
@@ -191,17 +192,34 @@ def per_iteration(trace: Trace, device: int, starts: np.ndarray, ends: np.ndarra
     g = gaps or device_gaps(trace, device, lo, hi, calls)
     api = trace.api
     cs = api.start[calls]
-    dur = api.end[calls] - cs
     a = np.searchsorted(cs, starts, side="left")
     b = np.searchsorted(cs, ends, side="left")
-    cum = np.concatenate([[0], np.cumsum(dur)])
+    del cs
     length = ends - starts
     busy = iv.measure_in(g.busy[0], g.busy[1], starts, ends)
     return IterationFigures(
-        launches=(b - a).astype(np.int64), launch_api_ns=(cum[b] - cum[a]).astype(np.int64),
+        launches=(b - a).astype(np.int64), launch_api_ns=_duration_sums(api, calls, a, b),
         busy_ns=busy.astype(np.int64), idle_ns=(length - busy).astype(np.int64),
         exposed_ns=np.asarray(exposed_ns, np.int64),
         iteration_ns=length.astype(np.int64))
+
+
+def _duration_sums(api, calls: np.ndarray, a: np.ndarray, b: np.ndarray, block: int = CALL_BLOCK) -> np.ndarray:
+    """Per window k: the total duration (int64 ns, exact) of calls[a_k:b_k], from the calls'
+    prefix sums taken at the window bounds only, a block of calls at a time: no full-length
+    cumulative sum (20M: one of the record's peaks)."""
+    pos = np.concatenate([a, b])
+    order = np.argsort(pos, kind="stable")
+    at = pos[order]
+    cum = np.zeros(len(pos), np.int64)      # sum of the durations before each bound
+    done = 0
+    for s in range(0, len(calls), block):   # bounds p in (s, s + len(c)] read this block's sums
+        c = calls[s:s + block]
+        part = np.cumsum(api.end[c] - api.start[c], dtype=np.int64)
+        i, j = np.searchsorted(at, [s + 1, s + len(c) + 1], side="left")
+        cum[order[i:j]] = done + part[at[i:j] - s - 1]
+        done += int(part[-1])
+    return cum[len(a):] - cum[:len(a)]
 
 
 def gap_histogram(g: DeviceGaps, starts: np.ndarray, ends: np.ndarray) -> dict:

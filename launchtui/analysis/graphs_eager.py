@@ -27,33 +27,38 @@ def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray
     k = it.index_of(api.start[calls])
     inside = k >= 0
     calls, k = calls[inside], k[inside]
+    del inside
     kind = api.kind[calls]
     eager, graph = kind == API_LAUNCH, kind == API_GRAPH_LAUNCH
+    del kind
     on = np.flatnonzero(ops.device == device)
-    # each op's position in `calls` by a lookup table (the spare last slot answers unmatched ops' -1)
-    pos = np.full(len(api) + 1, -1, np.int64)
+    # each op's position in `calls` by a lookup table (the spare last slot answers unmatched ops' -1),
+    # in 32 bits while it fits: one slot per API row (20M: the record's peak)
+    pos = np.full(len(api) + 1, -1, np.int32 if len(calls) < 2**31 - 1 else np.int64)
     pos[calls] = np.arange(len(calls))
     at = pos[ops.api[on]]
     del pos
-    per_call = np.bincount(at[at >= 0], minlength=len(calls))
-    del at
+    hit = at >= 0
+    at, on = at[hit], on[hit]
+    del hit
+    per_call = np.bincount(at, minlength=len(calls))
+    name_at = np.full(len(calls), -1, np.int64)    # per call: its op's short name (an eager call has one op)
+    name_at[at] = ops.name[on]
+    del at, on
     e_n = np.bincount(k[eager], minlength=n)
     g_n = np.bincount(k[graph], minlength=n)
     r_n = np.bincount(k[graph], weights=per_call[graph], minlength=n).astype(np.int64)
     share = np.where(e_n + r_n > 0, r_n / np.maximum(e_n + r_n, 1), 0.0)
     return {"iterations": n, "eager_launches": _stats(e_n), "graph_launches": _stats(g_n), "replayed_ops": _stats(r_n),
             "graphed_share": round(float(np.median(share)), 4),
-            "eager_kernels": _eager_kernels(trace, calls[eager], on, n)}
+            "eager_kernels": _eager_kernels(trace, calls[eager], name_at[eager], n)}
 
 
-def _eager_kernels(trace: Trace, ecalls: np.ndarray, on: np.ndarray, n_it: int) -> list[dict]:
-    """The eager launches by kernel name, most first (ties: the name), with their main call site."""
+def _eager_kernels(trace: Trace, ecalls: np.ndarray, names: np.ndarray, n_it: int) -> list[dict]:
+    """The eager launches (`names`: each one's kernel short name) by kernel name, most first (ties:
+    the name), with their main call site."""
     if not len(ecalls):
         return []
-    ops = trace.ops
-    name_of = np.full(len(trace.api) + 1, -1, np.int64)
-    name_of[ops.api[on]] = ops.name[on]           # an eager launch call has one op
-    names = name_of[ecalls]
     uniq, group = dense_groups(names)     # string ids span a small range: a table, not a hash or sort
     cnt = np.bincount(group, minlength=len(uniq))
     order = np.lexsort((string_ranks(trace.strings, uniq), -cnt))[:TOP_EAGER]

@@ -83,11 +83,12 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     start, then the lowest stream id: a rule on the data, not on the file's row order."""
     st = trace.ops.start[on]
     on = _launch_order_within_ties(trace, on, st)
-    j = np.searchsorted(st, g1, side="left")
     # op indices in 32 bits while they fit: one per gap, held by GapCauses (20M: the record's peak)
     out = np.full(len(g1), -1, np.int32 if len(trace.ops) < 2**31 - 1 else np.int64)
-    has = j < len(on)
-    out[has] = on[j[has]]
+    for i in range(0, len(g1), HEAD_BLOCK):    # the search's positions a block of gaps long
+        j = np.searchsorted(st, g1[i:i + HEAD_BLOCK], side="left")
+        has = j < len(on)
+        out[i:i + HEAD_BLOCK][has] = on[j[has]]
     return out
 
 
@@ -253,12 +254,35 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
     (ascending indices), `calls`: its launch calls (exposed.device_launch_calls), `cold_calls`:
     the cold-start launch calls (sorted API indices, cold_start.py), `latency`:
     submission_latency(trace, on) and `blocking`: host_blocking_calls(trace) when the caller has them."""
-    ops, api = trace.ops, trace.api
     blocking = host_blocking_calls(trace) if blocking is None else blocking
     lat = submission_latency(trace, on) if latency is None else latency
     nxt = ending_ops(trace, on, g1)
-    call = ops.api[np.maximum(nxt, 0)]     # in ops.api's dtype (32-bit call indices), not widened
+    flight = iv.union(trace.api.start[calls], trace.api.end[calls])
+    return causes_of(trace, nxt, g0, g1, lat, flight, cold_calls, blocking)
+
+
+def attributed_calls(trace: Trace, nxt: np.ndarray) -> np.ndarray:
+    """Per gap: the api index of the call that launched its ending op `nxt` (-1 none), in ops.api's
+    dtype (32-bit call indices), not widened."""
+    call = trace.ops.api[np.maximum(nxt, 0)]
     call[nxt < 0] = -1
+    return call
+
+
+def unattributed(trace: Trace, nxt: np.ndarray) -> np.ndarray:
+    """Per gap (`nxt`: ending_ops): bool, its idle is unattributed (no launch row, no migration)."""
+    att = attributed_calls(trace, nxt) >= 0
+    return ~att & ~_migrations(trace, nxt, att)
+
+
+def causes_of(trace: Trace, nxt: np.ndarray, g0: np.ndarray, g1: np.ndarray, lat: Latency,
+              flight: tuple[np.ndarray, np.ndarray], cold_calls: np.ndarray | None,
+              blocking: np.ndarray) -> GapCauses:
+    """gap_causes from the gaps' ending ops (`nxt`: ending_ops) and the launch calls in flight
+    (`flight`: their union, or the part of it over the gaps' span): gaps taken a block at a time
+    give each block's causes."""
+    api = trace.api
+    call = attributed_calls(trace, nxt)
     att = call >= 0
     unatt = np.flatnonzero(~att)           # a gap without a call: its head and tail are empty
     c = np.maximum(call, 0)
@@ -276,7 +300,6 @@ def gap_causes(trace: Trace, on: np.ndarray, calls: np.ndarray, g0: np.ndarray, 
     if att.any():
         sync[att] = sync_in_flight(trace, call[att], g0[att], blocking)
     stall = (cut_tail - g0) >= HOST_STALL_NS
-    flight = iv.union(api.start[calls], api.end[calls])
     return GapCauses(g0, g1, nxt, call, cut_tail, cut_dep, sync, _tail_causes(trace, nxt, call, cold_calls, blocking), stall,
                      _migrations(trace, nxt, att), flight, lat)
 

@@ -11,13 +11,15 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint [s, e) covering the same time; touching intervals merge. Input already in
     start order (GPU ops, API calls) is neither sorted nor copied, and input already disjoint comes
     back as the same arrays (no temporaries the size of the input): callers only read it."""
-    return union_heads(start, end)[:2]
+    return union_heads(start, end, heads=False)[:2]
 
 
-def union_heads(start: np.ndarray, end: np.ndarray):
+def union_heads(start: np.ndarray, end: np.ndarray, heads: bool = True):
     """(s, e, heads): union(), and for input that needed neither dropping empty intervals nor a
-    sort, each output interval's first input position (None otherwise): the device gaps read the
-    op that ends each gap from it instead of searching for it."""
+    sort, each output interval's first input position (None otherwise, or when `heads` is False:
+    no copy of one position per interval): the device gaps read the op that ends each gap from it
+    instead of searching for it."""
+    want = heads
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     keep = end > start
@@ -37,11 +39,11 @@ def union_heads(start: np.ndarray, end: np.ndarray):
     new[0] = True
     np.greater(start[1:], run_end[:-1], out=new[1:])
     if new.all():   # already disjoint (then run_end == end): the input as it is, no copies
-        return start, end, (np.arange(len(start), dtype=_index_type(len(start))) if exact else None)
+        return start, end, (np.arange(len(start), dtype=_index_type(len(start))) if exact and want else None)
     heads = np.flatnonzero(new)
     del new
     starts = start[heads]
-    first = heads.copy() if exact else None
+    first = heads.copy() if exact and want else None
     # each run ends where the next begins: heads shifted by one, in place (no further full copies)
     heads[:-1] = heads[1:]
     heads[:-1] -= 1

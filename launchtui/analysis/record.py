@@ -201,28 +201,35 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
     on = ex.device_ops(trace, primary)
+    latency, first = ic.submission_latency(trace, on), int(trace.ops.start[on].min())
+    del on
+    blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
+    # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak);
+    # the primary's latency as the gap causes measure it: the queue class's L is the same (§V2, §V3)
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold,
+                       latencies={primary: latency.ns})
+    syncs, limits = _syncs(trace, it, blocking), trace_limits(trace)
+    thread_cpu = cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking)
+    api_totals = _api_totals(trace, it, calls)
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
-    gaps = ex.device_gaps(trace, primary, min(lo, int(trace.ops.start[on].min())), hi, calls, ending=False)
-    blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
-    causes = ic.gap_causes(trace, on, calls, gaps.start, gaps.end, cold_calls=cold.calls, blocking=blocking)
-    del on
-    per_cause = causes.measure_in(it.start, it.end)
-    f = ex.per_iteration(trace, primary, it.start, it.end, per_cause["launch"], gaps, calls)
-    facts = ri.IdleFacts(causes, per_cause, *ri.steady_iterations(per_cause, f.idle_ns, f.launches))
-    h = ex.gap_histogram(gaps, it.start, it.end)
+    gaps = ex.device_gaps(trace, primary, min(lo, first), hi, calls, ending=False)
+    f = ex.per_iteration(trace, primary, it.start, it.end, np.zeros(len(it), np.int64), gaps, calls)
     sync_busy = ri.sync_blocked_while_busy(trace, calls, gaps.busy, it, blocking)
-    gaps.busy = None    # the last reader of the busy set: by_phase below is the record's peak (20M)
-    idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, ri.by_phase(trace, facts, it, calls, opt.phase_level),
-                        sync_busy)
+    gaps.busy = None    # the last reader of the busy set
+    h = ex.gap_histogram(gaps, it.start, it.end)
+    nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
+    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.calls, blocking, f.idle_ns,
+                       f.launches)
+    del gaps, nxt    # the phase keys below are the peak (20M)
+    facts, per_cause = g.facts, g.facts.per_it
+    f.exposed_ns = per_cause["launch"].astype(np.int64)
+    phases = ri.by_phase(trace, g.phase_gaps, it, facts.steady, calls, opt.phase_level)
+    g.phase_gaps = None
+    idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, phases, sync_busy)
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
-    idle["launch_limit"] = ri.launch_limit(trace, facts, gaps, it)
-    del gaps    # the busy set and the gaps are done with (5M peak)
-    # the primary's latency as the gap causes measured it: the queue class's L is the same (§V2, §V3)
-    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold,
-                       latencies={primary: causes.latency.ns})
+    idle["launch_limit"] = g.launch_limit
     share = facts.pooled(f.iteration_ns)
-    api_totals = _api_totals(trace, it, calls)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)
     n_it = max(len(it), 1)
     sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / n_it
@@ -237,11 +244,11 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
                           "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
                           "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
         "cold_start": cold.to_json(),
-        "limits": trace_limits(trace),
+        "limits": limits,
         "streams": [s.to_json() for s in streams],
         "backpressure": any(s.queue_class == "saturated" for s in streams),
         "cpu_stalls": sum(s.cpu_stalls for s in streams),
-        "syncs": _syncs(trace, it, blocking),
+        "syncs": syncs,
         "cross_checks": {
             "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
                                          "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / n_it / 1e6, 3),
@@ -252,7 +259,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
             "table_api_ms": round(table_api_ns / 1e6, 3),
             "table_share_of_launch_api": round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None,
         },
-        "launch_thread_cpu": cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking),
+        "launch_thread_cpu": thread_cpu,
     })
     doc["amdahl_bound"] = doc["gain"]["amdahl_bound"]
     n_launch = int(f.launches.sum())
@@ -263,7 +270,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     if n_work < MIN_LAUNCHES or window < MIN_WINDOW_NS:
         doc["too_little"] = f"{n_launch} launch{'es' if n_launch != 1 else ''} in {dur(window / 1e6)}"
         # the launch calls and their submission bound what launching can cost (definitions.md §V2)
-        bound = (int(f.launch_api_ns.sum()) + n_launch * causes.latency.ns) / window if window > 0 else None
+        bound = (int(f.launch_api_ns.sum()) + n_launch * latency.ns) / window if window > 0 else None
         doc["too_little_bound"] = None if bound is None else round(bound, 4)
     return streams
 

@@ -9,20 +9,22 @@ import numpy as np
 
 from launchtui.analysis import intervals as iv
 from launchtui.analysis import iterations as itr
-from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses
+from launchtui.analysis import idle_causes as ic
+from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses, Latency
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
 
 UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launches is not steady state
 TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
 MAX_PHASES = 5
+GAP_BLOCK = 1 << 20         # gaps whose causes exist at a time
 
 
 @dataclass
 class IdleFacts:
-    causes: GapCauses
     per_it: dict[str, np.ndarray]       # cause -> ns per iteration
     steady: np.ndarray                  # bool per iteration: counted in shares and medians
     excluded: list[dict]                # {"iteration", "reason"} for the others
+    latency: Latency                    # the submission latency the causes were cut with
 
     def pooled(self, iteration_ns: np.ndarray) -> dict[str, float]:
         """Each cause's share of the steady iterations' time."""
@@ -52,26 +54,82 @@ def steady_iterations(per_it: dict[str, np.ndarray], idle_ns: np.ndarray, launch
     return keep, [{"iteration": k, "reason": r} for k, r in sorted(why.items())]
 
 
-def launch_limit(trace, facts: IdleFacts, gaps, it: itr.Iterations) -> dict:
-    """The figures of the check 'exposed launch time <= the launch calls in flight in the gaps (and
-    the asynchronous copy calls whose ops ended a gap) + launches x L' over the steady iterations
-    (definitions.md §V7): by construction it holds; a breach is a defect."""
+@dataclass
+class GapFigures:
+    """What the record reads from the device's gaps: idle by cause, §V7's launch-limit figures and
+    by_phase's gaps."""
+    facts: IdleFacts
+    launch_limit: dict
+    phase_gaps: PhaseGaps
+
+
+def gap_figures(trace, it: itr.Iterations, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray, nxt: np.ndarray,
+                latency: Latency, cold_calls: np.ndarray, blocking: np.ndarray, idle_ns: np.ndarray,
+                launches: np.ndarray, block: int = GAP_BLOCK) -> GapFigures:
+    """The gaps [g0, g1) of the device (disjoint, sorted), `nxt` their ending ops
+    (idle_causes.ending_ops), `calls` its launch calls, taken a block of gaps at a time: one
+    block's causes exist at once (20M: ten million gaps, eight columns each, were the record's
+    peak); every figure is a sum over gaps, so the blocks add up to the whole. Which iterations
+    are steady depends on their unattributed idle only: measured first, each block then keeps
+    what the steady iterations need."""
+    api = trace.api
+    starts, ends = it.start, it.end
+    un = ic.unattributed(trace, nxt)
+    steady, excluded = steady_iterations({"unattributed": iv.measure_in(g0[un], g1[un], starts, ends)},
+                                         idle_ns, launches)
+    del un
+    flight = iv.union(api.start[calls], api.end[calls])
+    per = {c: np.zeros(len(starts), np.int64) for c in CAUSES}
+    in_flight = np.zeros(len(starts), np.int64)
+    tails = copy_ns = n = 0
+    # by_phase's gaps, filled block by block (pages untouched past the steady gaps cost nothing)
+    hb, lp, ending = np.empty(len(g0), np.int64), np.empty(len(g0), np.int64), np.empty(len(g0), nxt.dtype)
+    for i in range(0, len(g0), block):
+        b0, b1 = g0[i:i + block], g1[i:i + block]
+        a = np.searchsorted(flight[1], b0[0], side="right")     # the flight over the block's span
+        z = np.searchsorted(flight[0], b1[-1], side="left")
+        f = (flight[0][a:z], flight[1][a:z])
+        c = ic.causes_of(trace, nxt[i:i + block], b0, b1, latency, f, cold_calls, blocking)
+        for cause, v in c.measure_in(starts, ends).items():
+            per[cause] += v
+        in_flight += iv.measure_both_in(f, (b0, b1), starts, ends)
+        k = it.index_of(b0)
+        t, cp = _limit_tails(trace, c, k, steady)
+        tails, copy_ns = tails + t, copy_ns + cp
+        inside = (k >= 0) & (c.op >= 0)
+        inside[inside] = steady[k[inside]]
+        m = int(inside.sum())
+        hb[n:n + m] = c.host_bound_per_gap()[inside]
+        lp[n:n + m] = c.launch_per_gap()[inside]
+        ending[n:n + m] = c.op[inside]
+        n += m
+    facts = IdleFacts(per, steady, excluded, latency)
+    return GapFigures(facts, _launch_limit(facts, in_flight, tails, copy_ns),
+                      PhaseGaps(hb[:n], lp[:n], ending[:n], latency.ns))
+
+
+def _limit_tails(trace, c: GapCauses, k: np.ndarray, steady: np.ndarray) -> tuple[int, int]:
+    """(launch tails, ns of asynchronous copy calls in flight in them) of a block of gaps `c`
+    inside the steady iterations (`k`: each gap's iteration)."""
     from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH
-    c, st = facts.causes, facts.steady
-    in_flight = iv.measure_both_in(c.flight, (gaps.start, gaps.end), it.start, it.end)
-    k = it.index_of(c.g0)
     tails = (c.tail == CAUSES.index("launch")) & (c.cut_dep > c.cut_tail) & (c.call >= 0) & ~c.sync & (k >= 0)
-    tails[tails] = st[k[tails]]
+    tails[tails] = steady[k[tails]]
     api = trace.api
     call = c.call[tails]
     kind = api.kind[call]
     other = (kind != API_LAUNCH) & (kind != API_GRAPH_LAUNCH)   # copy / memset calls: not in flight
-    copy_ns = float(np.maximum(np.minimum(c.cut_dep[tails], api.end[call]) - c.cut_tail[tails], 0)[other].sum())
-    lat = c.latency.ns
+    return int(tails.sum()), int(np.maximum(np.minimum(c.cut_dep[tails], api.end[call]) - c.cut_tail[tails], 0)[other].sum())
+
+
+def _launch_limit(facts: IdleFacts, in_flight: np.ndarray, tails: int, copy_ns: int) -> dict:
+    """The figures of the check 'exposed launch time <= the launch calls in flight in the gaps (and
+    the asynchronous copy calls whose ops ended a gap) + launches x L' over the steady iterations
+    (definitions.md §V7): by construction it holds; a breach is a defect."""
+    st, lat, copy_ns = facts.steady, facts.latency.ns, float(copy_ns)
     return {"launch_ms": round(float(facts.per_it["launch"][st].sum()) / 1e6, 6),
-            "in_flight_ms": round((float(in_flight[st].sum()) + copy_ns) / 1e6, 6), "tails": int(tails.sum()),
+            "in_flight_ms": round((float(in_flight[st].sum()) + copy_ns) / 1e6, 6), "tails": tails,
             "latency_ms": lat / 1e6,
-            "bound_ms": round((float(in_flight[st].sum()) + copy_ns + int(tails.sum()) * lat) / 1e6, 6)}
+            "bound_ms": round((float(in_flight[st].sum()) + copy_ns + tails * lat) / 1e6, 6)}
 
 
 def _stats(v: np.ndarray) -> dict:
@@ -89,35 +147,42 @@ def gain(share: float) -> dict:
     return {"amdahl_bound": round(1 / (1 - share), 3), "realistic": [round(1 / (1 - share / 2), 3), round(1 / (1 - share), 3)]}
 
 
-def by_phase(trace, facts: IdleFacts, it: itr.Iterations, calls: np.ndarray, level: int = 1) -> list[dict]:
-    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations:
-    the fixes are ranked by the time they address, not taken from the top kernel row. Each phase
-    also says how many of its kernel launches ran dry (the op started within L + DRY_SLACK_NS of its
-    call's return): a phase whose launches run dry sets its own pace on the CPU (§V9)."""
+@dataclass
+class PhaseGaps:
+    """The gaps by_phase reads (ended by an op, inside a steady iteration): per gap its host-bound
+    ns, its launch ns and its ending op. Taken before the phase keys, so the gap causes can go
+    first (20M: the keys over every launched op are the record's peak)."""
+    host_bound: np.ndarray
+    launch: np.ndarray
+    ending: np.ndarray
+    latency_ns: int
+
+
+def by_phase(trace, gaps: PhaseGaps, it: itr.Iterations, steady: np.ndarray, calls: np.ndarray,
+             level: int = 1) -> list[dict]:
+    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations
+    (`gaps`: phase_gaps): the fixes are ranked by the time they address, not taken from the top
+    kernel row. Each phase also says how many of its kernel launches ran dry (the op started within
+    L + DRY_SLACK_NS of its call's return): a phase whose launches run dry sets its own pace on the
+    CPU (§V9)."""
     from launchtui.analysis.stream_calls import DRY_SLACK_NS
-    c = facts.causes
-    k = it.index_of(c.g0)
-    inside = (k >= 0) & (c.op >= 0)
-    inside[inside] = facts.steady[k[inside]]
-    del k
-    hb = c.host_bound_per_gap()[inside]      # before the per-op arrays: its own temporaries peak
-    launch_part = c.launch_per_gap()[inside]
-    ending = c.op[inside]
+    hb, launch_part, ending = gaps.host_bound, gaps.launch, gaps.ending
     if not len(ending) or not hb.sum():
         return []
-    launched = _steady_launched_ops(trace, calls, it, facts.steady)
+    launched = _steady_launched_ops(trace, calls, it, steady)
     a = trace.ops.api[launched]
-    dry = (trace.ops.start[launched] - trace.api.end[a]) <= c.latency.ns + DRY_SLACK_NS
+    dry = (trace.ops.start[launched] - trace.api.end[a]) <= gaps.latency_ns + DRY_SLACK_NS
     del a
     # one array of both op sets, nothing else per op held while the phase keys (the peak) are built
     ops = np.concatenate([ending, launched])
     n_ending = len(ending)
     del ending, launched
+    gaps.ending = None     # the caller's reference goes too
     main = main_thread(trace, ops, it.base_depth, it.start)
     keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
     del ops
     gk, lk = keys[:n_ending], keys[n_ending:]
-    n_steady = max(int(facts.steady.sum()), 1)
+    n_steady = max(int(steady.sum()), 1)
     width = len(texts) + 1
     total = np.bincount(gk + 1, weights=hb, minlength=width)
     launch = np.bincount(gk + 1, weights=launch_part, minlength=width)
@@ -171,7 +236,7 @@ def idle_json(facts: IdleFacts, it: itr.Iterations, iteration_ns: np.ndarray, id
     total = float(iteration_ns[st].sum())
     return {
         "device_id": device,
-        "latency": facts.causes.latency.to_json(),
+        "latency": facts.latency.to_json(),
         "per_iteration_ms": {c: _stats(facts.per_it[c][st]) for c in CAUSES},
         "mean_per_iteration_ms": {c: round(float(facts.per_it[c][st].mean()) / 1e6, 6) for c in CAUSES},
         "share": {c: round(share[c], 4) for c in CAUSES},

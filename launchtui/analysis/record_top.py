@@ -20,6 +20,7 @@ from launchtui.trace.model import Trace
 
 # a group is small when at least this share of its launches run under the time threshold (§V4)
 SMALL_SHARE = 0.5
+LAUNCH_BLOCK = 1 << 21      # launches read at a time
 
 
 def top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[int], opt: RecordOptions,
@@ -30,7 +31,9 @@ def top_kernels(trace: Trace, sel: Selection, it: itr.Iterations, devices: list[
     ops, api = trace.ops, trace.api
     k, g = gr.op_idx, gr.op_group
     a = ops.api[k]
-    inside = it.index_of(api.start[a]) >= 0
+    inside = np.empty(len(k), bool)
+    for i in range(0, len(k), LAUNCH_BLOCK):    # the launch starts gathered a block at a time
+        inside[i:i + LAUNCH_BLOCK] = it.index_of(api.start[a[i:i + LAUNCH_BLOCK]]) >= 0
     count, sum_api, sum_kern, qn, sum_q = _sums_inside(trace, gr, k, g, a, inside)
     under = _under_inside(trace, k, g, inside, len(gr), opt.max_avg_us * 1e3)
     family = count if gr is whole and opt.names == "short" else _family_counts(trace, gr, count)
@@ -110,11 +113,15 @@ def _under_inside(trace: Trace, k: np.ndarray, g: np.ndarray, inside: np.ndarray
                   threshold_ns: float) -> np.ndarray:
     """Per group: its launches inside the iterations whose kernel ran under `threshold_ns` (strict)."""
     ops = trace.ops
-    if not inside.all():
-        k, g = k[inside], g[inside]
-    short = ops.end[k]
-    short -= ops.start[k]
-    return np.bincount(g[short < threshold_ns], minlength=ng)
+    out = np.zeros(ng, np.int64)
+    for i in range(0, len(k), LAUNCH_BLOCK):    # a block of launches at a time: no per-launch copies
+        kb, gb, ib = k[i:i + LAUNCH_BLOCK], g[i:i + LAUNCH_BLOCK], inside[i:i + LAUNCH_BLOCK]
+        short = ops.end[kb]
+        short -= ops.start[kb]
+        short = short < threshold_ns
+        short &= ib
+        out += np.bincount(gb[short], minlength=ng)
+    return out
 
 
 def _sums_inside(trace: Trace, gr, k: np.ndarray, g: np.ndarray, a: np.ndarray, inside: np.ndarray):

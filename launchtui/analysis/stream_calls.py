@@ -90,7 +90,13 @@ def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndar
     if len(backlog):
         depth += backlog_pending(backlog, c0)
     dry = ops.start[op1] - c1 <= dry_ns
-    return Calls(a_u, pos, depth, in_windows(c0, starts, ends), dry, api.kind[a_u] == API_LAUNCH)
+    del op1, c1
+    # positions and iterations in 32 bits while they fit: the stream's calls are held while it is
+    # judged (20M: ~10M calls, the queue class's peak)
+    narrow = np.int32 if len(on) < 2**31 - 1 else np.int64
+    k = in_windows(c0, starts, ends).astype(narrow)
+    del c0
+    return Calls(a_u, pos.astype(narrow), depth, k, dry, api.kind[a_u] == API_LAUNCH)
 
 
 def judge_scope(trace: Trace, calls: Calls, on: np.ndarray, scope: np.ndarray, slow: np.ndarray,
