@@ -23,6 +23,7 @@ write to it: nothing here unpickles or maps a file another user could have plant
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -43,9 +44,12 @@ def results_dir() -> Path:
     return cache_dir() / "results"
 
 
+@functools.cache
 def code_fingerprint() -> bytes:
     """launchtui's modules (size, mtime) and numpy's / msgspec's installed files, found without
-    importing them (an upgrade rewrites them)."""
+    importing them (an upgrade rewrites them). Walked once per process: every key of a TUI open
+    (model entry, index, lanes, record, table, idle row) asks for it, from four threads; code
+    edited while a process runs keys the next process's results."""
     from importlib.util import find_spec
     h = hashlib.sha256()
     for pkg in ("numpy", "msgspec"):

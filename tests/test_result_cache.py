@@ -125,3 +125,20 @@ def test_headless_commands_do_not_import_textual(cmd, tmp_path):
                          env={"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_code_fingerprint_walks_the_package_once_per_process(monkeypatch):
+    """Every stored result's key names the code; a TUI open asks for ten keys from four threads, so
+    the package is walked once and the same fingerprint reused."""
+    import os
+    result_cache.code_fingerprint.cache_clear()
+    walked = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda d: walked.append(d) or real(d))
+    first = result_cache.code_fingerprint()
+    n = len(walked)
+    assert n >= 4, "launchtui and its subpackages were walked"
+    assert result_cache.code_fingerprint() == first
+    assert len(walked) == n
+    result_cache.code_fingerprint.cache_clear()
+    assert result_cache.code_fingerprint() == first, "the walk gives the same fingerprint again"

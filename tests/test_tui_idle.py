@@ -313,9 +313,15 @@ def test_a_warm_reopen_maps_the_stored_row(case, monkeypatch):
         beside_table.append(apps[-1].main.table_busy)
         return real(*a, **k)
     monkeypatch.setattr(idle_view, "stored", spy)
+    workers = []
+    real_start = idle_view.IdleView._start
+    monkeypatch.setattr(idle_view.IdleView, "_start", lambda self, build: workers.append(build) or real_start(self, build))
     again = state()
     assert again[:4] == first[:4] and not again[4]      # the same row, mapped from the file
     assert beside_table == [True]                       # mapped while the table worker ran
+    # by the verdict's worker, right after the record: drawn with the verdict, no idle worker of its own
+    assert workers == []
+    assert apps[-1].main.fill.landed.index("idle") == apps[-1].main.fill.landed.index("record") + 1
 
 
 def app_entry(path):

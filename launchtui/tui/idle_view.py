@@ -1,9 +1,10 @@
 """The idle row's state on a MainScreen: which lane is drawn, its worker, stepping through the
 largest gaps of a cause (x / X, > / <) and the details of the gap under the cursor (definitions.md §T7).
 
-The lane is the record's device's (the verdict panel's words and the row agree): it is requested
-when a verdict arrives, mapped from beside the model entry when stored there (queries.IdleRow),
-else built once the table worker is done (their temporaries never peak together).
+The lane is the record's device's (the verdict panel's words and the row agree): when stored beside
+the model entry (queries.IdleRow) the verdict's worker maps it right after the record, so it is
+drawn with the verdict (a warm reopen: no worker or message of its own); else it is built once the
+table worker is done (their temporaries never peak together).
 """
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import threading
 import numpy as np
 
 from launchtui.tui.messages import IdleReady
+
+
+MISSING = object()    # a stored-only look found nothing: build once the table worker is done
 
 
 def lane_inputs(doc: dict | None) -> tuple | None:
@@ -39,6 +43,17 @@ def stored(session, inputs: tuple):
     return None if lane is MISS else lane
 
 
+def stored_for(session, doc: dict | None):
+    """The lane of the record `doc` mapped from beside the model entry; MISSING when not stored,
+    None when the record judges no device. Called in the verdict's worker, so a warm reopen
+    draws the row with the verdict, without a worker of its own."""
+    inputs = lane_inputs(doc)
+    if inputs is None:
+        return None
+    lane = stored(session, inputs)
+    return MISSING if lane is None else lane
+
+
 def compute(session, inputs: tuple, cancelled=None):
     """The idle lane for `inputs` (lane_inputs): mapped from beside the model entry, else built and
     stored there, then mapped back (its built arrays go: only the pages a frame reads stay).
@@ -55,14 +70,11 @@ def compute(session, inputs: tuple, cancelled=None):
     return lane
 
 
-MISSING = object()    # a stored-only look found nothing: build once the table worker is done
-
-
 class IdleView:
     """The screen forwards its keys, the verdict's and table's arrivals and the worker's message here.
 
-    A verdict names the lane it wants (`target`). A lane stored beside the model is mapped at once,
-    even while the table worker runs (a warm reopen); building one waits for the table worker
+    A verdict names the lane it wants (`target`). A lane stored beside the model comes mapped with
+    the verdict, while the table worker runs (a warm reopen); building one waits for the table worker
     (`waiting`), and a verdict or table worker starting meanwhile stops the build at its next
     block (`interrupt`): their temporaries never add up at 5M ops."""
 
@@ -86,21 +98,30 @@ class IdleView:
         return self.waiting or self.running
 
     # ---- computing -------------------------------------------------------------------------------
-    def request(self, doc: dict | None) -> None:
-        """A verdict arrived: its device's lane, unless that one is drawn or on its way."""
+    def request(self, doc: dict | None, looked=None) -> bool:
+        """A verdict arrived: its device's lane, unless that one is drawn or on its way. `looked`:
+        what the verdict's worker found stored for it (stored_for; None: not looked up). True
+        when the row was drawn now (a stored lane: no worker, no message)."""
         ib = (doc or {}).get("idle_by_cause") or {}
         self.shares = dict(ib.get("share") or {})
         inputs = lane_inputs(doc)
         if inputs == self.target and (self.busy or self.lane is not None or inputs is None):
-            return
+            return False
         self.target = inputs
         self.gen += 1
         self.waiting = False
         if inputs is None:
             self.running = True
             self.screen.post_message(IdleReady(self.gen, None))
+        elif looked is MISSING:       # not stored: built once the table worker is done
+            self.waiting = True
+            self.kick()
+        elif looked is not None:
+            self._draw(looked)
+            return True
         else:
             self._start(build=False)
+        return False
 
     def kick(self) -> None:
         """The table worker is done: build the target if it was not stored."""
@@ -153,10 +174,14 @@ class IdleView:
             self.waiting = True
             self.kick()
             return False
-        self.lane = m.lane
-        self.cause, self.pos = None, -1
-        self.screen.timeline.set_idle(m.lane)
+        self._draw(m.lane)
         return True
+
+    def _draw(self, lane) -> None:
+        self.running = self.building = False
+        self.lane = lane
+        self.cause, self.pos = None, -1
+        self.screen.timeline.set_idle(lane)
 
     # ---- stepping --------------------------------------------------------------------------------
     def order(self) -> list[int]:

@@ -330,7 +330,9 @@ class MainScreen(Navigation, Details, Screen):
                 self.table_waits = False
                 self.refresh_selection()
             self.update_stats()
-            self.idle.request(m.result.doc)     # after the table worker, when one was just started
+            # after the table worker, when one was just started; drawn now when stored
+            if self.idle.request(m.result.doc, m.result.idle_lane):
+                self.update_details()
             self.fill.landed_now("record")
             self.fill.idle_check()
 

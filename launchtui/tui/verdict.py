@@ -51,6 +51,9 @@ class VerdictResult:
     iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # boundaries (ns)
     iteration_spans: list = field(default_factory=list)    # [(start, end)] per iteration
     stall_apis: dict = field(default_factory=dict)          # spikes not blocked: API index -> words
+    # the record's idle row as stored beside the model, mapped by the same worker (idle_view.
+    # stored_for): the lane, idle_view.MISSING when not stored, None when not looked up
+    idle_lane: object = None
 
 
 class VerdictReady(Message):

@@ -176,9 +176,14 @@ class VerdictView:
         gen, dev, settings, session = self.gen, scr.device, self.settings, scr.loaded.session
 
         def work() -> None:
-            if getattr(scr, "idle", None) is not None:
-                scr.idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
-            scr.post_message(VerdictReady(compute(session, dev, settings, gen)))
+            idle = getattr(scr, "idle", None)
+            if idle is not None:
+                idle.wait_stopped()      # an interrupted idle-row build first lets go of its memory
+            result = compute(session, dev, settings, gen)
+            if idle is not None:         # a warm reopen: the idle row lands with the verdict
+                from launchtui.tui.idle_view import stored_for
+                result.idle_lane = stored_for(session, result.doc)
+            scr.post_message(VerdictReady(result))
         scr.run_worker(work, thread=True, exclusive=True, group="verdict")
 
     def ready(self, result: VerdictResult) -> bool:
