@@ -139,6 +139,7 @@ class TraceIndex:
             "op_category": self.op_category,
             "ops_by_api.keys": self.ops_by_api[0],
             "ops_by_api.ops": self.ops_by_api[1],
+            **self.nvtx.to_arrays("nvtx."),
         }
 
     @classmethod
@@ -158,7 +159,8 @@ class TraceIndex:
         series = tuple(StreamSeries(device=int(m[0]), stream=int(m[1]), t=t[a:b], v=v[a:b], point_mean=float(p),
                                     points=int(m[3]), max_graph_as_one=int(m[4]), graph_ops=int(m[5]))
                        for m, a, b, p in zip(meta, starts, ends, pm))
-        return cls(series, z["depth_before_launch"], _nvtx_index(trace), z["op_ranges"], z["distinguishing_names"],
+        nvtx = InnermostIndex.from_arrays(z, "nvtx.", int((trace.ranges.kind == RANGE_PUSHPOP).sum()))
+        return cls(series, z["depth_before_launch"], nvtx, z["op_ranges"], z["distinguishing_names"],
                    trace.ops.api, (z["ops_by_api.keys"], z["ops_by_api.ops"]), _op_category=z["op_category"])
 
 

@@ -70,6 +70,29 @@ class InnermostIndex:
             oo = np.lexsort((seq, kind, ptimes))
             self.by_thread[int(thread[idx[0]])] = (ptimes[oo], pvals[oo])
 
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The per-thread change points, concatenated under `prefix` (a stored index maps them back
+        with `from_arrays` instead of sorting every range again: ~20 ms of a 5M reopen)."""
+        threads = list(self.by_thread)
+        times = [self.by_thread[th][0] for th in threads]
+        vals = [self.by_thread[th][1] for th in threads]
+        return {prefix + "meta": np.array([[th, len(t)] for th, t in zip(threads, times)], np.int64).reshape(-1, 2),
+                prefix + "t": np.concatenate(times) if times else np.zeros(0, np.int64),
+                prefix + "v": np.concatenate(vals).astype(np.int64) if vals else np.zeros(0, np.int64),
+                prefix + "n": np.array([self.n], np.int64)}
+
+    @classmethod
+    def from_arrays(cls, z, prefix: str, n_ranges: int) -> "InnermostIndex":
+        """The index `to_arrays` stored, over `n_ranges` ranges; ValueError when it does not fit."""
+        meta, t, v = z[prefix + "meta"], z[prefix + "t"], z[prefix + "v"]
+        ends = np.cumsum(meta[:, 1]) if len(meta) else np.zeros(0, np.int64)
+        if len(t) != len(v) or (len(meta) and ends[-1] != len(t)) or int(z[prefix + "n"][0]) != n_ranges:
+            raise ValueError("stored NVTX lookup does not fit the trace")
+        idx = cls.__new__(cls)
+        idx.n = n_ranges
+        idx.by_thread = {int(th): (t[b - n:b], v[b - n:b]) for (th, n), b in zip(meta.tolist(), ends.tolist())}
+        return idx
+
     def lookup(self, thread: np.ndarray, t: np.ndarray, dtype=np.int64) -> np.ndarray:
         """Innermost enclosing range index per query, -1 when none (as `dtype`). Queries go in
         blocks of LOOKUP_BLOCK: the per-query temporaries (positions, values, indices) are bounded
