@@ -127,6 +127,7 @@ from launchtui.analysis import exposed as ex   # noqa: E402
 from launchtui.analysis import phases as ph   # noqa: E402
 from launchtui.analysis import record as rec   # noqa: E402
 from launchtui.analysis import record_top as top   # noqa: E402
+from launchtui.analysis import launches as launches_mod   # noqa: E402
 from launchtui.analysis.launches import kernel_groups, name_ids, split_by_functor   # noqa: E402
 from launchtui.analysis.sources import dominant_sites   # noqa: E402
 from launchtui.trace.load import open_trace   # noqa: E402
@@ -477,11 +478,16 @@ def test_rules_per_group_equal_the_three_tests():
         assert ph._rules(b, keys, rule, group, n_groups) == _rules_direct(b, keys, rule, group, n_groups)
 
 
-def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case):
+@pytest.mark.parametrize("block,dense", [(3, True), (1 << 20, True), (3, False)])
+def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case, block, dense, monkeypatch):
     """definitions.md §V4: a short-name group whose launches carry several distinguishing names is
     split by them, the others stay; every sum equals that of grouping each launch by its row name
-    directly (short name, or distinguishing name where the short name has several)."""
+    directly (short name, or distinguishing name where the short name has several). In blocks of
+    3 launches (mixed groups found, split and summed across blocks) as in one, and with the split
+    keys ranked by a search as by the dense table."""
     gr = kernel_groups(case)
+    monkeypatch.setattr(launches_mod, "AGG_BLOCK", block)
+    monkeypatch.setattr(launches_mod, "DENSE_LIMIT", (1 << 24) if dense else 0)
     sp = split_by_functor(case, gr)
     ops, api = case.ops, case.api
     k = gr.op_idx

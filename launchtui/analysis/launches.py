@@ -13,7 +13,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.index import trace_index
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
-from launchtui.trace.grouping import dense_groups
+from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
 
 def name_ids(trace: Trace, names: str = "short") -> np.ndarray:
@@ -96,7 +96,7 @@ def kernel_groups(trace: Trace, sel: Selection = WHOLE, names: str = "short") ->
     return _aggregate(trace, *launch_group_ids(trace, sel, names))
 
 
-AGG_BLOCK = 1 << 20   # launches summed per block: temporaries of a block, not of every launch
+AGG_BLOCK = 1 << 18   # launches per block: temporaries of a block, not of every launch (and cache-sized)
 
 
 def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray, g: np.ndarray) -> KernelGroups:
@@ -150,29 +150,75 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     """Short-name groups whose launches carry more than one distinguishing name (§3: one short
     name hiding several functors, `vectorized_elementwise_kernel` for fills, adds and casts alike)
     split by that name; the other groups as they are, after them the split ones (definitions §V4).
-    The launches keep their order; only their group indices change."""
+    The launches keep their order; only their group indices change. Every per-launch step runs a
+    block of AGG_BLOCK launches at a time: n-long keys and copies were the 20M record's peak."""
     k, g, ng = gr.op_idx, gr.op_group, len(gr)
     if not len(k):
         return gr
-    d = name_ids_of(trace, "full", k)   # first: "full" names are interned by this call
-    rep = np.zeros(ng, d.dtype)
-    rep[g] = d                           # one of each group's names; any other one marks it mixed
-    mixed = np.bincount(g[d != rep[g]], minlength=ng) > 0
+    mixed = _mixed_groups(trace, k, g, ng)   # first: "full" names are interned by this call
     if not mixed.any():
         return gr
+    width = len(trace.strings) + 1
+    d0 = int(gr.device.min())
+    base = (gr.device - d0) * width          # per group: its launches' key is base + name id
+    split_keys, lut = _split_key_table(trace, k, g, mixed, base, int(base.max()) + width)
     keep = ~mixed
     new_id = np.cumsum(keep) - 1
-    m = np.flatnonzero(mixed[g])
-    width = len(trace.strings) + 1
-    key = gr.device[g[m]].astype(np.int64)
-    key *= width
-    key += d[m]
-    uniq, j = dense_groups(key)
-    sub = _aggregate(trace, k[m], uniq // width, uniq % width, j)
-    op_group = group_index(new_id[g])
-    op_group[m] = int(keep.sum()) + j
-    return KernelGroups(**{f: np.concatenate([getattr(gr, f)[keep], getattr(sub, f)]) for f in _FIELDS},
-                        op_idx=k, op_group=op_group)
+    nkeep = int(keep.sum())
+    op_group = np.empty(len(k), np.int32)
+    lo = 0
+    for g_b, d_b in _full_names_by_block(trace, k, g):   # one iteration per block of launches
+        og = new_id[g_b]
+        m_b = mixed[g_b]
+        key = base[g_b[m_b]]
+        key += d_b[m_b]
+        # the split groups in (device, name) order after the kept ones: what grouping their
+        # launches by (device, distinguishing name) gives (definitions §V4)
+        og[m_b] = nkeep + (lut[key] if lut is not None else np.searchsorted(split_keys, key))
+        op_group[lo:lo + len(g_b)] = og
+        lo += len(g_b)
+    # the kept groups' sums are their old ones again: integer sums, exact in any order
+    return _aggregate(trace, k, np.concatenate([gr.device[keep], split_keys // width + d0]),
+                      np.concatenate([gr.name[keep], split_keys % width]), op_group)
+
+
+def _full_names_by_block(trace: Trace, k: np.ndarray, g: np.ndarray):
+    """(group index, distinguishing name id) of AGG_BLOCK launches at a time, in launch order."""
+    for lo in range(0, len(k), AGG_BLOCK):
+        yield g[lo:lo + AGG_BLOCK], name_ids_of(trace, "full", k[lo:lo + AGG_BLOCK])
+
+
+def _mixed_groups(trace: Trace, k: np.ndarray, g: np.ndarray, ng: int) -> np.ndarray:
+    """Per group: do its launches carry more than one distinguishing name?"""
+    rep = np.full(ng, -1, np.int64)      # one of each group's names, once seen; any other marks it mixed
+    mixed = np.zeros(ng, bool)
+    for g_b, d_b in _full_names_by_block(trace, k, g):
+        unset = rep[g_b] < 0
+        rep[g_b[unset]] = d_b[unset]
+        mixed[g_b[d_b != rep[g_b]]] = True
+    return mixed
+
+
+def _split_key_table(trace: Trace, k, g, mixed, base, span: int):
+    """(sorted distinct keys of the launches in mixed groups, key -> rank table or None). The table
+    when the key range is small (the usual few devices and thousands of names), else the keys are
+    ranked by a search."""
+    dense = span <= DENSE_LIMIT
+    present = np.zeros(span if dense else 0, bool)
+    found = []
+    for g_b, d_b in _full_names_by_block(trace, k, g):
+        m_b = mixed[g_b]
+        key = base[g_b[m_b]]
+        key += d_b[m_b]
+        if dense:
+            present[key] = True
+        else:
+            found.append(np.unique(key))
+    if not dense:
+        return np.unique(np.concatenate(found)), None
+    lut = np.cumsum(present, dtype=np.int64)
+    lut -= 1
+    return np.flatnonzero(present), lut
 
 
 def groups_on_devices(gr: KernelGroups, devices) -> KernelGroups:
