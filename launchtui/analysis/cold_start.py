@@ -121,9 +121,10 @@ def _first_launch_calls_sorted(trace: Trace) -> tuple[np.ndarray, int]:
     names, name = dense_groups(ops.full_name[launched])
     dev *= len(names)
     dev += name
-    firsts = np.full(len(devs) * len(names), np.iinfo(a.dtype).max, a.dtype)
+    none = np.iinfo(a.dtype).max
+    firsts = np.full(len(devs) * len(names), none, a.dtype)   # a pair without launches keeps `none`
     np.minimum.at(firsts, dev, a)
-    first[firsts[firsts != np.iinfo(a.dtype).max]] = True
+    first[firsts[firsts != none]] = True
     return first, n_calls
 
 

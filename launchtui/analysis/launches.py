@@ -170,8 +170,7 @@ def split_by_functor(trace: Trace, gr: KernelGroups) -> KernelGroups:
     for g_b, d_b in _full_names_by_block(trace, k, g):   # one iteration per block of launches
         og = new_id[g_b]
         m_b = mixed[g_b]
-        key = base[g_b[m_b]]
-        key += d_b[m_b]
+        key = _pair_keys(base, g_b, d_b, m_b)
         # the split groups in (device, name) order after the kept ones: what grouping their
         # launches by (device, distinguishing name) gives (definitions §V4)
         og[m_b] = nkeep + (lut[key] if lut is not None else np.searchsorted(split_keys, key))
@@ -199,6 +198,13 @@ def _mixed_groups(trace: Trace, k: np.ndarray, g: np.ndarray, ng: int) -> np.nda
     return mixed
 
 
+def _pair_keys(base: np.ndarray, g_b: np.ndarray, d_b: np.ndarray, m_b: np.ndarray) -> np.ndarray:
+    """The (device, distinguishing name) key, base + name id, of a block's launches in `m_b`."""
+    key = base[g_b[m_b]]
+    key += d_b[m_b]
+    return key
+
+
 def _split_key_table(trace: Trace, k, g, mixed, base, span: int):
     """(sorted distinct keys of the launches in mixed groups, key -> rank table or None). The table
     when the key range is small (the usual few devices and thousands of names), else the keys are
@@ -207,9 +213,7 @@ def _split_key_table(trace: Trace, k, g, mixed, base, span: int):
     present = np.zeros(span if dense else 0, bool)
     found = []
     for g_b, d_b in _full_names_by_block(trace, k, g):
-        m_b = mixed[g_b]
-        key = base[g_b[m_b]]
-        key += d_b[m_b]
+        key = _pair_keys(base, g_b, d_b, mixed[g_b])
         if dense:
             present[key] = True
         else:
