@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from launchtui import __version__
+from launchtui import __version__, heap
 from launchtui.analysis.config import CONFIG
 from launchtui.cli_capture import add_capture, record_capture, refuse_unused_capture, with_capture
 from launchtui.errors import TraceError, memory_message, printable
@@ -251,6 +251,7 @@ def _open(args, need_cuda: bool = False, shared: bool = False):
         session.use_shared(Shared(trace))
     if need_cuda:
         session.get(Index())
+    heap.recycle_large_blocks()   # the model and index are built: the analyses' temporaries are reused
     return session
 
 
@@ -417,8 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cmd, rest = "tui", argv
     handler = {"info": cmd_info, "report": cmd_report, "record": cmd_record, "export": cmd_export, "diff": cmd_diff,
-               "cache": cmd_cache,
-               "tui": cmd_tui}[cmd]
+               "cache": cmd_cache, "tui": cmd_tui}[cmd]
 
     def run() -> int:  # argument errors too are one line (inside the guard)
         ranks = _ranks_command(cmd, argv)
@@ -496,3 +496,5 @@ def _guard(run) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:   # an in-process run (tests, scripts) leaves glibc's policy as it found it
+        heap.default_large_blocks()

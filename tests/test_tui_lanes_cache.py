@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from launchtui import heap
 from launchtui.trace import cache
 from launchtui.result_cache import mapped_path
 from launchtui.tui.loader import load, store_lanes
@@ -125,6 +126,9 @@ def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
     class Libc:
         def mallopt(self, param, value):
             calls.append((param, value))
+
+        def malloc_trim(self, pad):
+            calls.append(("trim", pad))
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
     app_mod.LaunchApp(tui_args("x.sqlite"))
     assert calls == [(-3, 8 << 20)]           # M_MMAP_THRESHOLD, fixed
@@ -132,7 +136,7 @@ def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
     def absent(name):
         raise OSError("no libc")
     monkeypatch.setattr(ctypes, "CDLL", absent)
-    app_mod.fixed_mmap_threshold()             # off glibc: nothing, no error
+    heap.fixed_mmap_threshold()                # off glibc: nothing, no error
 
 
 @pytest.mark.tui

@@ -17,6 +17,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Footer, Label, ProgressBar, Static
 
+from launchtui import heap
 from launchtui.tui.commands import LaunchCommands
 from launchtui.tui.keys import APP_BINDINGS, help_notes, help_sections, load_keymap
 from launchtui.tui.messages import LanesMapped, LoadFailed, LoadProgress, TraceLoaded
@@ -40,7 +41,7 @@ class LaunchApp(App):
 
     def __init__(self, args, trace=None, keymap: dict | None = None):
         super().__init__()
-        fixed_mmap_threshold()
+        heap.fixed_mmap_threshold()
         self.args = args
         self._injected = trace
         self.loaded = None
@@ -161,19 +162,6 @@ class LaunchApp(App):
     def action_help(self) -> None:
         from launchtui.tui.screens import HelpScreen
         self.push_screen(HelpScreen(help_sections(self._keymap), help_notes()))
-
-
-def fixed_mmap_threshold(size: int = 8 << 20) -> None:
-    """glibc raises its mmap threshold (up to 32 MiB) whenever a large block is freed; after that the
-    analyses' big temporaries come from the heap of each worker thread's arena and stay resident
-    once freed, per thread. A fixed threshold keeps every large array mapped, and unmapped on
-    free, which lowers the TUI's peak RSS; 8 MiB, as a lower one saves little and adds page
-    faults. Process-wide; a no-op off glibc."""
-    import ctypes
-    try:
-        ctypes.CDLL(None).mallopt(-3, size)   # M_MMAP_THRESHOLD
-    except (OSError, AttributeError, TypeError):
-        pass
 
 
 def run_app(args, app_cls=None) -> int:

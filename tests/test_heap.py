@@ -1,0 +1,94 @@
+"""The allocator policy of the headless commands (launchtui/heap.py): set for the analyses once the
+model and index are built, put back when the command ends, never set by the notebook API."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from launchtui import heap
+from launchtui.cli import main
+
+DEMO = ROOT / "fixtures" / "demo" / "demo.sqlite"
+
+
+class FakeLibc:
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, param, value):
+        self.calls.append((param, value))
+        return 1
+
+    def malloc_trim(self, pad):
+        self.calls.append(("trim", pad))
+        return 1
+
+
+@pytest.fixture
+def libc(monkeypatch):
+    fake = FakeLibc()
+    monkeypatch.setattr(heap, "_libc", lambda: fake)
+    return fake
+
+
+SET = [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 256 << 20)]
+RESTORED = [(heap.M_MMAP_THRESHOLD, 32 << 20), (heap.M_TRIM_THRESHOLD, 64 << 20), ("trim", 0)]
+
+
+def test_report_runs_its_analyses_with_recycled_blocks_and_puts_glibc_back(libc, monkeypatch, capsys):
+    """The read and the index run under glibc's own policy, the report and the record under the
+    recycling one; when `main` returns the process is as it was."""
+    import launchtui.analysis.index as index
+    import launchtui.analysis.record as record
+    import launchtui.analysis.report as report
+    seen = {}
+    for mod, name in ((index, "trace_index"), (report, "build_report"), (record, "record_and_stalls")):
+        def spy(*a, _f=getattr(mod, name), _n=name, **k):
+            seen[_n] = heap.recycling()
+            return _f(*a, **k)
+        monkeypatch.setattr(mod, name, spy)
+    assert main(["report", str(DEMO), "--json", "--no-cache"]) == 0
+    assert '"record"' in capsys.readouterr().out
+    assert seen == {"trace_index": False, "build_report": True, "record_and_stalls": True}
+    assert libc.calls == SET + RESTORED
+    assert not heap.recycling()
+
+
+def test_a_file_that_fails_to_open_leaves_the_allocator_alone(libc, tmp_path, capsys):
+    bad = tmp_path / "not_a_trace.sqlite"
+    bad.write_bytes(b"this is not SQLite" * 100)
+    assert main(["report", str(bad), "--json"]) == 2
+    assert str(bad) in capsys.readouterr().err
+    assert libc.calls == [] and not heap.recycling()
+
+
+def test_an_error_after_the_open_still_puts_glibc_back(libc, monkeypatch, capsys):
+    import launchtui.analysis.report as report
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "build_report", boom)
+    assert main(["report", str(DEMO), "--json", "--no-cache"]) == 130
+    assert libc.calls == SET + RESTORED and not heap.recycling()
+
+
+def test_the_notebook_api_never_touches_the_users_process(libc):
+    import launchtui
+    t = launchtui.open(DEMO)
+    assert len(t.kernels()) > 0 and t.record()["iterations"]
+    assert libc.calls == [] and not heap.recycling()
+
+
+def test_off_glibc_every_policy_is_a_no_op(monkeypatch):
+    monkeypatch.setattr(heap, "_libc", lambda: None)
+    assert heap.recycle_large_blocks() is False and not heap.recycling()
+    heap.default_large_blocks()
+    heap.fixed_mmap_threshold()
+
+
+def test_on_this_glibc_the_policy_applies_and_reverts():
+    if heap._libc() is None:
+        pytest.skip("not glibc: the policy is a no-op here (tested above)")
+    assert heap.recycle_large_blocks() is True and heap.recycling()
+    heap.default_large_blocks()
+    assert not heap.recycling()
