@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from dataclasses import dataclass
@@ -195,7 +196,11 @@ class Replays:
         return len(self.call)
 
 
-_WEIGHTS = np.random.default_rng(0x4C54).integers(1, 2**63 - 1, size=4096, dtype=np.int64).astype(np.uint64)
+@functools.cache
+def _position_weights() -> np.ndarray:
+    """Fixed weights of an op's position in its replay (seeded: the same in every process). Made on
+    first use: `numpy.random` costs 21 ms to import, paid by every command that imports this module."""
+    return np.random.default_rng(0x4C54).integers(1, 2**63 - 1, size=4096, dtype=np.int64).astype(np.uint64)
 
 
 def _name_hash(trace: Trace, name: np.ndarray) -> np.ndarray:
@@ -262,8 +267,9 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     last = np.maximum.reduceat(end, heads) if len(heads) else np.zeros(0, np.int64)
     gaps = np.add.reduceat(gap, heads) if len(heads) else np.zeros(0, np.int64)
     max_gap = np.maximum.reduceat(gap, heads) if len(heads) else np.zeros(0, np.int64)
-    pos = (np.arange(len(idx)) - heads[seg]) % len(_WEIGHTS)
-    sig = np.add.reduceat(hsh * _WEIGHTS[pos], heads) if len(heads) else np.zeros(0, np.uint64)
+    weights = _position_weights()
+    pos = (np.arange(len(idx)) - heads[seg]) % len(weights)
+    sig = np.add.reduceat(hsh * weights[pos], heads) if len(heads) else np.zeros(0, np.uint64)
     gid = (np.maximum.reduceat(trace.op_graph[idx], heads) if len(trace.op_graph) and len(heads)
            else np.full(len(heads), -1, np.int64))
     gs = trace.graph_spans
