@@ -162,6 +162,8 @@ def stages(path: str) -> dict:
     _mark_index_steps(mark)
     trace_index(trace)
     mark("typed index: the rest (names, categories)")
+    from launchtui import heap
+    heap.recycle_large_blocks()   # as the CLI does once the model and index are built (cli._open)
     # as `report --json` does: one memo of the kernel groups and spikes for both documents
     from launchtui.analysis.shared import Shared
     shared = Shared(trace)
@@ -169,6 +171,7 @@ def stages(path: str) -> dict:
     mark("report")
     build_record(trace, shared=shared)
     mark("case record")
+    heap.default_large_blocks()
     return {"stages": rows}
 
 

@@ -4,17 +4,17 @@ the TUI. Never set from the notebook API (`launchtui.open`): that process is the
 glibc serves a block below its mmap threshold from the heap, where a freed block is handed to the
 next request as it is; a block above it is mapped on request and unmapped on free, so each new one
 is pages the kernel must fault in and zero. The threshold adapts as large blocks are freed, but
-never past 32 MiB. The analyses' temporaries are one or a few per event: 8-160 MB each at 5M-20M
-kernels, made and freed many times. Every one of them past 32 MiB costs fresh pages: at 20M kernels
-the kernel's page zeroing was the whole of the run time that grows faster than the event count
-(bench/MISSED.md, issue 24). Each function is a no-op off glibc.
+never past 32 MiB. The analyses' temporaries are one or a few per event, made and freed many times,
+and past some trace size every one of them is above 32 MiB: from there each costs fresh pages, and
+the run time grows faster than the event count (bench/MISSED.md, issue 24). On a VM that hands
+freed pages back to its host, a fresh page costs more again. Each function is a no-op off glibc.
 """
 from __future__ import annotations
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 DYNAMIC_MAX = 32 << 20      # glibc's own ceiling for its adaptive threshold (64-bit)
-RECYCLE_BELOW = 1 << 30     # past the model read: blocks up to 1 GiB come from the heap, reused
+RECYCLE_BELOW = 1 << 30     # once recycling: blocks up to 1 GiB come from the heap, reused
 KEEP_FREE_TOP = 256 << 20   # free memory kept at the heap's top for the next block, past it returned
 
 _recycling = False
@@ -45,10 +45,9 @@ def fixed_mmap_threshold(size: int = 8 << 20) -> None:
 def recycle_large_blocks() -> bool:
     """The headless commands' policy once the model and its index are built: the main thread's
     large temporaries come from the heap and are reused there (no fresh pages), and up to
-    KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not before: long-lived
-    model or index columns placed among the read's freed temporaries hold those holes resident. At
-    20M kernels, set before the read the peak rose by 155 MiB, before the index by 92 MiB, after
-    both by 20 MiB (bench/MISSED.md). True when applied (glibc)."""
+    KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier: the model's
+    and index's long-lived columns, placed among the read's freed temporaries, would hold those
+    holes resident and raise the peak (bench/MISSED.md). True when applied (glibc)."""
     global _recycling
     libc = _libc()
     if libc is None:
@@ -60,8 +59,9 @@ def recycle_large_blocks() -> bool:
 
 
 def default_large_blocks() -> None:
-    """Back to glibc's own ceilings after `recycle_large_blocks`, the heap's free pages returned: a
-    command run in-process (the tests, a script) leaves the process as it found it."""
+    """After `recycle_large_blocks`: the values glibc's own adaptation ends at, and the heap's free
+    pages returned, so a command run in-process (the tests, a script) leaves the process as it
+    found it."""
     global _recycling
     if not _recycling:
         return
