@@ -61,3 +61,17 @@ def test_gate_across_cpus_is_not_checked_and_says_so_loudly():
     assert ok and line.startswith("bench gate NOT CHECKED") and "AMD EPYC" in line
     now["machine"] = dict(prev["machine"])
     assert not issue24.gate(now, prev)[0]                   # the same CPU: 2.5× the previous ratio
+
+
+def test_the_user_time_marginal_is_shown_beside_the_wall_time_one_and_never_judged():
+    """Wall-time growth can be the machine's price of fresh pages; user time is the code's work."""
+    def f(events, wall, user):
+        return {"file_events": events, "runs": {"launchtui_cold": {"wall_s": wall, "user_s": user}}}
+    now = {"files": {"nsys_1m": f(2_000_000, 1.0, 1.2), "nsys_5m": f(10_000_000, 6.0, 6.8),
+                     "nsys_20m": f(40_000_000, 30.0, 27.8)}}
+    rows = {r["target"]: r for r in issue24.rows(now, None)}
+    wall = rows["Nsight 20M: marginal µs/event 5M→20M ≤ 1M→5M"]
+    assert (wall["measured"], wall["status"]) == (0.8, "missed")          # 24 s / 30M against 0.625
+    user = rows["Nsight 20M: user-time marginal, 5M→20M / 1M→5M (not a target)"]
+    assert (user["measured"], user["status"]) == (1.0, "measured")       # 0.7 µs/event both steps
+    assert user["detail"] == "user µs/event 1M→5M 0.7, 5M→20M 0.7"
