@@ -51,9 +51,9 @@ def test_groups_cut_per_device_equal_the_devices_own(trace):
 def test_report_and_record_same_with_or_without_shared(trace):
     sh = Shared(trace)
     rep = build_report(trace, WHOLE, shared=sh)
-    assert sh.held() == {"groups", "spikes"}         # the report filled the memo ...
+    assert sh.held() == {"groups", "spikes", "graphs"}   # the report filled the memo ...
     rec = build_record(trace, WHOLE, shared=sh)
-    assert sh.held() == {"spikes"}                    # ... and the record dropped the per-launch arrays
+    assert sh.held() == {"spikes", "graphs"}          # ... and the record dropped the per-launch arrays
     assert rep == build_report(trace, WHOLE)
     assert rec == build_record(trace, WHOLE)
     assert rec["top"] and rec["streams"]
@@ -191,3 +191,24 @@ def test_max_in_windows_by_slices_equals_the_labelled_changes():
                   if any(a <= tt < b for a, b in zip(starts.tolist(), ends.tolist()))]
         expect = max([0] + inside + s.value_at(starts).tolist())
         assert _max_in_windows(s, starts, ends) == expect
+
+
+def test_the_record_adds_its_graph_keys_to_its_own_copy_only(tmp_path, monkeypatch):
+    """One graph-facts computation serves both documents; the record's scope and eager remainder
+    (added once its iterations are known) never show in the report's `graphs`."""
+    from fixtures import pairs
+    from launchtui.trace.load import open_trace
+    _, after = pairs.write_pair(tmp_path, "graphs")
+    t = open_trace(after, use_cache=False)
+    sh = Shared(t)
+    rep = build_report(t, WHOLE, shared=sh)
+    rec = build_record(t, WHOLE, shared=sh)
+    assert "eager_per_iteration" in rec["graphs"] and "eager_per_iteration" not in rep["graphs"]
+    assert rep == build_report(t, WHOLE) and rec == build_record(t, WHOLE)
+    import launchtui.analysis.shared as shared_mod
+    calls, real = [], shared_mod.graphs_facts
+    monkeypatch.setattr(shared_mod, "graphs_facts", lambda *a: calls.append(a) or real(*a))
+    sh2 = Shared(t)
+    build_report(t, WHOLE, shared=sh2)
+    build_record(t, WHOLE, shared=sh2)
+    assert len(calls) == 1

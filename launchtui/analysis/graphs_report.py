@@ -151,14 +151,10 @@ def _eager(trace: Trace, sel: Selection, rp: gr.Replays) -> dict:
             "graphed_share": round(replayed / total, 4) if total else None}
 
 
-def graphs_json(trace: Trace, sel: Selection) -> dict | None:
-    """The record's `graphs` key, or None for a trace with neither captures nor graph launches (its
-    JSON stays as it was)."""
-    return graphs_facts(trace, sel)[0]
-
-
 def graphs_facts(trace: Trace, sel: Selection) -> tuple[dict | None, np.ndarray]:
-    """(graphs_json, the API rows of the flagged graph launches: recorded no op or under-recorded)."""
+    """(the report's and record's `graphs` key, None for a trace with neither captures nor graph
+    launches, so its JSON stays as it was; the API rows of the flagged graph launches: recorded no
+    op or under-recorded)."""
     cap = gr.captures(trace)
     rp = gr.replays(trace, sel)
     if not len(cap) and not len(rp) and not len(rp.unrecorded):

@@ -18,7 +18,7 @@ from launchtui.analysis.graph_busy import busy_trace
 from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
-from launchtui.analysis.graphs_report import capture_in_iterations, capture_record, graphs_facts
+from launchtui.analysis.graphs_report import capture_in_iterations, capture_record
 from launchtui.analysis.graphs_whatif_report import graph_whatif
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
@@ -146,7 +146,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
                              "max_avg_us": opt.max_avg_us, "phase_level": opt.phase_level, "names": opt.names}}
     if trace.source.extra.get("skipped"):   # what the reader left out, by reason (definitions.md §H)
         doc["skipped"] = dict(trace.source.extra["skipped"])
-    graphs, unrecorded = graphs_facts(trace, sel)   # captures and replays (§12); None: the trace has none
+    graphs, unrecorded = shared.graphs(sel)   # captures and replays (§12); None: the trace has none
     if graphs is not None and graphs["capture_line"]:   # mostly capture: its own page, no steady state
         return capture_record(doc, graphs), []
     if not devs and not len(gpu.ops):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.graphs_report import graphs_json, report_lines
+from launchtui.analysis.graphs_report import report_lines
 from launchtui.analysis.index import attached
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.launches import launched_kernels, small_kernel_table, split_nccl, unmatched_kernels
@@ -134,7 +134,7 @@ def build_report(trace: Trace, sel: Selection = WHOLE, opt: ReportOptions = Repo
         },
         "unmatched_kernels": unmatched_kernels(trace, sel),
         # captures and replays (definitions.md §12): only for a trace that has any
-        **({"graphs": g} if (g := graphs_json(trace, sel)) is not None else {}),
+        **({"graphs": g} if (g := shared.graphs(sel)[0]) is not None else {}),
     }
 
 

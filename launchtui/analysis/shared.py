@@ -1,6 +1,7 @@
 """Intermediate results that `report --json` needs in both the report and the case record,
-computed once per command: the kernel groups (definitions.md §3-§4) and the launch spikes (§6),
-so the two documents do not each pay for them (bench/MISSED.md: the record's cold CPU).
+computed once per command: the kernel groups (definitions.md §3-§4), the launch spikes (§6) and
+the graph facts (§12), so the two documents do not each pay for them (bench/MISSED.md: the
+record's cold CPU).
 
 The mechanism is the memo's (analysis/memo.py); only the lifetime differs. These results hold
 per-launch arrays, so they live for one command, not as long as the trace: the record drops the
@@ -9,7 +10,12 @@ so results never depend on whether one was passed.
 """
 from __future__ import annotations
 
+import copy
+
+import numpy as np
+
 from launchtui.analysis.backpressure import Episode, Options, spikes
+from launchtui.analysis.graphs_report import graphs_facts
 from launchtui.analysis.launches import KernelGroups, groups_on_devices, kernel_groups
 from launchtui.analysis.memo import MISS, TraceMemo
 from launchtui.analysis.select import Selection
@@ -39,8 +45,15 @@ class Shared:
         self._memo.drop(lambda key: key[0] == "groups")
 
     def held(self) -> set[str]:
-        """What is kept now: "groups", "spikes"."""
+        """What is kept now: "groups", "spikes", "graphs"."""
         return {key[0] for key in self._memo.keys()}
 
     def spikes(self, sel: Selection, opt: Options) -> list[Episode]:
         return self._memo.get(("spikes", sel, opt), lambda: spikes(self.trace, sel, opt))
+
+    def graphs(self, sel: Selection) -> tuple[dict | None, np.ndarray]:
+        """`graphs_report.graphs_facts(trace, sel)`, computed once. Each call gets its own copy of
+        the document: the record adds its scope and eager remainder to its copy, which the report's
+        must not show."""
+        doc, flagged = self._memo.get(("graphs", sel), lambda: graphs_facts(self.trace, sel))
+        return copy.deepcopy(doc), flagged
