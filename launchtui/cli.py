@@ -16,8 +16,7 @@ SUBCOMMAND_LINES = {   # `launchtui --help`: every subcommand, one line each
     "record": "the case record: per-iteration launch overhead, queue classes, top kernels, fixes",
     "export": "one window as JSON (or --format chrome: a Chrome trace for Perfetto / HTA)",
     "diff": "before/after comparison of two traces, with a verdict and --fail-if gates",
-    "cache": "the per-user cache of loaded traces: clear | info",
-}
+    "cache": "the per-user cache of loaded traces: clear | info"}
 MAX_TRIM_S = 9.2e9       # int64 ns on any clock, epoch clocks included
 MAX_US = 1e12            # µs options: larger values select nothing a real trace holds
 MAX_FACTOR = 1e6
@@ -378,6 +377,7 @@ def cmd_diff(args) -> int:
     with ThreadPoolExecutor(2) as pool:
         sessions = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
                                  (args.before, args.after)))
+    heap.recycle_large_blocks()   # in the workers it does nothing: set once both are read
     doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter)
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)

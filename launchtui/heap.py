@@ -47,10 +47,13 @@ def recycle_large_blocks() -> bool:
     large temporaries come from the heap and are reused there (no fresh pages), and up to
     KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier: the model's
     and index's long-lived columns, placed among the read's freed temporaries, would hold those
-    holes resident and raise the peak (bench/MISSED.md). True when applied (glibc)."""
+    holes resident and raise the peak (bench/MISSED.md). Only from the main thread: a worker done
+    with its read first (`diff` reads two traces at once) must not switch the policy under the
+    other's read; the caller sets it once all are read. True when applied (glibc, main thread)."""
     global _recycling
+    import threading
     libc = _libc()
-    if libc is None:
+    if libc is None or threading.current_thread() is not threading.main_thread():
         return False
     libc.mallopt(M_MMAP_THRESHOLD, RECYCLE_BELOW)
     libc.mallopt(M_TRIM_THRESHOLD, KEEP_FREE_TOP)

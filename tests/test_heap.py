@@ -92,3 +92,28 @@ def test_on_this_glibc_the_policy_applies_and_reverts():
     assert heap.recycle_large_blocks() is True and heap.recycling()
     heap.default_large_blocks()
     assert not heap.recycling()
+
+
+def test_a_worker_thread_never_switches_the_policy(libc):
+    """`diff` reads its two traces on two threads: the first done must not switch glibc's policy
+    under the other's read."""
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(heap.recycle_large_blocks()))
+    t.start()
+    t.join()
+    assert got == [False] and libc.calls == [] and not heap.recycling()
+
+
+def test_diff_reads_both_traces_then_recycles_for_its_analyses(libc, monkeypatch, capsys):
+    import launchtui.analysis.diff_inputs as diff_inputs
+    seen = []
+    real = diff_inputs.diff_document
+
+    def spy(*a, **k):
+        seen.append(heap.recycling())
+        return real(*a, **k)
+    monkeypatch.setattr(diff_inputs, "diff_document", spy)
+    assert main(["diff", str(DEMO), str(DEMO), "--json", "--no-cache"]) == 0
+    assert '"verdict"' in capsys.readouterr().out
+    assert seen == [True] and libc.calls == SET + RESTORED and not heap.recycling()
