@@ -70,7 +70,7 @@ def test_sparse_rowids_read_in_one_pass(tmp_path, monkeypatch):
 def test_packed_id_halves_equal_shift_and_mask():
     """The reader's `high * 2**32 + low` columns read back through int32/uint32 views of the int64
     buffer: exactly `>> 32` and `& (2**32 - 1)`, for NULL (-1), zero, negative and extreme values."""
-    from launchtui.trace.nsys_sqlite import _halves
+    from launchtui.trace.arrays import halves as _halves
     v = np.array([-1, 0, 1, 2**32, 5 * 2**32 + 7, 2**63 - 1, -2**63, -(2**32) + 3, 123456789 * 2**32 + 2**32 - 1],
                  np.int64)
     hi, lo = _halves(v)

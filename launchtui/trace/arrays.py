@@ -21,6 +21,12 @@ def halves(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed.view(np.int32)[_HIGH::2], packed.view(np.uint32)[1 - _HIGH::2]
 
 
+def keep_low(packed: np.ndarray) -> np.ndarray:
+    """Clear the high ids of a packed column in place once they are read (`halves`) and return it:
+    the low ids as int64, in the packed column's own buffer (no second column)."""
+    return np.bitwise_and(packed, PACK - 1, out=packed)
+
+
 def unique_sorted(a, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False):
     """`np.unique(a, return_index=..., return_inverse=..., return_counts=...)` for integer or bool
     arrays (other dtypes go to np.unique: NaN handling stays numpy's)."""

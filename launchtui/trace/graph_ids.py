@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.arrays import PACK, halves
+from launchtui.trace.arrays import halves, keep_low
 from launchtui.trace.model import API_GRAPH_LAUNCH, GraphSpans, Trace
 from launchtui.trace.sqlite_columns import Packed
 
@@ -93,7 +93,7 @@ def replay_rows(cols: dict[str, np.ndarray], graph_spans: list) -> dict[str, dic
         rows.append(at + a)
         ids.append(graph[at].astype(np.int64))
         if not apart:
-            np.bitwise_and(corr[a:b], PACK - 1, out=corr[a:b])
+            keep_low(corr[a:b])
     node = cols.pop("node", None)
     out = {"node": NO_REPLAY_ROWS["node"]}
     for name, got, at in (("graph", np.concatenate(ids), np.concatenate(rows)),

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from launchtui.errors import TraceError
-from launchtui.trace.arrays import PACK, halves as _halves, unique_sorted
+from launchtui.trace.arrays import halves, keep_low, unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
 from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
@@ -127,14 +127,14 @@ class _Reader:
         exprs = {"start": "start", "end": "end", "gtid": "globalTid"}
         try:   # the name id in the correlation-id column's high half: 8 bytes of fresh memory less per call
             c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": Packed("nameId", "correlationId")})
-            ids, packed = _halves(c["corr"])[0], True
+            ids, packed = halves(c["corr"])[0], True
         except Unpackable:   # a NULL, negative or large id: the two apart
             c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": "correlationId", "name": "nameId"})
             ids, packed = c.pop("name"), False
         name = self.names.map(ids, nm.api_display_name, (self.tables["CUPTI_ACTIVITY_KIND_RUNTIME"], "nameId"))
         del ids
         if packed:   # the correlation ids alone, in place
-            np.bitwise_and(c["corr"], PACK - 1, out=c["corr"])
+            keep_low(c["corr"])
         kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
@@ -185,8 +185,8 @@ class _Reader:
         for v in cols.values():
             v.resize(n, refcheck=False)   # in place (no views of it are left)
         packed = cols.pop("devstream")
-        cols["device"] = _halves(packed)[0].copy()     # int32, contiguous
-        cols["stream"] = np.bitwise_and(packed, PACK - 1, out=packed)   # in the packed column's buffer
+        cols["device"] = halves(packed)[0].copy()     # int32, contiguous
+        cols["stream"] = keep_low(packed)   # in the packed column's buffer
         for _, a, b, apart in spans:
             if apart:
                 cols["device"][a:b] = apart.pop("device")
@@ -228,7 +228,7 @@ class _Reader:
         for op_kind, a, b, apart in spans:
             kind[a:b] = op_kind
             if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
-                hi, lo = (apart["short"], apart["full"]) if apart else _halves(ids[a:b])
+                hi, lo = (apart["short"], apart["full"]) if apart else halves(ids[a:b])
                 table = self.tables[self.GPU_TABLES[0][0]]
                 self.names.map(hi, what=(table, "shortName"), out=short[a:b])
                 if "demangledName" in self.cols[table]:
