@@ -436,46 +436,10 @@ def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
     rest = argv[1:] if cmd != "tui" else argv
     if cmd not in ("report", "record", "tui") or not rest or {"-h", "--help", "--version"} & set(rest):
         return None
-    from launchtui.cli_ranks import RANKS_VALUE_OPTIONS
+    from launchtui.cli_ranks import RANKS_VALUE_OPTIONS, positionals
     from launchtui.ranks.discover import is_multi
-    traces = _positionals(build_parser()[cmd], rest, RANKS_VALUE_OPTIONS)
+    traces = positionals(build_parser()[cmd], rest, RANKS_VALUE_OPTIONS)
     return (cmd, rest) if traces and is_multi(traces) else None
-
-
-def _positionals(parser: argparse.ArgumentParser, tokens: list[str], value_options=()) -> list[str]:
-    """The positional arguments among `tokens`, options in any order: each option of `parser` (and
-    each of `value_options`, which take one value) skips the values it takes, so `--scheduler
-    ADDRESS DIR` names DIR, not ADDRESS. `--opt=value` takes its value with it; after `--` all
-    tokens are positional."""
-    takes = {o: a.nargs for a in parser._actions for o in a.option_strings}
-    takes.update({o: None for o in value_options})
-    out, i = [], 0
-    while i < len(tokens):
-        t = tokens[i]
-        i += 1
-        if t == "--":
-            return out + tokens[i:]
-        if not t.startswith("-") or t == "-" or _is_number(t):
-            out.append(t)
-            continue
-        name, eq, _ = t.partition("=")
-        n = takes.get(name, 0) if not eq else 0
-        if n is None:          # one value
-            i += 1
-        elif isinstance(n, int):
-            i += n
-        else:                  # "+", "*", "?": the values up to the next option
-            while i < len(tokens) and (not tokens[i].startswith("-") or _is_number(tokens[i])):
-                i += 1
-    return out
-
-
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
 
 
 def _ranks_main(cmd: str, rest: list[str]) -> int:

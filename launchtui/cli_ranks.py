@@ -8,6 +8,42 @@ import sys
 RANKS_VALUE_OPTIONS = ("--workers", "--scheduler")
 
 
+def positionals(parser: argparse.ArgumentParser, tokens: list[str], value_options=()) -> list[str]:
+    """The positional arguments among `tokens`, options in any order: each option of `parser` (and
+    each of `value_options`, which take one value) skips the values it takes, so `--scheduler
+    ADDRESS DIR` names DIR, not ADDRESS. `--opt=value` takes its value with it; after `--` all
+    tokens are positional."""
+    takes = {o: a.nargs for a in parser._actions for o in a.option_strings}
+    takes.update({o: None for o in value_options})
+    out, i = [], 0
+    while i < len(tokens):
+        t = tokens[i]
+        i += 1
+        if t == "--":
+            return out + tokens[i:]
+        if not t.startswith("-") or t == "-" or _is_number(t):
+            out.append(t)
+            continue
+        name, eq, _ = t.partition("=")
+        n = takes.get(name, 0) if not eq else 0
+        if n is None:          # one value
+            i += 1
+        elif isinstance(n, int):
+            i += n
+        else:                  # "+", "*", "?": the values up to the next option
+            while i < len(tokens) and (not tokens[i].startswith("-") or _is_number(tokens[i])):
+                i += 1
+    return out
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def build_parser(cmd: str) -> argparse.ArgumentParser:
     prog = "launchtui" if cmd == "tui" else f"launchtui {cmd}"
     p = argparse.ArgumentParser(prog=prog, description="One job from its per-rank traces: a directory, several "
