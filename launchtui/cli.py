@@ -293,6 +293,7 @@ def cmd_report(args) -> int:
     from launchtui.analysis.launches import group_totals
     from launchtui.analysis.report import build_report, render_text, selection_stats_of
     from launchtui.analysis.select import selection_from_args
+    from launchtui.analysis.shared import side_by_side
     from launchtui.output import dumps
     from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
@@ -302,6 +303,12 @@ def cmd_report(args) -> int:
     trace = session.trace
     sel = selection_from_args(trace, args)
     opt = _report_options(args)
+    record = Record(sel, _record_options(args)) if args.json else None
+    record_value = lambda: session.get(record)   # noqa: E731 - after the report, in this thread
+    if record is not None and side_by_side(trace):   # the record beside the report (definitions §9)
+        import launchtui.analysis.record  # noqa: F401 - its imports run here, not in two threads at once
+        session.shared.hold_groups()
+        record_value = session.start(record)
     bp = session.get(Backpressure(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, session.shared, bp=bp)
     joined = with_capture(doc, trace, args)   # "" and no change without --capture
@@ -310,9 +317,9 @@ def cmd_report(args) -> int:
             SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
     session.put(keep[1], group_totals(session.shared.kernel_groups(sel, opt.names)))
     session.put(keep[2], selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))
-    if args.json:
-        keep.append(Record(sel, _record_options(args)))
-        doc["record"] = session.get(keep[-1])[0]
+    if record is not None:
+        keep.append(record)
+        doc["record"] = record_value()[0]
     _emit(dumps(doc) if args.json else render_text(doc) + joined, args)
     session.commit(*keep)
     return 0

@@ -212,3 +212,80 @@ def test_the_record_adds_its_graph_keys_to_its_own_copy_only(tmp_path, monkeypat
     build_report(t, WHOLE, shared=sh2)
     build_record(t, WHOLE, shared=sh2)
     assert len(calls) == 1
+
+
+# ---- report --json: the record beside the report (analysis/shared.py side_by_side) -------------
+def _report_json(path, monkeypatch, capsys, at_once: bool) -> tuple[str, list[str]]:
+    """`report --json --no-cache` with the record computed beside the report or after it; the
+    JSON and the names of the threads the record computed in."""
+    import threading
+    import launchtui.analysis.record as record_mod
+    import launchtui.analysis.shared as shared_mod
+    from launchtui.cli import main
+    threads, real = [], record_mod.record_and_stalls
+    with monkeypatch.context() as m:
+        m.setattr(shared_mod, "side_by_side", lambda trace: at_once)
+        m.setattr(record_mod, "record_and_stalls",
+                  lambda *a: threads.append(threading.current_thread().name) or real(*a))
+        assert main(["report", str(path), "--json", "--no-cache"]) == 0
+    return capsys.readouterr().out, threads
+
+
+@pytest.mark.parametrize("scenario", ["profiler_step", "limit_700", "graphs"])
+def test_report_json_same_with_the_record_beside_the_report(tmp_path, monkeypatch, capsys, scenario):
+    """The record computed on its own thread beside the report gives the JSON the one computed after
+    the report gives, byte for byte (definitions.md §9), and it did run on another thread."""
+    if scenario == "graphs":
+        from fixtures import pairs
+        path = pairs.write_pair(tmp_path, "graphs")[1]
+    else:
+        path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS[scenario]), tmp_path / "t.sqlite")
+    after, after_threads = _report_json(path, monkeypatch, capsys, at_once=False)
+    beside, beside_threads = _report_json(path, monkeypatch, capsys, at_once=True)
+    assert after_threads == ["MainThread"] and beside_threads == ["launchtui-Record"]
+    assert '"record"' in beside and '"top"' in beside
+    assert beside == after
+
+
+def test_held_groups_are_computed_once_and_never_dropped(trace, monkeypatch):
+    """Under hold_groups the record's per-device cut waits for the one computation of the
+    selection's groups, and the record's release keeps them for the report."""
+    import launchtui.analysis.shared as shared_mod
+    calls = []
+    monkeypatch.setattr(shared_mod, "kernel_groups", lambda *a: calls.append(a) or kernel_groups(*a))
+    sh = Shared(trace)
+    sh.hold_groups()
+    rec = build_record(trace, WHOLE, shared=sh)          # the record first: it computes the groups
+    assert "groups" in sh.held()                          # ... and its release kept them
+    rep = build_report(trace, WHOLE, shared=sh)
+    assert len(calls) == 1 and calls[0][1] == WHOLE       # one computation, of the whole selection
+    assert rep == build_report(trace, WHOLE) and rec == build_record(trace, WHOLE)
+
+
+def test_side_by_side_needs_two_cpus_and_a_trace_under_the_bound(trace, monkeypatch):
+    import launchtui.analysis.shared as shared_mod
+    monkeypatch.setattr(shared_mod.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert shared_mod.side_by_side(trace)
+    monkeypatch.setattr(shared_mod, "SIDE_BY_SIDE_MAX_OPS", len(trace.ops) - 1)
+    assert not shared_mod.side_by_side(trace)             # past the bound: one after the other
+    monkeypatch.setattr(shared_mod, "SIDE_BY_SIDE_MAX_OPS", len(trace.ops))
+    assert shared_mod.side_by_side(trace)
+    monkeypatch.setattr(shared_mod.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert not shared_mod.side_by_side(trace)             # one CPU: nothing to gain
+
+
+def test_an_error_in_the_record_beside_the_report_is_one_line(tmp_path, monkeypatch, capsys):
+    """What the record's thread raises reaches the command's guard: one line, exit status 2."""
+    import launchtui.analysis.record as record_mod
+    import launchtui.analysis.shared as shared_mod
+    from launchtui.cli import main
+    from launchtui.errors import TraceError
+    path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)
+
+    def fail(*a):
+        raise TraceError(path, "the record failed here")
+    monkeypatch.setattr(record_mod, "record_and_stalls", fail)
+    assert main(["report", str(path), "--json", "--no-cache"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [f"launchtui: {path}: the record failed here"]

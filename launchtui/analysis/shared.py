@@ -11,6 +11,7 @@ so results never depend on whether one was passed.
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 
@@ -22,12 +23,32 @@ from launchtui.analysis.select import Selection
 from launchtui.trace.model import Trace
 
 
+# `report --json` computes its report and its record at once (side_by_side) up to this many GPU
+# ops: the two stages' transients then coexist, +95 MiB at 5M ops (bench/MISSED.md), so past this
+# they run one after the other and the 20M peak stays the record's alone
+SIDE_BY_SIDE_MAX_OPS = 8_000_000
+
+
+def side_by_side(trace: Trace) -> bool:
+    """Whether the report and the record may compute at once: a second CPU to run on, and a trace
+    small enough that both stages' transients fit beside each other (SIDE_BY_SIDE_MAX_OPS)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus >= 2 and len(trace.ops) <= SIDE_BY_SIDE_MAX_OPS
+
+
 class Shared:
     """One command's memo of a trace's kernel groups and spikes, keyed by their inputs."""
 
     def __init__(self, trace: Trace):
         self.trace = trace
         self._memo = TraceMemo()
+        self._hold_groups = False
+
+    def hold_groups(self) -> None:
+        """Keep the groups for the whole command, for two stages computing at once: neither
+        drops them under the other (`release_groups` does nothing), and each cut is taken from
+        the one computation (`kernel_groups_on`)."""
+        self._hold_groups = True
 
     def kernel_groups(self, sel: Selection, names: str = "short") -> KernelGroups:
         return self._memo.get(("groups", sel, names), lambda: kernel_groups(self.trace, sel, names))
@@ -35,14 +56,16 @@ class Shared:
     def kernel_groups_on(self, sel: Selection, devices: list[int], names: str = "short") -> KernelGroups:
         """`kernel_groups(trace, sel.with_devices(devices), names)`: cut from the selection's groups
         when they are already here (the same table), else computed for those devices only."""
-        have = self._memo.peek(("groups", sel, names))
+        have = self.kernel_groups(sel, names) if self._hold_groups else self._memo.peek(("groups", sel, names))
         if have is not MISS:
             return groups_on_devices(have, devices)
         return kernel_groups(self.trace, sel.with_devices(devices), names)
 
     def release_groups(self) -> None:
-        """Drop the groups (per-launch arrays): the record's later stages are its peak memory."""
-        self._memo.drop(lambda key: key[0] == "groups")
+        """Drop the groups (per-launch arrays): the record's later stages are its peak memory.
+        Nothing while they are held (`hold_groups`)."""
+        if not self._hold_groups:
+            self._memo.drop(lambda key: key[0] == "groups")
 
     def held(self) -> set[str]:
         """What is kept now: "groups", "spikes", "graphs"."""
