@@ -24,8 +24,8 @@ from launchtui.trace.model import Trace
 
 
 # `report --json` computes its report and its record at once (side_by_side) up to this many GPU
-# ops: the two stages' transients then coexist, +95 MiB at 5M ops (bench/MISSED.md), so past this
-# they run one after the other and the 20M peak stays the record's alone
+# ops: the two stages' transients then coexist (their cost: bench/MISSED.md), so past this they
+# run one after the other and a 20M trace's peak stays the record's alone (issue 24's 3 GiB)
 SIDE_BY_SIDE_MAX_OPS = 8_000_000
 
 
