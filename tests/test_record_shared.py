@@ -263,14 +263,15 @@ def test_held_groups_are_computed_once_and_never_dropped(trace, monkeypatch):
 
 
 def test_side_by_side_needs_two_cpus_and_a_trace_under_the_bound(trace, monkeypatch):
+    import os
     import launchtui.analysis.shared as shared_mod
-    monkeypatch.setattr(shared_mod.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert shared_mod.side_by_side(trace)
     monkeypatch.setattr(shared_mod, "SIDE_BY_SIDE_MAX_OPS", len(trace.ops) - 1)
     assert not shared_mod.side_by_side(trace)             # past the bound: one after the other
     monkeypatch.setattr(shared_mod, "SIDE_BY_SIDE_MAX_OPS", len(trace.ops))
     assert shared_mod.side_by_side(trace)
-    monkeypatch.setattr(shared_mod.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
     assert not shared_mod.side_by_side(trace)             # one CPU: nothing to gain
 
 

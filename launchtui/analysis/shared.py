@@ -11,7 +11,6 @@ so results never depend on whether one was passed.
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from launchtui.analysis.graphs_report import graphs_facts
 from launchtui.analysis.launches import KernelGroups, groups_on_devices, kernel_groups
 from launchtui.analysis.memo import MISS, TraceMemo
 from launchtui.analysis.select import Selection
+from launchtui.cpus import usable_cpus
 from launchtui.trace.model import Trace
 
 
@@ -32,8 +32,7 @@ SIDE_BY_SIDE_MAX_OPS = 8_000_000
 def side_by_side(trace: Trace) -> bool:
     """Whether the report and the record may compute at once: a second CPU to run on, and a trace
     small enough that both stages' transients fit beside each other (SIDE_BY_SIDE_MAX_OPS)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus >= 2 and len(trace.ops) <= SIDE_BY_SIDE_MAX_OPS
+    return usable_cpus() >= 2 and len(trace.ops) <= SIDE_BY_SIDE_MAX_OPS
 
 
 class Shared:

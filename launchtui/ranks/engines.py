@@ -12,17 +12,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
+from launchtui.cpus import usable_cpus
 from launchtui.errors import UsageError
 from launchtui.ranks.worker import process_rank
 
 ENV_SCHEDULER = "LAUNCHTUI_DASK_SCHEDULER"
-
-
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _lost(path: str, why: str) -> dict:
@@ -116,7 +110,7 @@ def run(paths: list[str], engine: str | None = None, scheduler: str | None = Non
     process pool, measured faster than a Dask LocalCluster on one machine (bench/README.md §Many
     ranks), so the CLI offers no other local engine; `engine='dask'` exists for that benchmark."""
     scheduler = scheduler or os.environ.get(ENV_SCHEDULER) or None
-    workers = workers or default_workers()
+    workers = workers or usable_cpus()
     t0 = time.perf_counter()
     if scheduler or engine == "dask":
         results, info = run_dask(paths, workers, use_cache, on_done, scheduler)
