@@ -136,25 +136,19 @@ class Session:
 
     def start(self, query: Query) -> Callable[[], Any]:
         """`get(query)` begun now on a thread of its own; returns the call that waits for the
-        value and raises what the computation raised. The thread is a daemon: an interrupted
-        command exits without waiting for it."""
+        value and raises what the computation raised (a Future's `result`). The thread is a
+        daemon: an interrupted command exits without waiting for it."""
         import threading
-        box: dict = {}
+        from concurrent.futures import Future
+        done: Future = Future()
 
         def run() -> None:
             try:
-                box["value"] = self.get(query)
-            except BaseException as e:   # re-raised by the waiter, in the caller's thread
-                box["error"] = e
-        worker = threading.Thread(target=run, name=f"launchtui-{type(query).__name__}", daemon=True)
-        worker.start()
-
-        def wait():
-            worker.join()
-            if "error" in box:
-                raise box["error"]
-            return box["value"]
-        return wait
+                done.set_result(self.get(query))
+            except BaseException as e:   # re-raised by `result`, in the caller's thread
+                done.set_exception(e)
+        threading.Thread(target=run, name=f"launchtui-{type(query).__name__}", daemon=True).start()
+        return done.result
 
     def peek(self, query: Query):
         """The result of `query` from memory or disk, else MISS (nothing is computed)."""
