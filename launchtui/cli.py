@@ -280,8 +280,11 @@ def cmd_record(args) -> int:
     from launchtui.analysis.record_markdown import render_markdown
     from launchtui.analysis.select import selection_from_args
     from launchtui.output import dumps
+    from launchtui.analysis.shared import lane_fits
     from launchtui.session import Record
-    session = _open(args, need_cuda=True)
+    session = _open(args, need_cuda=True, shared=True)
+    if lane_fits(session.trace):   # the record's independent parts beside each other
+        session.shared.lend_lane()
     query = Record(selection_from_args(session.trace, args), _record_options(args))
     doc, joined = record_capture(session.get(query)[0], session.trace, args)   # as stored, without --capture
     _emit(dumps(doc) if args.json else render_markdown(doc) + joined, args)
@@ -293,7 +296,7 @@ def cmd_report(args) -> int:
     from launchtui.analysis.launches import group_totals
     from launchtui.analysis.report import build_report, render_text, selection_stats_of
     from launchtui.analysis.select import selection_from_args
-    from launchtui.analysis.shared import side_by_side
+    from launchtui.analysis.shared import lane_fits, side_by_side
     from launchtui.output import dumps
     from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
@@ -308,6 +311,8 @@ def cmd_report(args) -> int:
     if record is not None and side_by_side(trace):   # the record beside the report (definitions §9)
         import launchtui.analysis.record  # noqa: F401 - its imports run here, not in two threads at once
         session.shared.hold_groups()
+        if lane_fits(trace):   # and the record's independent parts beside each other
+            session.shared.lend_lane()
         record_value = session.start(record)
     bp = session.get(Backpressure(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, session.shared, bp=bp)

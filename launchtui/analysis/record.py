@@ -177,14 +177,18 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         it = _outside_captures(gpu, it, window, graphs)
     if capture_in_iterations(graphs, it.start, it.end):   # the steps are mostly capture (§12.1)
         return capture_record(doc, graphs), []
-    # the top kernels first: the groups' per-launch arrays go before the gaps (5M peak)
-    top, nccl_rows, misses, why, table_api_ns = top_kernels(trace, sel, it, [primary], opt, shared)
+    # the top kernels first: computed now, the groups' per-launch arrays go before the gaps (5M
+    # peak); with a helper lane (held groups) they compute beside the gaps instead
+    top = shared.defer(lambda: top_kernels(trace, sel, it, [primary], opt, shared))
     shared.release_groups()
-    doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(), "top": top, "nccl": nccl_rows,
-                "empty_reason": why or None, "near_misses": misses})
+    doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
+                "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
     sp = shared.spikes(WHOLE, opt.backpressure)
     cold = cold_start(trace, sp)
-    streams = _gpu_figures(gpu, it, devs, doc, cold, table_api_ns, opt, sp)
+    streams = _gpu_figures(gpu, it, devs, doc, cold, opt, sp, shared)
+    rows, nccl_rows, misses, why, table_api_ns = top.result()
+    doc.update({"top": rows, "nccl": nccl_rows, "empty_reason": why or None, "near_misses": misses})
+    _table_cross_check(doc, table_api_ns)
     if graphs is not None:
         in_record(trace, graphs, unrecorded, it, primary, devs[primary])
         doc["graphs"] = graphs
@@ -193,8 +197,8 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     return doc, streams
 
 
-def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, table_api_ns: float,
-                 opt: RecordOptions, sp: list):
+def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, opt: RecordOptions, sp: list,
+                 shared: Shared):
     """The primary device's per-iteration figures, idle by cause, queues, syncs and cross-checks
     into `doc`; returns the stream verdicts."""
     primary = doc["device_id"]
@@ -204,13 +208,10 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     latency, first = ic.submission_latency(trace, on), int(trace.ops.start[on].min())
     del on
     blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
-    # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak);
-    # the primary's latency as the gap causes measure it: the queue class's L is the same (§V2, §V3)
-    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold,
-                       latencies={primary: latency.ns})
-    syncs, limits = _syncs(trace, it, blocking), trace_limits(trace)
-    thread_cpu = cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking)
-    api_totals = _api_totals(trace, it, calls)
+    # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak),
+    # or beside the gaps on a helper lane; the primary's latency as the gap causes measure it: the
+    # queue class's L is the same (§V2, §V3)
+    side = shared.defer(lambda: _gapless_figures(trace, it, devs, opt, sp, cold, {primary: latency.ns}, blocking))
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
     gaps = ex.device_gaps(trace, primary, min(lo, first), hi, calls, ending=False)
@@ -227,6 +228,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     phases = ri.by_phase(trace, g.phase_gaps, it, facts.steady, calls, opt.phase_level)
     g.phase_gaps = None
     idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, phases, sync_busy)
+    streams, syncs, limits, thread_cpu, api_totals = side.result()
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = g.launch_limit
     share = facts.pooled(f.iteration_ns)
@@ -256,8 +258,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
                                              round(float(facts.host_bound_ns().sum()) / n_it / 1e6, 3)}},
             "api_totals": api_totals,
             "launch_api_ms": round(launch_api_ms, 3),
-            "table_api_ms": round(table_api_ns / 1e6, 3),
-            "table_share_of_launch_api": round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None,
+            "table_api_ms": None, "table_share_of_launch_api": None,   # _table_cross_check, this key order
         },
         "launch_thread_cpu": thread_cpu,
     })
@@ -273,6 +274,26 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
         bound = (int(f.launch_api_ns.sum()) + n_launch * latency.ns) / window if window > 0 else None
         doc["too_little_bound"] = None if bound is None else round(bound, 4)
     return streams
+
+
+def _gapless_figures(trace: Trace, it: itr.Iterations, devs: dict, opt: RecordOptions, sp: list, cold,
+                     latencies: dict, blocking: np.ndarray) -> tuple:
+    """(stream verdicts, syncs, limits, launch-thread CPU, API totals): the record's figures that
+    read no gap, for the first device in `latencies`."""
+    primary = next(iter(latencies))
+    calls = devs[primary]
+    lo, hi = int(it.start.min()), int(it.end.max())
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold, latencies=latencies)
+    return (streams, _syncs(trace, it, blocking), trace_limits(trace),
+            cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking), _api_totals(trace, it, calls))
+
+
+def _table_cross_check(doc: dict, table_api_ns: float) -> None:
+    """The top kernels' launch-API time against all launch calls' (definitions.md §V8 cross_checks)."""
+    cc = doc["cross_checks"]
+    cc["table_api_ms"] = round(table_api_ns / 1e6, 3)
+    launch_api_ms = sum(r["total_ms"] for r in cc["api_totals"])
+    cc["table_share_of_launch_api"] = round(table_api_ns / 1e6 / launch_api_ms, 4) if launch_api_ms else None
 
 
 def _per_iteration_json(f: ex.IterationFigures) -> dict:

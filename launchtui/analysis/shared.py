@@ -7,10 +7,17 @@ The mechanism is the memo's (analysis/memo.py); only the lifetime differs. These
 per-launch arrays, so they live for one command, not as long as the trace: the record drops the
 groups before its peak stages (`release_groups`). A caller without a `Shared` gets a private one,
 so results never depend on whether one was passed.
+
+A command with a second CPU may also lend the record a helper lane (`lend_lane`, `defer`): parts
+of the record that are pure and independent compute on it beside the record's own thread
+(definitions.md §9: the same document whoever computes them).
 """
 from __future__ import annotations
 
 import copy
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,6 +42,74 @@ def side_by_side(trace: Trace) -> bool:
     return usable_cpus() >= 2 and len(trace.ops) <= SIDE_BY_SIDE_MAX_OPS
 
 
+# the record's independent parts compute beside each other (`Shared.lend_lane`) up to this many
+# GPU ops: their transients then add to the gap stage's, the record's peak, and past this they would
+# take a report over the per-size memory budgets bench/README.md holds it to (5M: 1,000 MiB)
+LANE_MAX_OPS = 2_000_000
+
+
+def lane_fits(trace: Trace) -> bool:
+    """Whether a helper lane may run the record's independent parts beside it (`Shared.lend_lane`):
+    a second CPU, and a trace small enough that their transients fit at once (LANE_MAX_OPS)."""
+    return usable_cpus() >= 2 and len(trace.ops) <= LANE_MAX_OPS
+
+
+class Deferred:
+    """A pure computation that runs once, on whichever thread reaches it first: the helper lane
+    when it is free, else the caller of `result()`. So a stage that defers work never waits for a
+    lane that is busy elsewhere, and the value is the same whoever computed it."""
+
+    def __init__(self, compute: Callable[[], Any]):
+        self._compute: Callable[[], Any] | None = compute
+        self._claim = threading.Lock()
+        self._done: Future = Future()
+
+    def run(self) -> None:
+        """Compute now unless another thread has claimed it; an error is kept for `result()`."""
+        if not self._claim.acquire(blocking=False):
+            return
+        compute, self._compute = self._compute, None   # its inputs go with it
+        try:
+            self._done.set_result(compute())
+        except BaseException as e:   # re-raised by `result`, in the caller's thread
+            self._done.set_exception(e)
+
+    def result(self):
+        """The value, computed here if no thread has begun it; raises what the computation raised."""
+        self.run()
+        return self._done.result()
+
+
+class _Lane:
+    """Deferred computations run in the order offered, on one daemon thread that lives while there
+    is work: started by an offer that finds none running, ended when it finds nothing left, so an
+    idle lane holds no thread. A daemon: an interrupted command exits without waiting for it (what
+    it runs is only waited for through `Deferred.result`, which computes in the caller when the
+    lane has not begun it)."""
+
+    def __init__(self) -> None:
+        self._todo: list[Deferred] = []
+        self._lock = threading.Lock()
+        self._serving = False
+
+    def offer(self, d: Deferred) -> None:
+        with self._lock:
+            self._todo.append(d)
+            if self._serving:
+                return
+            self._serving = True
+        threading.Thread(target=self._serve, name="launchtui-Help", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                if not self._todo:
+                    self._serving = False
+                    return
+                d = self._todo.pop(0)
+            d.run()
+
+
 class Shared:
     """One command's memo of a trace's kernel groups and spikes, keyed by their inputs."""
 
@@ -42,6 +117,26 @@ class Shared:
         self.trace = trace
         self._memo = TraceMemo()
         self._hold_groups = False
+        self._lane: _Lane | None = None
+
+    def lend_lane(self) -> None:
+        """Run what a stage defers (`defer`) on a helper thread beside it: for a command whose stages
+        may hold their transients at once (`side_by_side`), so the second CPU is not left idle once
+        the shorter stage ends."""
+        if self._lane is None:
+            self._lane = _Lane()
+
+
+    def defer(self, compute: Callable[[], Any]) -> Deferred:
+        """`compute`, pure and free of shared mutable state, begun on the helper lane when one is
+        lent, else computed now (in program order, so a sequential command's peak is unchanged);
+        its value from the returned `Deferred.result()`."""
+        d = Deferred(compute)
+        if self._lane is not None:
+            self._lane.offer(d)
+        else:
+            d.run()
+        return d
 
     def hold_groups(self) -> None:
         """Keep the groups for the whole command, for two stages computing at once: neither
