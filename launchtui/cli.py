@@ -313,7 +313,8 @@ def cmd_report(args) -> int:
         session.shared.hold_groups()
         if lane_fits(trace):   # and the record's independent parts beside each other
             session.shared.lend_lane()
-        record_value = session.start(record)
+        pending = session.start(record)
+        record_value = lambda: session.shared.wait_helping(pending)   # noqa: E731
     bp = session.get(Backpressure(sel, opt.backpressure))
     doc = build_report(trace, sel, opt, session.shared, bp=bp)
     joined = with_capture(doc, trace, args)   # "" and no change without --capture

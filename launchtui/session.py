@@ -134,10 +134,10 @@ class Session:
                 self._keep(query, value)
         return value
 
-    def start(self, query: Query) -> Callable[[], Any]:
-        """`get(query)` begun now on a thread of its own; returns the call that waits for the
-        value and raises what the computation raised (a Future's `result`). The thread is a
-        daemon: an interrupted command exits without waiting for it."""
+    def start(self, query: Query):
+        """`get(query)` begun now on a thread of its own; returns its Future, whose `result()`
+        waits for the value and raises what the computation raised. The thread is a daemon: an
+        interrupted command exits without waiting for it."""
         import threading
         from concurrent.futures import Future
         done: Future = Future()
@@ -148,7 +148,7 @@ class Session:
             except BaseException as e:   # re-raised by `result`, in the caller's thread
                 done.set_exception(e)
         threading.Thread(target=run, name=f"launchtui-{type(query).__name__}", daemon=True).start()
-        return done.result
+        return done
 
     def peek(self, query: Query):
         """The result of `query` from memory or disk, else MISS (nothing is computed)."""

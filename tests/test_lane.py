@@ -111,22 +111,19 @@ def test_lane_fits_needs_two_cpus_and_a_trace_under_the_bound(trace, monkeypatch
     assert not shared_mod.lane_fits(trace)    # one CPU: nothing to gain
 
 
-# ---- the record with a lane: the same JSON, and the deferred parts did run on it ----------------
-def _json(command: str, path, monkeypatch, capsys, lane: bool) -> tuple[str, set[str]]:
-    """`COMMAND --json --no-cache` with the lane lent or not; the JSON and the names of the threads
-    the record's top kernels and queue classes computed in."""
-    import launchtui.analysis.record as record_mod
+# ---- the record with a lane: the same JSON, whoever computes its deferred parts ----------------
+def _json(command: str, path, monkeypatch, capsys, lane: bool) -> tuple[str, int]:
+    """`COMMAND --json --no-cache` with the lane lent or not; the JSON and how many computations
+    were offered to the lane (which thread then runs each is the scheduler's choice)."""
     from launchtui.cli import main
-    threads = set()
+    offered = []
     with monkeypatch.context() as m:
         m.setattr(shared_mod, "lane_fits", lambda trace: lane)
-        for name in ("top_kernels", "classify"):
-            real = getattr(record_mod, name)
-            m.setattr(record_mod, name, lambda *a, real=real, **k:
-                      threads.add(threading.current_thread().name) or real(*a, **k))
+        real = shared_mod._Lane.offer
+        m.setattr(shared_mod._Lane, "offer", lambda self, d: offered.append(d) or real(self, d))
         assert main([command, str(path), "--json", "--no-cache"]) == 0
     _wait_lane_idle()
-    return capsys.readouterr().out, threads
+    return capsys.readouterr().out, len(offered)
 
 
 @pytest.mark.parametrize("scenario", ["profiler_step", "limit_700", "graphs"])
@@ -138,14 +135,40 @@ def test_json_same_with_and_without_the_lane(tmp_path, monkeypatch, capsys, scen
     else:
         path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS[scenario]), tmp_path / "t.sqlite")
     monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)   # the report's record beside it
-    alone, alone_threads = _json(command, path, monkeypatch, capsys, lane=False)
-    helped, helped_threads = _json(command, path, monkeypatch, capsys, lane=True)
-    assert "launchtui-Help" not in alone_threads
-    assert "launchtui-Help" in helped_threads
+    alone, alone_offers = _json(command, path, monkeypatch, capsys, lane=False)
+    helped, helped_offers = _json(command, path, monkeypatch, capsys, lane=True)
+    assert (alone_offers, helped_offers) == (0, 3)   # cold starts, top kernels, gapless figures
     assert '"top"' in helped and '"streams"' in helped
     assert helped == alone
     for _ in range(3):                        # whoever computes each part, the same bytes
         assert _json(command, path, monkeypatch, capsys, lane=True)[0] == alone
+
+
+def test_a_waiting_thread_runs_offered_work_until_its_stage_is_done(trace):
+    """wait_helping: the thread that waits for a stage runs the lane's offered work meanwhile, and
+    returns the stage's value once it is done."""
+    from concurrent.futures import Future
+    sh = Shared(trace)
+    sh.lend_lane()
+    hold, began, ran = threading.Event(), threading.Event(), []
+
+    def busy():                               # keeps the lane's own thread occupied
+        began.set()
+        assert hold.wait(5)
+    sh.defer(busy)
+    assert began.wait(5)
+    pending: Future = Future()
+    second_ran = threading.Event()
+    sh.defer(lambda: ran.append(threading.current_thread().name) or second_ran.set())
+
+    def stage():                              # the awaited stage ends once the offered work ran
+        assert second_ran.wait(5)
+        pending.set_result("stage value")
+    threading.Thread(target=stage).start()
+    assert sh.wait_helping(pending) == "stage value"
+    hold.set()
+    _wait_lane_idle()
+    assert ran == ["MainThread"]              # the lane's thread was busy: the waiting thread ran it
 
 
 def test_an_error_on_the_lane_is_one_line(tmp_path, monkeypatch, capsys):

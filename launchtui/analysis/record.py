@@ -28,7 +28,7 @@ from launchtui.analysis.record_conclusion import (BOUND_LEVELS, bound_level, che
 from launchtui.analysis.record_top import top_kernels
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
-from launchtui.analysis.shared import Shared
+from launchtui.analysis.shared import Deferred, Shared
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace import names as nm
@@ -177,15 +177,22 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         it = _outside_captures(gpu, it, window, graphs)
     if capture_in_iterations(graphs, it.start, it.end):   # the steps are mostly capture (§12.1)
         return capture_record(doc, graphs), []
-    # the top kernels first: computed now, the groups' per-launch arrays go before the gaps (5M
-    # peak); with a helper lane (held groups) they compute beside the gaps instead
-    top = shared.defer(lambda: top_kernels(trace, sel, it, [primary], opt, shared))
+    def cold_part():
+        return cold_start(trace, shared.spikes(WHOLE, opt.backpressure))
+
+    def top_part():
+        return top_kernels(trace, sel, it, [primary], opt, shared)
+    # with a helper lane (held groups) both compute beside the gaps, the cold starts first, as the
+    # gaps' causes read them; else now, the top kernels first: the groups' per-launch arrays go
+    # before the gaps (5M peak), and the cold starts' transients meet no report computing beside
+    if shared.lane_lent():
+        cold, top = shared.defer(cold_part), shared.defer(top_part)
+    else:
+        top, cold = shared.defer(top_part), shared.defer(cold_part)
     shared.release_groups()
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
                 "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
-    sp = shared.spikes(WHOLE, opt.backpressure)
-    cold = cold_start(trace, sp)
-    streams = _gpu_figures(gpu, it, devs, doc, cold, opt, sp, shared)
+    streams = _gpu_figures(gpu, it, devs, doc, cold, opt, shared)
     rows, nccl_rows, misses, why, table_api_ns = top.result()
     doc.update({"top": rows, "nccl": nccl_rows, "empty_reason": why or None, "near_misses": misses})
     _table_cross_check(doc, table_api_ns)
@@ -197,10 +204,10 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     return doc, streams
 
 
-def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, opt: RecordOptions, sp: list,
+def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: Deferred, opt: RecordOptions,
                  shared: Shared):
     """The primary device's per-iteration figures, idle by cause, queues, syncs and cross-checks
-    into `doc`; returns the stream verdicts."""
+    into `doc`; returns the stream verdicts. `cold`: the cold starts (cold_start.cold_start)."""
     primary = doc["device_id"]
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
@@ -211,7 +218,8 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak),
     # or beside the gaps on a helper lane; the primary's latency as the gap causes measure it: the
     # queue class's L is the same (§V2, §V3)
-    side = shared.defer(lambda: _gapless_figures(trace, it, devs, opt, sp, cold, {primary: latency.ns}, blocking))
+    side = shared.defer(lambda: _gapless_figures(trace, it, devs, opt, shared.spikes(WHOLE, opt.backpressure),
+                                                 cold.result(), {primary: latency.ns}, blocking))
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
     gaps = ex.device_gaps(trace, primary, min(lo, first), hi, calls, ending=False)
@@ -220,7 +228,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
     gaps.busy = None    # the last reader of the busy set
     h = ex.gap_histogram(gaps, it.start, it.end)
     nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
-    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.calls, blocking, f.idle_ns,
+    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, f.idle_ns,
                        f.launches)
     del gaps, nxt    # the phase keys below are the peak (20M)
     facts, per_cause = g.facts, g.facts.per_it
@@ -245,7 +253,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold, 
         "rule_of_thumb": {"launch_cost_us": LAUNCH_COST_US, "launches": med_launches,
                           "estimate_ms": round(rule_ms, 3), "ten_percent_ms": round(med_iter * RULE_SHARE / 1e6, 3),
                           "flag": bool(rule_ms * 1e6 >= RULE_SHARE * med_iter)},
-        "cold_start": cold.to_json(),
+        "cold_start": cold.result().to_json(),
         "limits": limits,
         "streams": [s.to_json() for s in streams],
         "backpressure": any(s.queue_class == "saturated" for s in streams),

@@ -82,19 +82,20 @@ class Deferred:
 
 class _Lane:
     """Deferred computations run in the order offered, on one daemon thread that lives while there
-    is work: started by an offer that finds none running, ended when it finds nothing left, so an
-    idle lane holds no thread. A daemon: an interrupted command exits without waiting for it (what
-    it runs is only waited for through `Deferred.result`, which computes in the caller when the
-    lane has not begun it)."""
+    is work (started by an offer that finds none running, ended when it finds nothing left: an
+    idle lane holds no thread), and on any thread that would otherwise only wait (`serve_until`).
+    A daemon: an interrupted command exits without waiting for it (what it runs is only waited for
+    through `Deferred.result`, which computes in the caller when no thread has begun it)."""
 
     def __init__(self) -> None:
         self._todo: list[Deferred] = []
-        self._lock = threading.Lock()
+        self._ready = threading.Condition()
         self._serving = False
 
     def offer(self, d: Deferred) -> None:
-        with self._lock:
+        with self._ready:
             self._todo.append(d)
+            self._ready.notify_all()
             if self._serving:
                 return
             self._serving = True
@@ -102,9 +103,24 @@ class _Lane:
 
     def _serve(self) -> None:
         while True:
-            with self._lock:
+            with self._ready:
                 if not self._todo:
                     self._serving = False
+                    return
+                d = self._todo.pop(0)
+            d.run()
+
+    def serve_until(self, pending: Future) -> None:
+        """Run offered work in this thread as well, until `pending` is done."""
+        def wake(_) -> None:
+            with self._ready:
+                self._ready.notify_all()
+        pending.add_done_callback(wake)
+        while True:
+            with self._ready:
+                while not self._todo and not pending.done():
+                    self._ready.wait()
+                if pending.done():
                     return
                 d = self._todo.pop(0)
             d.run()
@@ -126,6 +142,16 @@ class Shared:
         if self._lane is None:
             self._lane = _Lane()
 
+
+    def lane_lent(self) -> bool:
+        return self._lane is not None
+
+    def wait_helping(self, pending: Future):
+        """`pending.result()`, this thread running the lane's offered work meanwhile: a thread that
+        would only wait lends its CPU to the stage it waits for."""
+        if self._lane is not None:
+            self._lane.serve_until(pending)
+        return pending.result()
 
     def defer(self, compute: Callable[[], Any]) -> Deferred:
         """`compute`, pure and free of shared mutable state, begun on the helper lane when one is
