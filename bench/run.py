@@ -461,22 +461,17 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
         # verdict and table and stores them beside the model); warm: a reopen, which maps them
         for mode, extra in (("cold", ["--no-cache"]), ("first_open", []), ("warm", [])):
             argv = [PY, rel(TUI_SCRIPT), rel(path)] + extra
-            failures = []
-            for attempt in range(2):   # one retry: a failed or hung attempt is recorded, not hidden
-                limit = max(a.tui_timeout, 900) if big else a.tui_timeout
-                r = run_child(argv, env, timeout=limit)
-                doc = last_json(r["stdout"])
-                if r["rc"] == 0 and isinstance(doc, dict):
-                    break
-                why = f"timed out after {limit:.0f} s" if r["timed_out"] else f"exit {r['rc']}"
-                failures.append(f"{why}: {r['stderr_tail'][-300:].strip()}")
-                log(f"  tui_{mode} attempt {attempt + 1} failed ({why})")
+            # a cold open is best of 2 up to 5M, as every quick measure here is best of N: one cold
+            # open on this VM varies by a fifth between runs of the same code (bench/MISSED.md)
+            r, doc, failures, tries = _tui_open(argv, env, max(a.tui_timeout, 900) if big else a.tui_timeout,
+                                                mode, 2 if mode == "cold" and not big else 1)
             if r["rc"] != 0 or not isinstance(doc, dict):
                 out["tui"][mode] = {"status": "pending: tui_latency.py failed twice", "failures": failures,
                                     "command": cmd_str(argv, env)}
             else:
                 doc.update(command=cmd_str(argv, env), process_wall_s=r["wall_s"], peak_rss_mb=mb(r["maxrss_kb"]),
-                           status="ok", failed_attempts=failures)
+                           status="ok", failed_attempts=failures, runs=len(tries),
+                           runs_interactive_s=[t.get("interactive_s") for t in tries])
                 if failures:
                     res_notes.append(f"{fmt} {label} TUI {mode}: first attempt failed ({failures[0][:160]}); "
                                      "the retry's numbers are shown")
@@ -500,6 +495,28 @@ def bench_file(fmt: str, label: str, path: Path, gen: dict, a, peer_state: dict,
                          "work in progress): its repeats may mix two versions")
         log("  note: launchtui sources changed during this file's measurements")
     return out
+
+
+def _tui_open(argv: list, env: dict, limit: float, mode: str, runs: int):
+    """`runs` successful runs of tui_latency.py, each with one retry (a failed or hung attempt is
+    recorded, not hidden); (the run with the least interactive time, its JSON, the failures, every
+    successful run's JSON). A run that fails twice ends the series."""
+    failures, tries, best = [], [], None
+    for _ in range(runs):
+        for attempt in range(2):
+            r = run_child(argv, env, timeout=limit)
+            doc = last_json(r["stdout"])
+            if r["rc"] == 0 and isinstance(doc, dict):
+                break
+            why = f"timed out after {limit:.0f} s" if r["timed_out"] else f"exit {r['rc']}"
+            failures.append(f"{why}: {r['stderr_tail'][-300:].strip()}")
+            log(f"  tui_{mode} attempt {attempt + 1} failed ({why})")
+        if r["rc"] != 0 or not isinstance(doc, dict):
+            return (r, doc, failures, tries) if best is None else (*best, failures, tries)
+        tries.append(doc)
+        if best is None or (doc.get("interactive_s") or 1e9) < (best[1].get("interactive_s") or 1e9):
+            best = (r, doc)
+    return (*best, failures, tries)
 
 
 def bench_nsysai(label: str, path: Path, lt_doc, a, peer_state) -> dict:
@@ -828,8 +845,10 @@ def write_markdown(res: dict, dest: Path) -> None:
             for f in files:
                 t = _get(f, "tui", mode) or {}
                 if t.get("status") == "ok":
+                    runs = t.get("runs_interactive_s") or []
+                    of = (f" (best of {len(runs)}: " + ", ".join(fmt_s(x) for x in runs) + ")") if len(runs) > 1 else ""
                     cells.append(f"first frame {fmt_s(t.get('first_frame_s'))}, interactive {fmt_s(t.get('interactive_s'))}"
-                                 f", complete {fmt_s(t.get('complete_s'))} / {fmt_mb(t.get('peak_rss_mb'))}")
+                                 f"{of}, complete {fmt_s(t.get('complete_s'))} / {fmt_mb(t.get('peak_rss_mb'))}")
                 else:
                     cells.append(t.get("status") or _get(f, "tui", "status") or "—")
             L.append(f"| TUI open ({mode}{', --no-cache' if mode == 'cold' else ', cache hit'}) | " + " | ".join(cells) + " |")
