@@ -136,14 +136,14 @@ class Shared:
         self._lane: _Lane | None = None
 
     def lend_lane(self) -> None:
-        """Run what a stage defers (`defer`) on a helper thread beside it: for a command whose stages
-        may hold their transients at once (`side_by_side`), so the second CPU is not left idle once
-        the shorter stage ends."""
+        """Run what a stage defers (`defer`) on a helper thread beside it: for a command whose
+        deferred parts may hold their transients at once (`lane_fits`), so the second CPU is not
+        left idle while one thread works through them."""
         if self._lane is None:
             self._lane = _Lane()
 
-
     def lane_lent(self) -> bool:
+        """Whether `defer` hands work to a helper lane (else it computes at once, in order)."""
         return self._lane is not None
 
     def wait_helping(self, pending: Future):
