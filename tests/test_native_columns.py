@@ -318,7 +318,7 @@ def test_a_locked_database_is_waited_for_as_python_does(tmp_path):
     holder.execute("BEGIN EXCLUSIVE")   # rollback journal: new readers get SQLITE_BUSY until it ends
     release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
     release.start()
-    got = native_columns.scan(uri, "SELECT start, end FROM t", ["s", "e"], [False, False], 100, -1)
+    got = native_columns.scan(uri, ["start", "end"], "t", ["s", "e"], [False, False], 100, -1)
     release.join()
     holder.close()
     assert got is not None and got[0]["e"].tolist() == [2 * i for i in range(100)]

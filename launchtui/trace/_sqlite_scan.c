@@ -5,6 +5,12 @@
  * the Python headers alone. No numpy headers either: the output arrays come in through the buffer
  * protocol. The scan runs without the GIL, on its own connection, so two tables read in parallel.
  *
+ * The query is `SELECT launchtui_row(col, ...) FROM ...`: launchtui_row is an aggregate registered
+ * on the scan's connection whose step writes one row's values. SQLite then visits every row inside
+ * one sqlite3_step, as its own total() does, instead of returning to the caller once per row: the
+ * scan costs what the sqlite3 shell's aggregate scan costs (the bench's C floor), ~30 % less CPU
+ * than a step and column_value per row. The rows are the query's, in its scan order.
+ *
  * scan() only ever reads integers and NULLs: at any other value (text, REAL, blob) or any SQLite
  * error it stops and says so, and the caller reads the table with the pure-Python path, which
  * defines the semantics of those cases (its errors and messages included).
@@ -23,6 +29,7 @@
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_value sqlite3_value;
+typedef struct sqlite3_context sqlite3_context;
 
 #define SQLITE_OK 0
 #define SQLITE_ROW 100
@@ -33,6 +40,7 @@ typedef struct sqlite3_value sqlite3_value;
 #define SQLITE_OPEN_CREATE 0x00000004
 #define SQLITE_OPEN_URI 0x00000040
 #define SQLITE_OPEN_NOMUTEX 0x00008000
+#define SQLITE_UTF8 1
 
 #define MAX_COLS 64
 
@@ -43,13 +51,17 @@ static int (*p_open_v2)(const char *, sqlite3 **, int, const char *);
 static int (*p_close)(sqlite3 *);
 static int (*p_prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
 static int (*p_step)(sqlite3_stmt *);
-static int (*p_column_count)(sqlite3_stmt *);
-static sqlite3_value *(*p_column_value)(sqlite3_stmt *, int);
 static int (*p_value_type)(sqlite3_value *);
 static int64_t (*p_value_int64)(sqlite3_value *);
 static int (*p_finalize)(sqlite3_stmt *);
 static const char *(*p_errmsg)(sqlite3 *);
 static int (*p_busy_timeout)(sqlite3 *, int);
+static int (*p_create_function_v2)(sqlite3 *, const char *, int, int, void *,
+                                   void (*)(sqlite3_context *, int, sqlite3_value **),
+                                   void (*)(sqlite3_context *, int, sqlite3_value **),
+                                   void (*)(sqlite3_context *), void (*)(void *));
+static void *(*p_user_data)(sqlite3_context *);
+static void (*p_result_error)(sqlite3_context *, const char *, int);
 static void *lib_handle;
 
 static PyObject *scan_load(PyObject *self, PyObject *arg)
@@ -65,10 +77,11 @@ static PyObject *scan_load(PyObject *self, PyObject *arg)
     struct { void **slot; const char *name; } syms[] = {
         {(void **)&p_open_v2, "sqlite3_open_v2"}, {(void **)&p_close, "sqlite3_close"},
         {(void **)&p_prepare_v2, "sqlite3_prepare_v2"}, {(void **)&p_step, "sqlite3_step"},
-        {(void **)&p_column_count, "sqlite3_column_count"}, {(void **)&p_column_value, "sqlite3_column_value"},
         {(void **)&p_value_type, "sqlite3_value_type"}, {(void **)&p_value_int64, "sqlite3_value_int64"},
         {(void **)&p_finalize, "sqlite3_finalize"},
         {(void **)&p_errmsg, "sqlite3_errmsg"}, {(void **)&p_busy_timeout, "sqlite3_busy_timeout"},
+        {(void **)&p_create_function_v2, "sqlite3_create_function_v2"},
+        {(void **)&p_user_data, "sqlite3_user_data"}, {(void **)&p_result_error, "sqlite3_result_error"},
     };
     void *found[sizeof syms / sizeof syms[0]];
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -89,9 +102,89 @@ static PyObject *scan_loaded(PyObject *self, PyObject *unused)
     return PyBool_FromLong(lib_handle != NULL);
 }
 
+/* One scan's outputs and outcome, shared with the launchtui_row aggregate through its user data. */
+typedef struct {
+    int64_t **dst;
+    const char *required;
+    const int *pack_col, *pack_shift;
+    int k, ncols;                       /* outputs; query columns (outputs, then packs' extras) */
+    int64_t null_value;
+    Py_ssize_t cap, n, dropped;
+    int status;
+    char message[256];
+} Scan;
+
+/* Stops the scan: SQLite ends the statement with an error, and `status` says which. */
+static void row_stop(sqlite3_context *ctx, Scan *sc, int status)
+{
+    sc->status = status;
+    p_result_error(ctx, "launchtui scan stopped", -1);
+}
+
+/* The aggregate's step: one row's columns into the outputs (a row with a NULL in a required
+   column is counted in `dropped`, not written). Runs without the GIL, inside sqlite3_step. */
+static void row_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    Scan *sc = (Scan *)p_user_data(ctx);
+    int64_t row[MAX_COLS];
+    char isnull[MAX_COLS];
+    int skip = 0;
+    if (sc->status != SCAN_OK)
+        return;
+    if (argc != sc->ncols) {
+        snprintf(sc->message, sizeof sc->message, "query has %d columns, %d expected", argc, sc->ncols);
+        row_stop(ctx, sc, SCAN_SQLITE_ERROR);
+        return;
+    }
+    /* every column is checked even in a row to be dropped: an odd value anywhere sends the whole
+       table to the fallback, as it would fail or parse there */
+    for (int c = 0; c < argc; c++) {
+        int t = p_value_type(argv[c]);
+        isnull[c] = t == SQLITE_NULL;
+        if (t == SQLITE_INTEGER)
+            row[c] = p_value_int64(argv[c]);
+        else if (t == SQLITE_NULL) {
+            row[c] = sc->null_value;
+            skip |= c < sc->k && sc->required[c];
+        } else {
+            row_stop(ctx, sc, SCAN_ODD_VALUE);
+            return;
+        }
+    }
+    for (int c = 0; c < sc->k && !skip; c++) {
+        int j = sc->pack_col[c], shift = sc->pack_shift[c];
+        if (j < 0)
+            continue;
+        int64_t hi = row[c], lo = row[j];
+        if (isnull[c] || isnull[j] || hi < 0 || lo < 0 || hi > (INT64_MAX >> shift) || lo >= ((int64_t)1 << shift)) {
+            row_stop(ctx, sc, SCAN_UNPACKABLE);
+            return;
+        }
+        row[c] = (hi << shift) | lo;
+    }
+    if (skip) {
+        sc->dropped++;
+        return;
+    }
+    if (sc->n >= sc->cap) {
+        row_stop(ctx, sc, SCAN_FULL);
+        return;
+    }
+    for (int c = 0; c < sc->k; c++)
+        sc->dst[c][sc->n] = row[c];
+    sc->n++;
+}
+
+static void row_final(sqlite3_context *ctx)
+{
+    (void)ctx;   /* the aggregate's value is unused (NULL): the rows went to the outputs */
+}
+
+
 /* scan(uri, sql, outs, required, null_value[, packs]) -> (status, rows, dropped, message)
- * Runs `sql` on a fresh connection to `uri` (opened with the flags Python's sqlite3.connect uses for
- * a URI, so mode=ro&immutable=1 means the same). Column c of each row goes to outs[c]; NULL becomes
+ * Runs `sql`, a `SELECT launchtui_row(col, ...) FROM ...` (header comment), on a fresh connection to
+ * `uri` (opened with the flags Python's sqlite3.connect uses for a URI, so mode=ro&immutable=1 means
+ * the same). Column c of each row goes to outs[c]; NULL becomes
  * null_value, except where required[c]: there the row is skipped whole and counted in `dropped`.
  * packs[c], when given and not None, is (j, shift): outs[c] gets column c << shift | column j, where
  * j >= len(outs) is one of the query's extra columns (see the header comment). */
@@ -163,14 +256,12 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
             cap = views[c].len / 8;
     }
 
-    int status = SCAN_OK, rc;
-    Py_ssize_t n = 0, dropped = 0;
-    char message[256] = "";
+    Scan sc = {.dst = dst, .required = required, .pack_col = pack_col, .pack_shift = pack_shift,
+               .k = (int)k, .ncols = ncols, .null_value = null_value, .cap = cap, .status = SCAN_OK};
+    int rc;
     Py_BEGIN_ALLOW_THREADS
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    int64_t row[MAX_COLS];
-    char isnull[MAX_COLS];
     /* NOMUTEX: this connection lives on this thread only, so the per-call connection mutex (two
        lock/unlock pairs per value in a serialized build) is saved */
     rc = p_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
@@ -179,66 +270,19 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
     if (rc == SQLITE_OK)
         rc = p_busy_timeout(db, 5000);
     if (rc == SQLITE_OK)
+        rc = p_create_function_v2(db, "launchtui_row", -1, SQLITE_UTF8, &sc, NULL, row_step, row_final, NULL);
+    if (rc == SQLITE_OK)
         rc = p_prepare_v2(db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK && p_column_count(st) != ncols) {
-        status = SCAN_SQLITE_ERROR;
-        snprintf(message, sizeof message, "query has %d columns, %d expected", p_column_count(st), ncols);
-    } else if (rc != SQLITE_OK) {
-        status = SCAN_SQLITE_ERROR;
+    if (rc != SQLITE_OK) {
+        sc.status = SCAN_SQLITE_ERROR;
     } else {
-        while ((rc = p_step(st)) == SQLITE_ROW) {
-            int skip = 0;
-            /* every column is checked even in a row to be dropped: an odd value anywhere sends the
-               whole table to the fallback, as it would fail or parse there */
-            for (int c = 0; c < ncols; c++) {
-                /* one column_value, then its type and integer (a column_type + column_int64
-                   pair looks the column up twice). The value is "unprotected", which only
-                   matters with a connection mutex: this NOMUTEX connection has none */
-                sqlite3_value *v = p_column_value(st, c);
-                int t = p_value_type(v);
-                isnull[c] = t == SQLITE_NULL;
-                if (t == SQLITE_INTEGER)
-                    row[c] = p_value_int64(v);
-                else if (t == SQLITE_NULL) {
-                    row[c] = null_value;
-                    skip |= c < k && required[c];
-                } else {
-                    status = SCAN_ODD_VALUE;
-                    break;
-                }
-            }
-            if (status != SCAN_OK)
-                break;
-            for (int c = 0; c < k && !skip; c++) {
-                if (pack_col[c] < 0)
-                    continue;
-                int64_t hi = row[c], lo = row[pack_col[c]];
-                if (isnull[c] || isnull[pack_col[c]] || hi < 0 || lo < 0 ||
-                    hi > (INT64_MAX >> pack_shift[c]) || lo >= ((int64_t)1 << pack_shift[c])) {
-                    status = SCAN_UNPACKABLE;
-                    break;
-                }
-                row[c] = (hi << pack_shift[c]) | lo;
-            }
-            if (status != SCAN_OK)
-                break;
-            if (skip) {
-                dropped++;
-                continue;
-            }
-            if (n >= cap) {
-                status = SCAN_FULL;
-                break;
-            }
-            for (int c = 0; c < k; c++)
-                dst[c][n] = row[c];
-            n++;
-        }
-        if (status == SCAN_OK && rc != SQLITE_DONE)
-            status = SCAN_SQLITE_ERROR;
+        while ((rc = p_step(st)) == SQLITE_ROW)   /* the aggregate's one row: every row was stepped */
+            ;
+        if (sc.status == SCAN_OK && rc != SQLITE_DONE)
+            sc.status = SCAN_SQLITE_ERROR;
     }
-    if (status == SCAN_SQLITE_ERROR && !message[0])
-        snprintf(message, sizeof message, "%s", db ? p_errmsg(db) : "cannot open");
+    if (sc.status == SCAN_SQLITE_ERROR && !sc.message[0])
+        snprintf(sc.message, sizeof sc.message, "%s", db ? p_errmsg(db) : "cannot open");
     if (st)
         p_finalize(st);
     if (db)
@@ -247,7 +291,8 @@ static PyObject *scan_scan(PyObject *self, PyObject *args)
     for (Py_ssize_t c = 0; c < got; c++)
         PyBuffer_Release(&views[c]);
     Py_DECREF(seq);
-    return Py_BuildValue("innN", status, n, dropped, PyUnicode_DecodeUTF8(message, strlen(message), "replace"));
+    return Py_BuildValue("innN", sc.status, sc.n, sc.dropped,
+                         PyUnicode_DecodeUTF8(sc.message, strlen(sc.message), "replace"));
 
 release:
     for (Py_ssize_t c = 0; c < got; c++)
@@ -259,7 +304,7 @@ release:
 static PyMethodDef methods[] = {
     {"load", scan_load, METH_O, "load(path) -> bool: resolve the sqlite3 functions from this library (once)"},
     {"loaded", scan_loaded, METH_NOARGS, "loaded() -> bool"},
-    {"scan", scan_scan, METH_VARARGS, "scan(uri, sql, outs, required, null_value) -> (status, rows, dropped, message)"},
+    {"scan", scan_scan, METH_VARARGS, "scan(uri, sql, outs, required, null_value[, packs]) -> (status, rows, dropped, message)"},
     {NULL, NULL, 0, NULL},
 };
 

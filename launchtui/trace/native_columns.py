@@ -68,9 +68,11 @@ class Unpackable(ValueError):
     """A row whose two packed ids do not fit their halves (sqlite_columns.Packed): read them apart."""
 
 
-def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: int, null_value: int,
-         out: list[np.ndarray] | None = None, packs: list | None = None):
-    """Run `sql` on its own connection to `uri`; its columns into int64 arrays named `names`.
+def scan(uri: str, columns: list[str], source: str, names: list[str], required: list[bool], capacity: int,
+         null_value: int, out: list[np.ndarray] | None = None, packs: list | None = None):
+    """`SELECT columns FROM source` on its own connection to `uri`, into int64 arrays named `names`
+    (the columns past `names` are packs' extras). The C scan runs it as one aggregate over the rows
+    (`launchtui_row`, _sqlite_scan.c), so `source` is a table and its WHERE, never an ORDER BY.
     Returns (arrays, rows dropped for a NULL in a required column), or None when the pure-Python
     path must read instead (a value that is not an integer, a SQLite error, more rows than
     `capacity`). Arrays are sized `capacity` (untouched pages cost no memory) and shrunk in place;
@@ -80,6 +82,7 @@ def scan(uri: str, sql: str, names: list[str], required: list[bool], capacity: i
     row's pair does not fit (_sqlite_scan.c)."""
     from launchtui.trace import _sqlite_scan
     bufs = out if out is not None else [np.empty(max(capacity, 1), np.int64) for _ in names]
+    sql = f"SELECT launchtui_row({', '.join(columns)}) FROM {source}"
     st, n, dropped, _ = _sqlite_scan.scan(uri, sql, bufs, required, null_value, packs)
     if st == UNPACKABLE:
         raise Unpackable("packed ids out of range")

@@ -279,8 +279,8 @@ def _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out) -> di
         packs.append((extra, e.shift) if isinstance(e, Packed) else None)
         extra += isinstance(e, Packed)
         sel.append(e.hi if isinstance(e, Packed) else e)
-    sql = f'SELECT {", ".join(sel + [e.lo for e in lows])} FROM "{table}" NOT INDEXED{where_sql}'
-    got = native_columns.scan(native_columns.connection_uri(con), sql, list(exprs),
+    got = native_columns.scan(native_columns.connection_uri(con), sel + [e.lo for e in lows],
+                              f'"{table}" NOT INDEXED{where_sql}', list(exprs),
                               [e in required for e in exprs.values()], capacity, NULL_INT,
                               out=None if out is None else [out[k] for k in exprs],
                               packs=packs if lows else None)
