@@ -145,9 +145,12 @@ def test_backpressure_episodes_and_spikes(files, fmt, variant):
     want_spikes = sorted((s["correlation_id"], s["dur_ns"]) for s in gt["backpressure"]["spikes"])
     assert got_spikes == want_spikes
     if fmt == "nsys":  # Nsight's own "command buffer full" rows attach to the blocked launch calls
-        from launchtui.analysis.backpressure import _command_buffer_full
+        from launchtui.analysis.backpressure import _command_buffer_full, command_buffer_full_ids
         flags = _command_buffer_full(trace)
         assert int(flags.sum()) == gt["counts"]["overhead_command_buffer_full"]
+        # the ids the queue class and the ceilings read: the flagged calls, computed once
+        assert command_buffer_full_ids(trace).tolist() == np.flatnonzero(flags).tolist()
+        assert command_buffer_full_ids(trace) is command_buffer_full_ids(trace)
         # the spikes' per-call lookup: the same flags as the whole table's, call by call
         some = np.concatenate([np.flatnonzero(flags), np.arange(0, len(flags), 7)])
         assert _command_buffer_full(trace, some).tolist() == flags[some].tolist()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from launchtui.analysis import nvtx
+from launchtui.analysis import memo, nvtx
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
@@ -222,8 +222,15 @@ def _command_buffer_full(trace: Trace, calls: np.ndarray | None = None) -> np.nd
     return out
 
 
-command_buffer_full = _command_buffer_full  # public names for other analyses (queue class)
-first_ops = _first_ops
+def command_buffer_full_ids(trace: Trace) -> np.ndarray:
+    """The API calls Nsight flagged 'command buffer full', sorted indices: once per trace (the
+    report's ceilings and the record's queue classes both read them; few, where the per-call flags
+    are as long as the API table)."""
+    return memo.of(trace).get("analysis.backpressure.command_buffer_full_ids",
+                              lambda: np.flatnonzero(_command_buffer_full(trace)))
+
+
+first_ops = _first_ops   # a public name for other analyses (queue class)
 
 
 def backpressure(trace: Trace, sel: Selection = WHOLE, opt: Options = Options(), sp: list | None = None) -> dict:
