@@ -351,35 +351,12 @@ def test_positions_of_flagged_calls_equal_the_mask():
         np.testing.assert_array_equal(sc.positions_of(a_u, ids), np.flatnonzero(flagged[a_u]))
 
 
-def _latency_by_walk(trace, device: int) -> int:
-    """§V2's L by a walk over the device's ops, stream by stream in start order: the median of
-    (op start - call end) over kernel launches whose stream's previous op ended by the call's
-    return and whose op started after the call began."""
-    from launchtui.analysis.idle_causes import DEFAULT_LATENCY_NS, MIN_LATENCY_SAMPLES
-    from launchtui.trace.model import API_LAUNCH
-    ops, api = trace.ops, trace.api
-    prev_end, samples = {}, []
-    for i in range(len(ops)):
-        if int(ops.device[i]) != device:
-            continue
-        st, a = int(ops.stream[i]), int(ops.api[i])
-        if a >= 0 and int(api.kind[a]) == API_LAUNCH and prev_end.get(st, -2**63) <= int(api.end[a]) \
-                and int(ops.start[i]) >= int(api.start[a]):
-            samples.append(int(ops.start[i]) - int(api.end[a]))
-        prev_end[st] = int(ops.end[i])
-    if len(samples) < MIN_LATENCY_SAMPLES:
-        return DEFAULT_LATENCY_NS
-    return max(0, int(np.median(samples)))
-
-
 def test_stream_calls_and_latency_equal_a_walk(case):
-    """stream_calls' per-call arrays (one entry per call, at its first op) and the device's
-    latency (idle_causes.device_latency, which the queue class and the ceilings judge by) equal a
-    walk over the ops (§V3)."""
-    from launchtui.analysis.idle_causes import device_latency
+    """stream_calls' per-call arrays (one entry per call, at its first op) and device_latency (from
+    the streams' ops) equal a walk over the ops and idle_causes.submission_latency (§V3)."""
+    from launchtui.analysis.idle_causes import submission_latency
     from launchtui.analysis.queue import backlog_starts, depth_before_launch, stream_series
     ops, api = case.ops, case.api
-    assert (np.diff(ops.start) >= 0).all()   # the walk's order is start order
     dbl = depth_before_launch(case)
     lo, hi = int(ops.start.min()), int(ops.end.max())
     edges = np.linspace(lo, hi, 8).astype(np.int64)
@@ -387,9 +364,8 @@ def test_stream_calls_and_latency_equal_a_walk(case):
     for d in case.device_ids():
         streams = [s.stream for s in stream_series(case) if s.device == d]
         ons = sc.streams_ops(case, d, streams)
-        lat = device_latency(case, d).ns
-        assert lat == _latency_by_walk(case, d)
-        assert device_latency(case, d) is device_latency(case, d)   # once per trace and device
+        lat = sc.device_latency(case, ons)
+        assert lat == submission_latency(case, ex.device_ops(case, d)).ns
         for st, on in zip(streams, ons):
             np.testing.assert_array_equal(on, np.flatnonzero((ops.device == d) & (ops.stream == st)))
             backlog = backlog_starts(case, on)

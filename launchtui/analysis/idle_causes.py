@@ -29,10 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis import intervals as iv
-from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
-from launchtui.analysis.exposed import device_ops
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 
 CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
@@ -55,13 +53,6 @@ class Latency:
     def to_json(self) -> dict:
         return {"us": round(self.ns / 1e3, 3), "samples": self.samples,
                 "source": "measured" if self.measured else f"default (fewer than {MIN_LATENCY_SAMPLES} samples)"}
-
-
-def device_latency(trace: Trace, device: int) -> Latency:
-    """The device's submission latency, computed once per trace and device: the record's gap
-    causes, its queue classes and the report's ceilings all judge by this one L (§V2, §V3)."""
-    return memo.of(trace).get(("analysis.idle_causes.device_latency", device),
-                              lambda: submission_latency(trace, device_ops(trace, device)))
 
 
 def submission_latency(trace: Trace, on: np.ndarray) -> Latency:
