@@ -23,6 +23,24 @@ from fixtures import kineto_writer  # noqa: E402
 
 kineto_writer.SMALL_GZIP_LEVEL = 1  # generated traces are read, never kept: the fastest gzip level
 
+
+def _short_idle_slices(slice_s: float = 0.005) -> None:
+    """Textual's `Pilot.pause()` returns after one slice of SLEEP_GRANULARITY (20 ms) in which the
+    process used under 1/20 of it in CPU; the Pilot tests pause hundreds of times, so most of their
+    wall time was these slices. A 5 ms slice keeps the same rule (a slice with CPU use still waits)
+    and the tests still drain every worker (tests/tui_helpers.py). Nothing when Textual has no such
+    module (the tests only wait longer)."""
+    try:
+        from textual import _wait
+    except ImportError:
+        return
+    if hasattr(_wait, "SLEEP_GRANULARITY") and hasattr(_wait, "SLEEP_IDLE"):
+        _wait.SLEEP_GRANULARITY = slice_s
+        _wait.SLEEP_IDLE = slice_s / 20
+
+
+_short_idle_slices()
+
 _running: list = [None]  # the test being set up, run or torn down
 
 
