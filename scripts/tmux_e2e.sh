@@ -48,7 +48,22 @@ open_trace() {  # open_trace TRACE [COLS ROWS]
     "cd '$here' && $py -m launchtui '$1'; echo \"EXIT=\$?\"; sleep 60"
   wait_for 'q Quit' 60 && wait_for 'Launches' 60
 }
-keys() { for k in "$@"; do tm send-keys -t "$sess" "$k"; sleep 0.15; done; sleep 0.5; }
+settle() {  # until two captures 0.1 s apart agree (at most ~1 s): the app has drawn what it was sent
+  local prev cur i
+  prev=$(cap)
+  for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; cur=$(cap); [ "$cur" = "$prev" ] && return 0; prev=$cur; done
+}
+changed() {  # changed BEFORE: until the screen differs from BEFORE (at most ~2 s), then settle
+  local i
+  for i in $(seq 1 40); do [ "$(cap)" != "$1" ] && break; sleep 0.05; done
+  settle
+}
+# keys go in order (the app handles one key event at a time); the checks after them poll. After
+# Escape a pause longer than the terminal's escape delay: Escape and a quick next key read as Alt+key
+keys() {
+  for k in "$@"; do tm send-keys -t "$sess" "$k"; if [ "$k" = Escape ]; then sleep 0.4; else sleep 0.05; fi; done
+  settle
+}
 
 echo "== V100 Kineto (stream 7 saturates at 1022 pending)"
 if open_trace "$samples/kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"; then
@@ -66,8 +81,10 @@ if open_trace "$samples/kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.
   keys g b b b b b
   check "b: episode/spike"      '(episode|mark) [0-9]+/[0-9]+'
   keys g
-  for i in $(seq 1 40); do keys b; cap | grep -q 'queue saturated on GPU 0 stream 7' && break; done
-  sleep 0.5
+  for i in $(seq 1 40); do   # each b steps once: wait for its screen before looking
+    before=$(cap); tm send-keys -t "$sess" b; changed "$before"
+    cap | grep -q 'queue saturated on GPU 0 stream 7' && break
+  done
   check "b: saturated episode"  'queue saturated on GPU 0 stream 7'
   check "queue row selected"    '^▶q s7'
   cap > "${E2E_CAPTURE:-/dev/null}"
