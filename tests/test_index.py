@@ -77,6 +77,35 @@ def test_index_is_built_once_and_frozen():
         assert ks and all(int(trace.ops.api[k]) == a for k in ks)
 
 
+@pytest.mark.parametrize("case", ["demo", "generated"])
+def test_queue_series_beside_the_rest_builds_the_same_index(case, monkeypatch, tmp_path):
+    """The queue series on a second thread (build_index under SPLIT_MAX_OPS with two CPUs) gives
+    the index, and the string ids interned for it, that one thread gives; and it ran elsewhere."""
+    path = DEMO
+    if case == "generated":   # two devices, graph launches (the replay-as-one maximum), a burst
+        from fixtures import record_cases as rc
+        from fixtures import synth
+        path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "g.sqlite")
+    built = {}
+    for cpus in (1, 2):
+        monkeypatch.setattr(ix, "usable_cpus", lambda cpus=cpus: cpus)
+        trace = open_trace(path, use_cache=False)
+        threads = []
+        orig = ix._queue_series
+        monkeypatch.setattr(ix, "_queue_series", lambda t: threads.append(threading.current_thread().name) or orig(t))
+        arrays = ix.build_index(trace).to_arrays()
+        monkeypatch.setattr(ix, "_queue_series", orig)
+        built[cpus] = (arrays, list(trace.strings.values), threads)
+    (one, strings_one, on_one), (two, strings_two, on_two) = built[1], built[2]
+    assert on_one == ["MainThread"] and len(on_two) == 1 and on_two[0].startswith("launchtui-index")
+    assert strings_one == strings_two and one.keys() == two.keys()
+    for k in one:
+        assert one[k].dtype == two[k].dtype and np.array_equal(one[k], two[k]), k
+    assert len(one["qs.meta"]) >= 2 and (one["depth_before_launch"] >= 0).any()
+    if case == "generated":
+        assert (one["qs.meta"][:, 5] > 0).any() and len(set(one["qs.meta"][:, 0])) == 2
+
+
 def test_round_trip_through_arrays():
     trace = open_trace(DEMO, use_cache=False)
     idx = trace_index(trace)

@@ -25,12 +25,14 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
+from launchtui.cpus import usable_cpus
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
@@ -181,11 +183,28 @@ def attached(trace: Trace) -> TraceIndex | None:
     return None if idx is memo.MISS else idx
 
 
+# the queue series build beside the rest of the index up to this many GPU ops: at 5M the two halves'
+# transients at once raised a cold `report`'s peak from 908 to 1,061 MiB, past its 1,000 MiB budget
+# (bench/README.md); at 1M they take 0.07 s off its 1.1 s
+SPLIT_MAX_OPS = 2_000_000
+
+
 def build_index(trace: Trace) -> TraceIndex:
-    series, dbl = _queue_series(trace)
-    nvtx_idx = _nvtx_index(trace)
-    names, by_full_name = _distinguishing_name_table(trace)
-    return TraceIndex(tuple(series), dbl, nvtx_idx, _op_ranges(trace, nvtx_idx), names, trace.ops.api,
+    """The index: the queue series on a second thread when there is a CPU for it and the trace is
+    small enough (SPLIT_MAX_OPS), as its numpy work releases the GIL; interning stays on this one."""
+    if usable_cpus() >= 2 and len(trace.ops) <= SPLIT_MAX_OPS:
+        with ThreadPoolExecutor(1, thread_name_prefix="launchtui-index") as pool:
+            queue_part = pool.submit(_queue_series, trace)
+            nvtx_idx = _nvtx_index(trace)
+            names, by_full_name = _distinguishing_name_table(trace)
+            op_ranges = _op_ranges(trace, nvtx_idx)
+            series, dbl = queue_part.result()
+    else:
+        series, dbl = _queue_series(trace)
+        nvtx_idx = _nvtx_index(trace)
+        names, by_full_name = _distinguishing_name_table(trace)
+        op_ranges = _op_ranges(trace, nvtx_idx)
+    return TraceIndex(tuple(series), dbl, nvtx_idx, op_ranges, names, trace.ops.api,
                       op_full_name=trace.ops.full_name if by_full_name else None,
                       category_source=(trace.ops, trace.strings))
 
