@@ -183,9 +183,9 @@ def attached(trace: Trace) -> TraceIndex | None:
     return None if idx is memo.MISS else idx
 
 
-# the queue series build beside the rest of the index up to this many GPU ops: at 5M the two halves'
-# transients at once raised a cold `report`'s peak from 908 to 1,061 MiB, past its 1,000 MiB budget
-# (bench/README.md); at 1M they take 0.07 s off its 1.1 s
+# the queue series build beside the rest of the index up to this many GPU ops: past it the two
+# halves' transients at once would take a cold `report` over the per-size memory budgets
+# bench/README.md holds it to (5M: 1,000 MiB), as LANE_MAX_OPS in analysis/shared.py
 SPLIT_MAX_OPS = 2_000_000
 
 
