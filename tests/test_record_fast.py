@@ -351,10 +351,32 @@ def test_positions_of_flagged_calls_equal_the_mask():
         np.testing.assert_array_equal(sc.positions_of(a_u, ids), np.flatnonzero(flagged[a_u]))
 
 
+def _latency_by_walk(trace, device: int) -> int:
+    """§V2's L by a walk over the device's ops, stream by stream in start order: the median of
+    (op start - call end) over kernel launches whose stream's previous op ended by the call's
+    return and whose op started after the call began."""
+    from launchtui.analysis.idle_causes import DEFAULT_LATENCY_NS, MIN_LATENCY_SAMPLES
+    from launchtui.trace.model import API_LAUNCH
+    ops, api = trace.ops, trace.api
+    prev_end, samples = {}, []
+    for i in range(len(ops)):
+        if int(ops.device[i]) != device:
+            continue
+        st, a = int(ops.stream[i]), int(ops.api[i])
+        if a >= 0 and int(api.kind[a]) == API_LAUNCH and prev_end.get(st, -2**63) <= int(api.end[a]) \
+                and int(ops.start[i]) >= int(api.start[a]):
+            samples.append(int(ops.start[i]) - int(api.end[a]))
+        prev_end[st] = int(ops.end[i])
+    if len(samples) < MIN_LATENCY_SAMPLES:
+        return DEFAULT_LATENCY_NS
+    return max(0, int(np.median(samples)))
+
+
 def test_stream_calls_and_latency_equal_a_walk(case):
-    """stream_calls' per-call arrays (one entry per call, at its first op) and device_latency (from
-    the streams' ops) equal a walk over the ops and idle_causes.submission_latency (§V3)."""
-    from launchtui.analysis.idle_causes import submission_latency
+    """stream_calls' per-call arrays (one entry per call, at its first op) and the device's latency
+    from its streams' ops (idle_causes.streams_latency, as the queue class and the ceilings read it)
+    equal a walk over the ops and idle_causes.submission_latency (the gap causes' L, §V2, §V3)."""
+    from launchtui.analysis.idle_causes import streams_latency, submission_latency
     from launchtui.analysis.queue import backlog_starts, depth_before_launch, stream_series
     ops, api = case.ops, case.api
     dbl = depth_before_launch(case)
@@ -364,8 +386,9 @@ def test_stream_calls_and_latency_equal_a_walk(case):
     for d in case.device_ids():
         streams = [s.stream for s in stream_series(case) if s.device == d]
         ons = sc.streams_ops(case, d, streams)
-        lat = sc.device_latency(case, ons)
+        lat = streams_latency(case, ons).ns
         assert lat == submission_latency(case, ex.device_ops(case, d)).ns
+        assert (np.diff(ops.start) >= 0).all() and lat == _latency_by_walk(case, d)   # walked in start order
         for st, on in zip(streams, ons):
             np.testing.assert_array_equal(on, np.flatnonzero((ops.device == d) & (ops.stream == st)))
             backlog = backlog_starts(case, on)

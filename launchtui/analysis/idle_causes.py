@@ -56,24 +56,35 @@ class Latency:
 
 
 def submission_latency(trace: Trace, on: np.ndarray) -> Latency:
-    """`on`: the device's ops, ascending indices (start order)."""
+    """`on`: the device's ops, ascending indices (start order); split by stream for
+    `streams_latency` (a stable sort keeps each stream's ops in start order)."""
+    so = on[np.argsort(trace.ops.stream[on], kind="stable")]   # (stream, start) order
+    cuts = np.flatnonzero(np.diff(trace.ops.stream[so])) + 1
+    return streams_latency(trace, np.split(so, cuts) if len(so) else [])
+
+
+def streams_latency(trace: Trace, ons: list[np.ndarray]) -> Latency:
+    """The device's submission latency L (definitions §V2) from its streams' ops (`ons`, each in
+    start order): the median of op start - call end over kernel launches whose op started after its
+    call began, onto a stream whose previous op had ended by the call's return."""
     ops, api = trace.ops, trace.api
-    a = ops.api[on]
-    o = np.argsort(ops.stream[on], kind="stable")       # (stream, start) order
-    so, ao = on[o], a[o]
-    same = np.zeros(len(so), bool)
-    same[1:] = ops.stream[so[1:]] == ops.stream[so[:-1]]
-    prev_end = np.full(len(so), np.iinfo(np.int64).min, np.int64)
-    prev_end[1:][same[1:]] = ops.end[so[:-1]][same[1:]]
-    ok = ao >= 0
-    ok[ok] = api.kind[ao[ok]] == API_LAUNCH
-    a0 = np.where(ok, api.start[np.maximum(ao, 0)], 0)
-    a1 = np.where(ok, api.end[np.maximum(ao, 0)], 0)
-    ok &= (prev_end <= a1) & (ops.start[so] >= a0)
-    n = int(ok.sum())
-    if n < MIN_LATENCY_SAMPLES:
-        return Latency(DEFAULT_LATENCY_NS, n, False)
-    return Latency(max(0, int(np.median(ops.start[so[ok]] - a1[ok]))), n, True)
+    samples = []
+    for on in ons:   # one iteration per stream
+        a = ops.api[on]
+        ok = a >= 0
+        ok[ok] = api.kind[a[ok]] == API_LAUNCH
+        prev_end = np.empty(len(on), np.int64)
+        prev_end[:1] = np.iinfo(np.int64).min
+        prev_end[1:] = ops.end[on[:-1]]
+        i = np.flatnonzero(ok)
+        a1 = api.end[a[i]]
+        st = ops.start[on[i]]
+        keep = (prev_end[i] <= a1) & (st >= api.start[a[i]])
+        samples.append(st[keep] - a1[keep])
+    lat = np.concatenate(samples) if samples else np.zeros(0, np.int64)
+    if len(lat) < MIN_LATENCY_SAMPLES:
+        return Latency(DEFAULT_LATENCY_NS, len(lat), False)
+    return Latency(max(0, int(np.median(lat))), len(lat), True)
 
 
 def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import stream_calls as sc
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full_ids, spikes
 from launchtui.analysis.cold_start import SHALLOW_DEPTH, ColdStart, cold_start
+from launchtui.analysis.idle_causes import streams_latency
 from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
 from launchtui.analysis.stream_calls import DRY_SLACK_NS
@@ -178,7 +179,7 @@ def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = 
             continue
         series = list(series)
         ons = sc.streams_ops(trace, dev, [s.stream for s in series])
-        latency = latencies[dev] if latencies and dev in latencies else sc.device_latency(trace, ons)
+        latency = latencies[dev] if latencies and dev in latencies else streams_latency(trace, ons).ns
         for s, on in zip(series, ons):
             v = _judge_stream(trace, s, on, x, latency)
             if v is not None:

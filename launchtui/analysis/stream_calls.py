@@ -3,8 +3,8 @@
 Per call (one entry per call: a graph launch's ops count at its first op): its first op's position
 in the stream's ops, its depth (pending before it, its own entry and the stream's pre-capture
 backlog still pending, §5), its iteration, and whether it was dry (its op started within
-L + DRY_SLACK_NS of its return). L is the device's submission latency as
-idle_causes.submission_latency defines it, computed here from the streams' ops.
+L + DRY_SLACK_NS of its return). L is the device's submission latency,
+idle_causes.streams_latency of the streams' ops.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from launchtui.analysis import ceiling as ce
 from launchtui.analysis.backpressure import command_buffer_full_ids, first_ops
 from launchtui.analysis.exposed import device_ops
-from launchtui.analysis.idle_causes import DEFAULT_LATENCY_NS, MIN_LATENCY_SAMPLES
+from launchtui.analysis.idle_causes import streams_latency
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
                                       time_at_or_above_with_backlog)
@@ -129,30 +129,6 @@ def streams_ops(trace: Trace, device: int, streams: list[int]) -> list[np.ndarra
     return [dev_ops[code == by_value[st]] if st in by_value else dev_ops[:0] for st in streams]
 
 
-def device_latency(trace: Trace, ons: list[np.ndarray]) -> int:
-    """The device's submission latency L, as idle_causes.submission_latency defines it (median op
-    start - call end over kernel launches onto a stream idle when the call returned), from its
-    streams' ops (`ons`, each in start order: no sort of the device's ops by stream)."""
-    ops, api = trace.ops, trace.api
-    samples = []
-    for on in ons:   # one iteration per stream
-        a = ops.api[on]
-        ok = a >= 0
-        ok[ok] = api.kind[a[ok]] == API_LAUNCH
-        prev_end = np.empty(len(on), np.int64)
-        prev_end[:1] = np.iinfo(np.int64).min
-        prev_end[1:] = ops.end[on[:-1]]
-        i = np.flatnonzero(ok)
-        a1 = api.end[a[i]]
-        st = ops.start[on[i]]
-        keep = (prev_end[i] <= a1) & (st >= api.start[a[i]])
-        samples.append(st[keep] - a1[keep])
-    lat = np.concatenate(samples) if samples else np.zeros(0, np.int64)
-    if len(lat) < MIN_LATENCY_SAMPLES:
-        return DEFAULT_LATENCY_NS
-    return max(0, int(np.median(lat)))
-
-
 def selection_ceilings(trace: Trace, sp: list, lo: int | None = None, hi: int | None = None,
                        devices=None) -> dict:
     """(device, stream) -> its ceiling over the launch calls starting in [lo, hi) (None: unbounded),
@@ -179,7 +155,7 @@ def selection_ceilings(trace: Trace, sp: list, lo: int | None = None, hi: int | 
     for dev in sorted({d for d, _ in keys}):   # per device with a candidate stream
         streams = [st for d, st in series if d == dev]
         ons = streams_ops(trace, dev, streams)
-        latency = device_latency(trace, ons)
+        latency = streams_latency(trace, ons).ns
         for st, on in zip(streams, ons):
             if (dev, st) not in keys:
                 continue
