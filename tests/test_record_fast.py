@@ -372,6 +372,20 @@ def _latency_by_walk(trace, device: int) -> int:
     return max(0, int(np.median(samples)))
 
 
+def test_device_latency_is_one_value_per_device(case):
+    """The gap causes, the queue classes and the ceilings read one L per device
+    (idle_causes.device_latency): computed by the first caller from its form of the streams' ops,
+    and handed to every later caller without calling theirs."""
+    from launchtui.analysis.idle_causes import by_stream, device_latency
+
+    def again():
+        raise AssertionError("the device's latency computed a second time")
+    for d in case.device_ids():
+        first = device_latency(case, d, lambda: by_stream(case, ex.device_ops(case, d)))
+        assert first.ns == _latency_by_walk(case, d)
+        assert device_latency(case, d, again) is first
+
+
 def test_stream_calls_and_latency_equal_a_walk(case):
     """stream_calls' per-call arrays (one entry per call, at its first op) and the device's latency
     from its streams' ops (idle_causes.streams_latency, as the queue class and the ceilings read it)

@@ -25,10 +25,12 @@ The parts of a gap are disjoint and cover it, so the causes add up to the idle t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from launchtui.analysis import intervals as iv
+from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
@@ -56,11 +58,23 @@ class Latency:
 
 
 def submission_latency(trace: Trace, on: np.ndarray) -> Latency:
-    """`on`: the device's ops, ascending indices (start order); split by stream for
-    `streams_latency` (a stable sort keeps each stream's ops in start order)."""
+    """`on`: the device's ops, ascending indices (start order)."""
+    return streams_latency(trace, by_stream(trace, on))
+
+
+def device_latency(trace: Trace, device: int, streams_ops: Callable[[], list[np.ndarray]]) -> Latency:
+    """The device's submission latency L (definitions §V2), once per trace (its memo): the gap
+    causes, the queue classes and the report's ceilings read one value. The first to ask computes
+    it from `streams_ops()`, the device's ops of each stream in start order (all of its streams
+    with a kernel launch), which every caller holds in its own form; each form gives the same L."""
+    return memo.of(trace).get(("submission_latency", device), lambda: streams_latency(trace, streams_ops()))
+
+
+def by_stream(trace: Trace, on: np.ndarray) -> list[np.ndarray]:
+    """`on` (ascending op indices) split by stream, each part in start order (a stable sort)."""
     so = on[np.argsort(trace.ops.stream[on], kind="stable")]   # (stream, start) order
     cuts = np.flatnonzero(np.diff(trace.ops.stream[so])) + 1
-    return streams_latency(trace, np.split(so, cuts) if len(so) else [])
+    return np.split(so, cuts) if len(so) else []
 
 
 def streams_latency(trace: Trace, ons: list[np.ndarray]) -> Latency:

@@ -28,7 +28,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import stream_calls as sc
 from launchtui.analysis.backpressure import Episode, Options, command_buffer_full_ids, spikes
 from launchtui.analysis.cold_start import SHALLOW_DEPTH, ColdStart, cold_start
-from launchtui.analysis.idle_causes import streams_latency
+from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
 from launchtui.analysis.stream_calls import DRY_SLACK_NS
@@ -154,13 +154,12 @@ class _Inputs:
 
 
 def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = Options(), devices=None,
-             sp: list[Episode] | None = None, cold: ColdStart | None = None,
-             latencies: dict[int, int] | None = None) -> list[StreamVerdict]:
+             sp: list[Episode] | None = None, cold: ColdStart | None = None) -> list[StreamVerdict]:
     """One verdict per (device, stream) with launched ops, in (device, stream) order, judged within
     each iteration [starts_k, ends_k) (time outside them never counts) and then over the
     iterations: the class most iterations fall in, ties to the more severe (definitions §V3).
-    `sp`: spikes(trace, opt=opt) of the whole trace, `cold`: cold_start(trace, sp), `latencies`:
-    {device: its submission latency (idle_causes.submission_latency)}, when the caller has them."""
+    `sp`: spikes(trace, opt=opt) of the whole trace, `cold`: cold_start(trace, sp), when the caller
+    has them. L is each device's submission latency (idle_causes.device_latency)."""
     sp = spikes(trace, opt=opt) if sp is None else sp
     if cold is not None:
         cold_calls = frozenset(cold.calls.tolist())
@@ -179,7 +178,7 @@ def classify(trace: Trace, starts: np.ndarray, ends: np.ndarray, opt: Options = 
             continue
         series = list(series)
         ons = sc.streams_ops(trace, dev, [s.stream for s in series])
-        latency = latencies[dev] if latencies and dev in latencies else streams_latency(trace, ons).ns
+        latency = device_latency(trace, dev, lambda: ons).ns
         for s, on in zip(series, ons):
             v = _judge_stream(trace, s, on, x, latency)
             if v is not None:

@@ -212,14 +212,14 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
     on = ex.device_ops(trace, primary)
-    latency, first = ic.submission_latency(trace, on), int(trace.ops.start[on].min())
+    latency = ic.device_latency(trace, primary, lambda: ic.by_stream(trace, on))
+    first = int(trace.ops.start[on].min())
     del on
     blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
     # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak),
-    # or beside the gaps on a helper lane; the primary's latency as the gap causes measure it: the
-    # queue class's L is the same (§V2, §V3)
+    # or beside the gaps on a helper lane
     side = shared.defer(lambda: _gapless_figures(trace, it, devs, primary, opt, shared.spikes(WHOLE, opt.backpressure),
-                                                 cold.result(), latency.ns, blocking))
+                                                 cold.result(), blocking))
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
     gaps = ex.device_gaps(trace, primary, min(lo, first), hi, calls, ending=False)
@@ -285,13 +285,12 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
 
 
 def _gapless_figures(trace: Trace, it: itr.Iterations, devs: dict, primary: int, opt: RecordOptions, sp: list,
-                     cold, latency_ns: float, blocking: np.ndarray) -> tuple:
+                     cold, blocking: np.ndarray) -> tuple:
     """(stream verdicts, syncs, limits, launch-thread CPU, API totals): the record's figures that
-    read no gap, for device `primary` (`latency_ns`: its submission latency)."""
+    read no gap, for device `primary`."""
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
-    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold,
-                       latencies={primary: latency_ns})
+    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold)
     return (streams, _syncs(trace, it, blocking), trace_limits(trace),
             cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking), _api_totals(trace, it, calls))
 

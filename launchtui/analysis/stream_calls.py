@@ -4,7 +4,7 @@ Per call (one entry per call: a graph launch's ops count at its first op): its f
 in the stream's ops, its depth (pending before it, its own entry and the stream's pre-capture
 backlog still pending, §5), its iteration, and whether it was dry (its op started within
 L + DRY_SLACK_NS of its return). L is the device's submission latency,
-idle_causes.streams_latency of the streams' ops.
+idle_causes.device_latency.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from launchtui.analysis import ceiling as ce
 from launchtui.analysis.backpressure import command_buffer_full_ids, first_ops
 from launchtui.analysis.exposed import device_ops
-from launchtui.analysis.idle_causes import streams_latency
+from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
                                       time_at_or_above_with_backlog)
@@ -155,7 +155,7 @@ def selection_ceilings(trace: Trace, sp: list, lo: int | None = None, hi: int | 
     for dev in sorted({d for d, _ in keys}):   # per device with a candidate stream
         streams = [st for d, st in series if d == dev]
         ons = streams_ops(trace, dev, streams)
-        latency = streams_latency(trace, ons).ns
+        latency = device_latency(trace, dev, lambda: ons).ns
         for st, on in zip(streams, ons):
             if (dev, st) not in keys:
                 continue
