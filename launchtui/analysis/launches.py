@@ -102,41 +102,42 @@ AGG_BLOCK = 1 << 18   # launches per block: temporaries of a block, not of every
 def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray, g: np.ndarray) -> KernelGroups:
     """The sums of launches `k` in groups `g` (of `device`, `name`), AGG_BLOCK launches at a time:
     full-length per-launch temporaries were the cold report's peak memory (bench/MISSED.md). The
-    block sums add up to the one-pass sums exactly: integer ns in float64, every partial sum exact
-    while a group's total is below 2^53 ns (104 days)."""
+    sums add in int64 (exact; ufunc.at on integers, not bincount's float64 weights, a converted
+    copy of each block) and are float64 as stored: exact while a group's total is below 2^53 ns."""
     ops, api = trace.ops, trace.api
     ng = len(device)
     big = np.iinfo(np.int64)
     count = np.bincount(g, minlength=ng)
     late_count = np.zeros(ng, np.int64)
-    sum_queue, sum_api, sum_kernel = np.zeros(ng), np.zeros(ng), np.zeros(ng)
+    sum_queue, sum_api, sum_kernel = np.zeros(ng, np.int64), np.zeros(ng, np.int64), np.zeros(ng, np.int64)
     max_api, span_end = np.full(ng, big.min, np.int64), np.full(ng, big.min, np.int64)
     min_api, span_start = np.full(ng, big.max, np.int64), np.full(ng, big.max, np.int64)
     for lo in range(0, len(k), AGG_BLOCK):   # one iteration per block of launches
         # ufunc.at takes its fast path with intp indices: the block's group indices widened
         kb, gb = k[lo:lo + AGG_BLOCK], g[lo:lo + AGG_BLOCK].astype(np.intp, copy=False)
         calls = ops.api[kb]
-        queue = ops.start[kb]
-        queue -= api.end[calls]           # queue wait: kernel start - API end (definitions §3)
+        call_end, start = api.end[calls], ops.start[kb]
+        queue = start - call_end          # queue wait: kernel start - API end (definitions §3)
         late = queue < 0                  # no wait measurable (rare): out of the queue figures
-        late_count += np.bincount(gb[late], minlength=ng)
-        queue[late] = 0
-        sum_queue += np.bincount(gb, weights=queue, minlength=ng)
-        api_t = api.end[calls]
+        if late.any():
+            late_count += np.bincount(gb[late], minlength=ng)
+            queue[late] = 0
+        np.add.at(sum_queue, gb, queue)
+        api_t = call_end
         api_t -= api.start[calls]
-        sum_api += np.bincount(gb, weights=api_t, minlength=ng)
+        np.add.at(sum_api, gb, api_t)
         np.maximum.at(max_api, gb, api_t)
         np.minimum.at(min_api, gb, api_t)
-        start = ops.start[kb]
         np.minimum.at(span_start, gb, start)
         kern = ops.end[kb]
         np.maximum.at(span_end, gb, kern)
         kern -= start
-        sum_kernel += np.bincount(gb, weights=kern, minlength=ng)
+        np.add.at(sum_kernel, gb, kern)
     return KernelGroups(
         device=device, name=name, count=count,
-        sum_api=sum_api, max_api=max_api, min_api=min_api,
-        queue_count=count - late_count, sum_queue=sum_queue, sum_kernel=sum_kernel,
+        sum_api=sum_api.astype(np.float64), max_api=max_api, min_api=min_api,
+        queue_count=count - late_count, sum_queue=sum_queue.astype(np.float64),
+        sum_kernel=sum_kernel.astype(np.float64),
         span_start=span_start, span_end=span_end,
         op_idx=k, op_group=group_index(g),
     )
