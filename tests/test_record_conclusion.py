@@ -68,6 +68,22 @@ def test_a_gain_measured_under_the_python_tracer_is_an_upper_bound(docs):
     assert text.endswith(f"{lo:.2f}–{hi:.2f}× faster at most (Python tracing slowed the host)")
     assert not docs("dry")["conclusion"].endswith("at most (Python tracing slowed the host)")
 
+def test_the_small_gap_check_allows_for_its_figures_rounding(docs):
+    """The sub-ms gap figure is stored to 1 µs (SUB_MS_DIGITS): a host-bound time of 20 ns in no
+    gap over 1 ms rounds it to 0 and must not fail the check; the same time in long gaps does."""
+    d = copy.deepcopy(docs("dry"))
+    gaps = d["cross_checks"]["idle_gaps"][str(d["device_id"])]
+    hb = d["idle_by_cause"]["host_bound"]
+    hb["per_iteration_ms"]["median"] = 0.00002
+    gaps["sub_ms_per_iteration_ms"] = 0.0
+    small = {c["name"]: c["ok"] for c in checks(d)}["small gaps hold the host-bound time"]
+    detail = {c["name"]: c["detail"] for c in checks(d)}["small gaps hold the host-bound time"]
+    assert detail == "gaps under 1 ms < 500 ns/iteration against host-bound 20 ns/iteration"
+    hb["per_iteration_ms"]["median"] = 0.004      # 4 µs of host-bound time: 0 µs can no longer hold it
+    long = {c["name"]: c["ok"] for c in checks(d)}["small gaps hold the host-bound time"]
+    assert hb["share"] >= CONFIG.launch_bound_share and (small, long) == (True, False)
+
+
 def test_a_dry_phase_behind_a_busy_queue_is_launch_bound_in_it(docs):
     """The profiler_step scenario: the unfused optimizer's launches run dry while the forward's
     GEMMs keep the stream busy the rest of the step: the step is not dry, the optimizer phase is,

@@ -23,8 +23,8 @@ from launchtui.analysis.graphs_whatif_report import graph_whatif
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
-from launchtui.analysis.record_conclusion import (BOUND_LEVELS, bound_level, checks, conclusion, main_stream,
-                                                  verdict_lines)
+from launchtui.analysis.record_conclusion import (BOUND_LEVELS, SUB_MS_DIGITS, bound_level, checks, conclusion,
+                                                  main_stream, verdict_lines)
 from launchtui.analysis.record_top import top_kernels
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
@@ -260,7 +260,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
         "cpu_stalls": sum(s.cpu_stalls for s in streams),
         "syncs": syncs,
         "cross_checks": {
-            "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, 3),
+            "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, SUB_MS_DIGITS),
                                          "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / n_it / 1e6, 3),
                                          "host_bound_per_iteration_ms":
                                              round(float(facts.host_bound_ns().sum()) / n_it / 1e6, 3)}},
