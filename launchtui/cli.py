@@ -437,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         ranks = _ranks_command(cmd, argv)
         if ranks:
             return _ranks_main(*ranks)
+        if cmd != "tui":   # before the command's threads allocate (the TUI keeps its own policy)
+            heap.one_arena()
         from launchtui.session import cached_output
         return cached_output(cmd, parsers[cmd].parse_args(rest), handler, _emit)
     return _guard(run)

@@ -7,17 +7,23 @@ is pages the kernel must fault in and zero. The threshold adapts as large blocks
 never past 32 MiB. The analyses' temporaries are one or a few per event, made and freed many times,
 and past some trace size every one of them is above 32 MiB: from there each costs fresh pages, and
 the run time grows faster than the event count (bench/MISSED.md, issue 24). On a VM that hands
-freed pages back to its host, a fresh page costs more again. Each function is a no-op off glibc.
+freed pages back to its host, a fresh page costs more again. The headless commands also keep every
+thread in one arena (`one_arena`), so that recycling reaches their worker threads' blocks too.
+Each function is a no-op off glibc.
 """
 from __future__ import annotations
 
+from launchtui.cpus import usable_cpus
+
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 DYNAMIC_MAX = 32 << 20      # glibc's own ceiling for its adaptive threshold (64-bit)
 RECYCLE_BELOW = 1 << 30     # once recycling: blocks up to 1 GiB come from the heap, reused
 KEEP_FREE_TOP = 256 << 20   # free memory kept at the heap's top for the next block, past it returned
 
 _recycling = False
+_one_arena = False
 
 
 def _libc():
@@ -42,6 +48,24 @@ def fixed_mmap_threshold(size: int = 8 << 20) -> None:
         libc.mallopt(M_MMAP_THRESHOLD, size)
 
 
+def one_arena() -> bool:
+    """The headless commands' policy from their start: every thread allocates from glibc's main
+    arena. glibc gives a thread that allocates while another holds the main arena an arena of its
+    own, and `recycle_large_blocks` reaches only the main one: the record's thread, the helper lane
+    and the index's second thread freed and refaulted their temporaries in arenas of their own,
+    and how much such an arena kept changed with a block's size (32-bit launch calls raised a 5M
+    report's peak by ~100 MiB, bench/MISSED.md). Set before the command's own threads allocate:
+    glibc picks an arena for a thread at its first allocation. Main thread only; True when applied."""
+    global _one_arena
+    import threading
+    libc = _libc()
+    if libc is None or threading.current_thread() is not threading.main_thread():
+        return False
+    libc.mallopt(M_ARENA_MAX, 1)
+    _one_arena = True
+    return True
+
+
 def recycle_large_blocks() -> bool:
     """The headless commands' policy once the model and its index are built: the main thread's
     large temporaries come from the heap and are reused there (no fresh pages), and up to
@@ -62,20 +86,26 @@ def recycle_large_blocks() -> bool:
 
 
 def default_large_blocks() -> None:
-    """After `recycle_large_blocks`: the values glibc's own adaptation ends at, and the heap's free
-    pages returned, so a command run in-process (the tests, a script) leaves the process as it
-    found it."""
-    global _recycling
-    if not _recycling:
-        return
-    libc = _libc()
-    if libc is not None:
+    """After `recycle_large_blocks` / `one_arena`: the values glibc's own adaptation ends at, its
+    own arena limit (8 per CPU on 64 bits) and the heap's free pages returned, so a command run
+    in-process (the tests, a script) leaves the process as it found it; threads started meanwhile
+    keep the arena they have."""
+    global _recycling, _one_arena
+    libc = _libc() if _recycling or _one_arena else None
+    if libc is not None and _one_arena:
+        libc.mallopt(M_ARENA_MAX, 8 * usable_cpus())
+    if libc is not None and _recycling:
         libc.mallopt(M_MMAP_THRESHOLD, DYNAMIC_MAX)
         libc.mallopt(M_TRIM_THRESHOLD, 2 * DYNAMIC_MAX)
         libc.malloc_trim(0)
-    _recycling = False
+    _recycling = _one_arena = False
 
 
 def recycling() -> bool:
     """Whether `recycle_large_blocks` is in force (tests)."""
     return _recycling
+
+
+def single_arena() -> bool:
+    """Whether `one_arena` is in force (tests)."""
+    return _one_arena

@@ -1,5 +1,6 @@
-"""The allocator policy of the headless commands (launchtui/heap.py): set for the analyses once the
-model and index are built, put back when the command ends, never set by the notebook API."""
+"""The allocator policy of the headless commands (launchtui/heap.py): one arena from the command's
+start, large blocks recycled for the analyses once the model and index are built, both put back
+when the command ends, never set by the notebook API nor the TUI."""
 from __future__ import annotations
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from conftest import ROOT
 from launchtui import heap
 from launchtui.cli import main
+from launchtui.cpus import usable_cpus
 
 DEMO = ROOT / "fixtures" / "demo" / "demo.sqlite"
 
@@ -31,35 +33,46 @@ def libc(monkeypatch):
     return fake
 
 
-SET = [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 256 << 20)]
-RESTORED = [(heap.M_MMAP_THRESHOLD, 32 << 20), (heap.M_TRIM_THRESHOLD, 64 << 20), ("trim", 0)]
+ARENA = [(heap.M_ARENA_MAX, 1)]
+ARENA_BACK = [(heap.M_ARENA_MAX, 8 * usable_cpus())]
+SET = ARENA + [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 256 << 20)]
+RESTORED = ARENA_BACK + [(heap.M_MMAP_THRESHOLD, 32 << 20), (heap.M_TRIM_THRESHOLD, 64 << 20), ("trim", 0)]
 
 
 def test_report_runs_its_analyses_with_recycled_blocks_and_puts_glibc_back(libc, monkeypatch, capsys):
-    """The read and the index run under glibc's own policy, the report and the record under the
-    recycling one; when `main` returns the process is as it was."""
+    """Every stage runs with one arena; the read and the index under glibc's own block policy,
+    the report and the record under the recycling one; when `main` returns the process is as it was."""
     import launchtui.analysis.index as index
     import launchtui.analysis.record as record
     import launchtui.analysis.report as report
     seen = {}
     for mod, name in ((index, "trace_index"), (report, "build_report"), (record, "record_and_stalls")):
         def spy(*a, _f=getattr(mod, name), _n=name, **k):
-            seen[_n] = heap.recycling()
+            seen[_n] = (heap.single_arena(), heap.recycling())
             return _f(*a, **k)
         monkeypatch.setattr(mod, name, spy)
     assert main(["report", str(DEMO), "--json", "--no-cache"]) == 0
     assert '"record"' in capsys.readouterr().out
-    assert seen == {"trace_index": False, "build_report": True, "record_and_stalls": True}
+    assert seen == {"trace_index": (True, False), "build_report": (True, True), "record_and_stalls": (True, True)}
     assert libc.calls == SET + RESTORED
-    assert not heap.recycling()
+    assert not heap.recycling() and not heap.single_arena()
 
 
-def test_a_file_that_fails_to_open_leaves_the_allocator_alone(libc, tmp_path, capsys):
+def test_a_file_that_fails_to_open_puts_the_arena_limit_back(libc, tmp_path, capsys):
     bad = tmp_path / "not_a_trace.sqlite"
     bad.write_bytes(b"this is not SQLite" * 100)
     assert main(["report", str(bad), "--json"]) == 2
     assert str(bad) in capsys.readouterr().err
-    assert libc.calls == [] and not heap.recycling()
+    assert libc.calls == ARENA + ARENA_BACK and not heap.recycling() and not heap.single_arena()
+
+
+def test_the_tui_keeps_its_own_policy(libc, monkeypatch):
+    """The TUI is not a headless command: no arena limit (its blocks are mapped, tui/app.py)."""
+    import launchtui.tui.app as app
+    seen = []
+    monkeypatch.setattr(app, "run_app", lambda args: seen.append(heap.single_arena()) or 0)
+    assert main([str(DEMO)]) == 0
+    assert seen == [False] and libc.calls == []
 
 
 def test_an_error_after_the_open_still_puts_glibc_back(libc, monkeypatch, capsys):
@@ -82,6 +95,7 @@ def test_the_notebook_api_never_touches_the_users_process(libc):
 def test_off_glibc_every_policy_is_a_no_op(monkeypatch):
     monkeypatch.setattr(heap, "_libc", lambda: None)
     assert heap.recycle_large_blocks() is False and not heap.recycling()
+    assert heap.one_arena() is False and not heap.single_arena()
     heap.default_large_blocks()
     heap.fixed_mmap_threshold()
 
@@ -90,8 +104,9 @@ def test_on_this_glibc_the_policy_applies_and_reverts():
     if heap._libc() is None:
         pytest.skip("not glibc: the policy is a no-op here (tested above)")
     assert heap.recycle_large_blocks() is True and heap.recycling()
+    assert heap.one_arena() is True and heap.single_arena()
     heap.default_large_blocks()
-    assert not heap.recycling()
+    assert not heap.recycling() and not heap.single_arena()
 
 
 def test_a_worker_thread_never_switches_the_policy(libc):
@@ -99,10 +114,10 @@ def test_a_worker_thread_never_switches_the_policy(libc):
     under the other's read."""
     import threading
     got = []
-    t = threading.Thread(target=lambda: got.append(heap.recycle_large_blocks()))
+    t = threading.Thread(target=lambda: got.extend([heap.recycle_large_blocks(), heap.one_arena()]))
     t.start()
     t.join()
-    assert got == [False] and libc.calls == [] and not heap.recycling()
+    assert got == [False, False] and libc.calls == [] and not heap.recycling() and not heap.single_arena()
 
 
 def test_diff_reads_both_traces_then_recycles_for_its_analyses(libc, monkeypatch, capsys):
