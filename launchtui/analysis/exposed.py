@@ -41,8 +41,9 @@ def device_ops(trace: Trace, device: int) -> np.ndarray:
 
 
 def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = None) -> np.ndarray:
-    """API indices of the launch-kind calls that launched an op on `device`, in start order.
-    `ops_on`: device_ops(trace, device) when the caller has them."""
+    """API indices of the launch-kind calls that launched an op on `device`, in start order, in
+    the model's API-index dtype (ops.api: 32 bits while they fit): the record holds every device's
+    calls to its end (20M: its peak). `ops_on`: device_ops(trace, device) when the caller has them."""
     ops, api = trace.ops, trace.api
     ops_on = device_ops(trace, device) if ops_on is None else ops_on
     # a mask, not a sort; one slot past the calls takes the unmatched ops' -1 (no filtering pass)
@@ -55,7 +56,7 @@ def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = N
     st = api.start[a]
     if len(a) > 1 and (st[1:] < st[:-1]).any():    # API rows are normally in start order already
         a = a[np.argsort(st, kind="stable")]
-    return a
+    return a.astype(ops.api.dtype, copy=False)
 
 
 @dataclass
