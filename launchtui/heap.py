@@ -37,6 +37,13 @@ def _libc():
         return None
 
 
+def _main_thread_libc():
+    """glibc, when called from the main thread: a process-wide policy is the command's to set,
+    never a worker's (`diff`'s first reader done must not switch it under the other)."""
+    import threading
+    return _libc() if threading.current_thread() is threading.main_thread() else None
+
+
 def fixed_mmap_threshold(size: int = 8 << 20) -> None:
     """The TUI's policy. glibc raises its mmap threshold (up to 32 MiB) whenever a large block is
     freed; after that the analyses' big temporaries come from the heap of each worker thread's arena
@@ -57,9 +64,8 @@ def one_arena() -> bool:
     report's peak by ~100 MiB, bench/MISSED.md). Set before the command's own threads allocate:
     glibc picks an arena for a thread at its first allocation. Main thread only; True when applied."""
     global _one_arena
-    import threading
-    libc = _libc()
-    if libc is None or threading.current_thread() is not threading.main_thread():
+    libc = _main_thread_libc()
+    if libc is None:
         return False
     libc.mallopt(M_ARENA_MAX, 1)
     _one_arena = True
@@ -75,9 +81,8 @@ def recycle_large_blocks() -> bool:
     with its read first (`diff` reads two traces at once) must not switch the policy under the
     other's read; the caller sets it once all are read. True when applied (glibc, main thread)."""
     global _recycling
-    import threading
-    libc = _libc()
-    if libc is None or threading.current_thread() is not threading.main_thread():
+    libc = _main_thread_libc()
+    if libc is None:
         return False
     libc.mallopt(M_MMAP_THRESHOLD, RECYCLE_BELOW)
     libc.mallopt(M_TRIM_THRESHOLD, KEEP_FREE_TOP)

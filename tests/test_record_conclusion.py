@@ -68,6 +68,7 @@ def test_a_gain_measured_under_the_python_tracer_is_an_upper_bound(docs):
     assert text.endswith(f"{lo:.2f}–{hi:.2f}× faster at most (Python tracing slowed the host)")
     assert not docs("dry")["conclusion"].endswith("at most (Python tracing slowed the host)")
 
+
 def test_the_small_gap_check_allows_for_its_figures_rounding(docs):
     """The sub-ms gap figure is stored to 1 µs (SUB_MS_DIGITS): a host-bound time of 20 ns in no
     gap over 1 ms rounds it to 0 and must not fail the check; the same time in long gaps does."""

@@ -25,7 +25,7 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,27 +183,26 @@ def attached(trace: Trace) -> TraceIndex | None:
     return None if idx is memo.MISS else idx
 
 
-# the queue series build beside the rest of the index up to this many GPU ops: past it the two
-# halves' transients at once would take a cold `report` over the per-size memory budgets
-# bench/README.md holds it to (5M: 1,000 MiB), as LANE_MAX_OPS in analysis/shared.py
+# the queue series builds beside the rest of the index up to this many GPU ops: past it the two at
+# once gained nothing measurable, and where threads keep arenas of their own (the TUI) both halves'
+# transients stay resident (bench/MISSED.md)
 SPLIT_MAX_OPS = 2_000_000
 
 
 def build_index(trace: Trace) -> TraceIndex:
     """The index: the queue series on a second thread when there is a CPU for it and the trace is
-    small enough (SPLIT_MAX_OPS), as its numpy work releases the GIL; interning stays on this one."""
-    if usable_cpus() >= 2 and len(trace.ops) <= SPLIT_MAX_OPS:
-        with ThreadPoolExecutor(1, thread_name_prefix="launchtui-index") as pool:
+    small enough (SPLIT_MAX_OPS), as its numpy work releases the GIL, else first on this one;
+    interning stays on this thread."""
+    with ThreadPoolExecutor(1, thread_name_prefix="launchtui-index") as pool:   # a thread only on submit
+        if usable_cpus() >= 2 and len(trace.ops) <= SPLIT_MAX_OPS:
             queue_part = pool.submit(_queue_series, trace)
-            nvtx_idx = _nvtx_index(trace)
-            names, by_full_name = _distinguishing_name_table(trace)
-            op_ranges = _op_ranges(trace, nvtx_idx)
-            series, dbl = queue_part.result()
-    else:
-        series, dbl = _queue_series(trace)
+        else:
+            queue_part = Future()
+            queue_part.set_result(_queue_series(trace))
         nvtx_idx = _nvtx_index(trace)
         names, by_full_name = _distinguishing_name_table(trace)
         op_ranges = _op_ranges(trace, nvtx_idx)
+        series, dbl = queue_part.result()
     return TraceIndex(tuple(series), dbl, nvtx_idx, op_ranges, names, trace.ops.api,
                       op_full_name=trace.ops.full_name if by_full_name else None,
                       category_source=(trace.ops, trace.strings))

@@ -123,7 +123,7 @@ def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray
             late_count += np.bincount(gb[late], minlength=ng)
             queue[late] = 0
         np.add.at(sum_queue, gb, queue)
-        api_t = call_end
+        api_t = call_end                  # in place: the call ends are not read again
         api_t -= api.start[calls]
         np.add.at(sum_api, gb, api_t)
         np.maximum.at(max_api, gb, api_t)
