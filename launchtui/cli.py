@@ -308,7 +308,8 @@ def cmd_report(args) -> int:
     opt = _report_options(args)
     record = Record(sel, _record_options(args)) if args.json else None
     record_value = lambda: session.get(record)   # noqa: E731 - after the report, in this thread
-    if record is not None and side_by_side(trace):   # the record beside the report (definitions §9)
+    beside = record is not None and side_by_side(trace)
+    if beside:   # the record beside the report (definitions §9)
         import launchtui.analysis.record  # noqa: F401 - its imports run here, not in two threads at once
         session.shared.hold_groups()
         if lane_fits(trace):   # and the record's independent parts beside each other
@@ -322,6 +323,8 @@ def cmd_report(args) -> int:
     keep = [Backpressure(sel, opt.backpressure), KernelGroups(sel, opt.names),
             SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
     session.put(keep[1], group_totals(session.shared.kernel_groups(sel, opt.names)))
+    if beside:
+        session.shared.release_groups()   # the report's last read: the record's gaps run without them
     session.put(keep[2], selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))
     if record is not None:
         keep.append(record)

@@ -247,19 +247,63 @@ def test_report_json_same_with_the_record_beside_the_report(tmp_path, monkeypatc
     assert beside == after
 
 
-def test_held_groups_are_computed_once_and_never_dropped(trace, monkeypatch):
+def test_held_groups_are_computed_once_and_dropped_at_the_last_release(trace, monkeypatch):
     """Under hold_groups the record's per-device cut waits for the one computation of the
-    selection's groups, and the record's release keeps them for the report."""
+    selection's groups; the record's release keeps them for the report, and the report's, the
+    last, drops them."""
     import launchtui.analysis.shared as shared_mod
     calls = []
     monkeypatch.setattr(shared_mod, "kernel_groups", lambda *a: calls.append(a) or kernel_groups(*a))
     sh = Shared(trace)
-    sh.hold_groups()
+    sh.hold_groups(2)
     rec = build_record(trace, WHOLE, shared=sh)          # the record first: it computes the groups
     assert "groups" in sh.held()                          # ... and its release kept them
     rep = build_report(trace, WHOLE, shared=sh)
     assert len(calls) == 1 and calls[0][1] == WHOLE       # one computation, of the whole selection
+    assert "groups" in sh.held()
+    sh.release_groups()                                   # the report's release, the last
+    assert "groups" not in sh.held()
     assert rep == build_report(trace, WHOLE) and rec == build_record(trace, WHOLE)
+
+
+def test_held_groups_go_at_the_last_of_their_releases(trace):
+    """Three stages holding: two releases keep the groups, the third drops them; after that a
+    release drops at once again (not held)."""
+    sh = Shared(trace)
+    sh.hold_groups(3)
+    sh.kernel_groups(WHOLE)
+    for _ in range(2):
+        sh.release_groups()
+        assert "groups" in sh.held()
+    sh.release_groups()
+    assert "groups" not in sh.held()
+    sh.kernel_groups(WHOLE)
+    sh.release_groups()
+    assert "groups" not in sh.held()
+
+
+def test_report_json_beside_releases_the_groups_before_the_record_gaps(tmp_path, monkeypatch, capsys):
+    """`report --json` with the record beside it: the record has released its hold on the groups
+    before its gaps (its peak), so they go as soon as the report is done with them too, and none
+    are held once both are done."""
+    import launchtui.analysis.record as record_mod
+    import launchtui.analysis.shared as shared_mod
+    from launchtui.cli import main
+    path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)
+    monkeypatch.setattr(shared_mod, "lane_fits", lambda trace: False)
+    claims_at_gaps, used = [], []
+    real = record_mod._gpu_figures
+
+    def at_gaps(trace, it, devs, doc, cold, opt, shared):
+        claims_at_gaps.append(shared._group_claims)   # 1: the report's hold left; None: none
+        used.append(shared)
+        return real(trace, it, devs, doc, cold, opt, shared)
+    monkeypatch.setattr(record_mod, "_gpu_figures", at_gaps)
+    assert main(["report", str(path), "--json", "--no-cache"]) == 0
+    assert '"record"' in capsys.readouterr().out
+    assert len(claims_at_gaps) == 1 and claims_at_gaps[0] in (1, None)
+    assert "groups" not in used[0].held()
 
 
 def test_side_by_side_needs_two_cpus_and_a_trace_under_the_bound(trace, monkeypatch):

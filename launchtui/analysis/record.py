@@ -181,15 +181,16 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         return cold_start(trace, shared.spikes(WHOLE, opt.backpressure))
 
     def top_part():
-        return top_kernels(trace, sel, it, [primary], opt, shared)
-    # with a helper lane (held groups) both compute beside the gaps, the cold starts first, as the
-    # gaps' causes read them; else now, the top kernels first: the groups' per-launch arrays go
-    # before the gaps (5M peak), and the cold starts' transients meet no report computing beside
+        top = top_kernels(trace, sel, it, [primary], opt, shared)
+        shared.release_groups()   # the record's last read of the groups' per-launch arrays
+        return top
+    # with a helper lane both compute beside the gaps, the cold starts first, as the gaps' causes
+    # read them; else now, the top kernels first: the groups' per-launch arrays go before the gaps
+    # (5M peak), and the cold starts' transients meet no report computing beside
     if shared.lane_lent():
         cold, top = shared.defer(cold_part), shared.defer(top_part)
     else:
         top, cold = shared.defer(top_part), shared.defer(cold_part)
-    shared.release_groups()
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
                 "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
     streams = _gpu_figures(gpu, it, devs, doc, cold, opt, shared)

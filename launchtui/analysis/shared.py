@@ -132,7 +132,8 @@ class Shared:
     def __init__(self, trace: Trace):
         self.trace = trace
         self._memo = TraceMemo()
-        self._hold_groups = False
+        self._group_claims: int | None = None   # stages still to read held groups; None: not held
+        self._claims_lock = threading.Lock()
         self._lane: _Lane | None = None
 
     def lend_lane(self) -> None:
@@ -164,11 +165,13 @@ class Shared:
             d.run()
         return d
 
-    def hold_groups(self) -> None:
-        """Keep the groups for the whole command, for two stages computing at once: neither
-        drops them under the other (`release_groups` does nothing), and each cut is taken from
-        the one computation (`kernel_groups_on`)."""
-        self._hold_groups = True
+    def hold_groups(self, stages: int = 2) -> None:
+        """Keep the groups until each of `stages` computing at once has released them: none drops
+        them under another (`release_groups` counts down), and each cut is taken from the one
+        computation (`kernel_groups_on`). The last release drops them, so a stage that outlives
+        the others (the record's gaps, its peak) does not carry them (bench/MISSED.md, 20M)."""
+        with self._claims_lock:
+            self._group_claims = stages
 
     def kernel_groups(self, sel: Selection, names: str = "short") -> KernelGroups:
         return self._memo.get(("groups", sel, names), lambda: kernel_groups(self.trace, sel, names))
@@ -176,16 +179,22 @@ class Shared:
     def kernel_groups_on(self, sel: Selection, devices: list[int], names: str = "short") -> KernelGroups:
         """`kernel_groups(trace, sel.with_devices(devices), names)`: cut from the selection's groups
         when they are already here (the same table), else computed for those devices only."""
-        have = self.kernel_groups(sel, names) if self._hold_groups else self._memo.peek(("groups", sel, names))
+        held = self._group_claims is not None
+        have = self.kernel_groups(sel, names) if held else self._memo.peek(("groups", sel, names))
         if have is not MISS:
             return groups_on_devices(have, devices)
         return kernel_groups(self.trace, sel.with_devices(devices), names)
 
     def release_groups(self) -> None:
-        """Drop the groups (per-launch arrays): the record's later stages are its peak memory.
-        Nothing while they are held (`hold_groups`)."""
-        if not self._hold_groups:
-            self._memo.drop(lambda key: key[0] == "groups")
+        """This stage is done with the groups (per-launch arrays): dropped now, or, while they are
+        held (`hold_groups`), when the last stage holding them releases them."""
+        with self._claims_lock:
+            if self._group_claims is not None:
+                self._group_claims -= 1
+                if self._group_claims > 0:
+                    return
+                self._group_claims = None
+        self._memo.drop(lambda key: key[0] == "groups")
 
     def held(self) -> set[str]:
         """What is kept now: "groups", "spikes", "graphs"."""
