@@ -386,10 +386,24 @@ def test_device_latency_is_one_value_per_device(case):
         assert device_latency(case, d, again) is first
 
 
-def test_stream_calls_and_latency_equal_a_walk(case):
+def test_latency_read_in_small_blocks_equals_the_walk(case, monkeypatch):
+    """The latency samples are read a block of a stream's ops at a time: with blocks of 1, 2 and 5
+    ops (the stream's previous op then lies in the block before) L is the walk's."""
+    from launchtui.analysis import idle_causes as ic
+    for block in (1, 2, 5):
+        monkeypatch.setattr(ic, "LATENCY_BLOCK", block)
+        for d in case.device_ids():
+            lat = ic.streams_latency(case, ic.by_stream(case, ex.device_ops(case, d)))
+            assert lat.ns == _latency_by_walk(case, d) and lat.samples > 0
+
+
+@pytest.mark.parametrize("call_block", [3, sc.CALL_BLOCK])
+def test_stream_calls_and_latency_equal_a_walk(case, call_block, monkeypatch):
     """stream_calls' per-call arrays (one entry per call, at its first op) and the device's latency
     from its streams' ops (idle_causes.streams_latency, as the queue class and the ceilings read it)
-    equal a walk over the ops and idle_causes.submission_latency (the gap causes' L, §V2, §V3)."""
+    equal a walk over the ops and idle_causes.submission_latency (the gap causes' L, §V2, §V3),
+    with the calls measured a few at a time too (CALL_BLOCK 3)."""
+    monkeypatch.setattr(sc, "CALL_BLOCK", call_block)
     from launchtui.analysis.idle_causes import streams_latency, submission_latency
     from launchtui.analysis.queue import backlog_starts, depth_before_launch, stream_series
     ops, api = case.ops, case.api

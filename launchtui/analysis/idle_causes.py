@@ -42,6 +42,7 @@ DEFAULT_LATENCY_NS = 5_000             # when the trace shows too few launches o
 MIN_LATENCY_SAMPLES = 20
 SYNC_SLACK_NS = 5_000                  # a sync that returned this shortly before the GPU went idle
 HEAD_BLOCK = 1 << 18                   # gap heads measured at a time
+LATENCY_BLOCK = 1 << 18                # a stream's ops read at a time for the latency samples
 
 
 @dataclass
@@ -81,24 +82,30 @@ def streams_latency(trace: Trace, ons: list[np.ndarray]) -> Latency:
     """The device's submission latency L (definitions §V2) from its streams' ops (`ons`, each in
     start order): the median of op start - call end over kernel launches whose op started after its
     call began, onto a stream whose previous op had ended by the call's return."""
-    ops, api = trace.ops, trace.api
-    samples = []
-    for on in ons:   # one iteration per stream
-        a = ops.api[on]
-        ok = a >= 0
-        ok[ok] = api.kind[a[ok]] == API_LAUNCH
-        prev_end = np.empty(len(on), np.int64)
-        prev_end[:1] = np.iinfo(np.int64).min
-        prev_end[1:] = ops.end[on[:-1]]
-        i = np.flatnonzero(ok)
-        a1 = api.end[a[i]]
-        st = ops.start[on[i]]
-        keep = (prev_end[i] <= a1) & (st >= api.start[a[i]])
-        samples.append(st[keep] - a1[keep])
+    samples = [s for on in ons for s in _latency_samples(trace, on)]
     lat = np.concatenate(samples) if samples else np.zeros(0, np.int64)
     if len(lat) < MIN_LATENCY_SAMPLES:
         return Latency(DEFAULT_LATENCY_NS, len(lat), False)
     return Latency(max(0, int(np.median(lat))), len(lat), True)
+
+
+def _latency_samples(trace: Trace, on: np.ndarray):
+    """The latency samples of one stream's ops (`on`, in start order), a block of ops at a time:
+    its temporaries are a block's, not the stream's (20M: the report's peak beside the record)."""
+    ops, api = trace.ops, trace.api
+    for lo in range(0, len(on), LATENCY_BLOCK):
+        a = ops.api[on[lo:lo + LATENCY_BLOCK]]
+        ok = a >= 0
+        ok[ok] = api.kind[a[ok]] == API_LAUNCH
+        i = np.flatnonzero(ok)
+        a = a[i]
+        prev = i + (lo - 1)   # the stream's op before each, in `on`; -1 for its first
+        prev_end = ops.end[on[np.maximum(prev, 0)]]
+        prev_end[prev < 0] = np.iinfo(np.int64).min
+        a1 = api.end[a]
+        st = ops.start[on[i + lo]]
+        keep = (prev_end <= a1) & (st >= api.start[a])
+        yield st[keep] - a1[keep]
 
 
 def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
 DRY_SLACK_NS = 10_000     # an op starting within L + this of its call's return waited for the call
+CALL_BLOCK = 1 << 18      # a stream's calls measured at a time (bounded temporaries)
 
 
 def first_of_runs(a: np.ndarray):
@@ -82,21 +83,26 @@ def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndar
     else:
         return None
     del called, matched
-    op1 = on[pos]
-    c1 = api.end[a_u]
-    depth = dbl[op1].astype(np.int64)
-    depth += 1
-    c0 = api.start[a_u]
-    if len(backlog):
-        depth += backlog_pending(backlog, c0)
-    dry = ops.start[op1] - c1 <= dry_ns
-    del op1, c1
     # positions and iterations in 32 bits while they fit: the stream's calls are held while it is
     # judged (20M: ~10M calls, the queue class's peak)
     narrow = np.int32 if len(on) < 2**31 - 1 else np.int64
-    k = in_windows(c0, starts, ends).astype(narrow)
-    del c0
-    return Calls(a_u, pos.astype(narrow), depth, k, dry, api.kind[a_u] == API_LAUNCH)
+    pos = pos.astype(narrow, copy=False)
+    n = len(a_u)
+    depth, k, dry = np.empty(n, np.int64), np.empty(n, narrow), np.empty(n, bool)
+    # per call, a block of calls at a time: a block's temporaries, not the stream's (20M: the
+    # report's peak, beside the record)
+    for i in range(0, n, CALL_BLOCK):
+        b = slice(i, i + CALL_BLOCK)
+        a, op1 = a_u[b], on[pos[b]]
+        c0 = api.start[a]
+        d = dbl[op1].astype(np.int64)
+        d += 1
+        if len(backlog):
+            d += backlog_pending(backlog, c0)
+        depth[b] = d
+        dry[b] = ops.start[op1] - api.end[a] <= dry_ns
+        k[b] = in_windows(c0, starts, ends)
+    return Calls(a_u, pos, depth, k, dry, api.kind[a_u] == API_LAUNCH)
 
 
 def judge_scope(trace: Trace, calls: Calls, on: np.ndarray, scope: np.ndarray, slow: np.ndarray,
