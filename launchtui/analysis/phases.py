@@ -124,7 +124,9 @@ def _keys(trace: Trace, table: np.ndarray, row: np.ndarray):
     present in the order of their texts as strings (then their length), so a tie between
     phases goes to the first text, never to the first string interned (definitions.md §9)."""
     path = table[:, 0] >= 0               # per row; an op's key is its row's (-1 without a path)
-    present = np.flatnonzero((np.bincount(row, minlength=len(table)) > 0) & path)
+    used = np.zeros(len(table), bool)     # rows some op has: marked, not counted (bincount copies
+    used[row] = True                      # `row` to int64, one more per-op array at the record's peak)
+    present = np.flatnonzero(used & path)
     if not len(present):
         return np.full(len(row), -1, np.int64), []
     uniq, inv = unique_rows(table[present], return_inverse=True)
@@ -191,22 +193,8 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
     has_path = (table[:, 0] >= 0)[row]   # per row, then one gather per op
     rule[has_path] = RULE_RANGE
     if len(trace.ranges):
-        api = trace.api
-        other = ~has_path
-        other &= a >= 0
-        other &= main >= 0
-        if main >= 0 and other.any():       # the thread test on the ops without a path only
-            cand = np.flatnonzero(other)
-            other[cand[api.thread[a[cand]] == main]] = False
-            del cand
-        if other.any():
-            at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), api.start[a[other]])
-            sub, sub_row = _paths_by_range(trace, at, base[other], level)
-            got = sub[sub_row, 0] >= 0
-            idx = np.nonzero(other)[0][got]
-            row[idx] = len(table) + sub_row[got]
-            rule[idx] = RULE_MAIN_THREAD
-            table = np.concatenate([table, sub])
+        table = _main_thread_paths(trace, table, row, rule, a, has_path, base, level, main)
+    del has_path
     st = trace.api_stacks
     if len(st) == len(trace.api) and len(st):
         linked = (rule == RULE_NONE) & (a >= 0) & (st.via[np.maximum(a, 0)] == STACK_BACKWARD)
@@ -216,8 +204,34 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
             row[linked] += len(table)
             rule[linked] = RULE_BACKWARD
             table = np.concatenate([table, back])
-    keys, texts = _keys(trace, table, row)    # the keys last: one per-op int64 array fewer at the peak
+    del a    # the keys last, with no other per-op array than the rows: the record's peak (20M)
+    keys, texts = _keys(trace, table, row)
     return keys, texts, rule
+
+
+def _main_thread_paths(trace: Trace, table: np.ndarray, row: np.ndarray, rule: np.ndarray, a: np.ndarray,
+                       has_path: np.ndarray, base: np.ndarray, level: int, main: int) -> np.ndarray:
+    """The main-thread rule of `attributed_phase_keys`: ops without a path of their own, launched
+    on another thread than `main`, take the path of the range open on `main` at their call's start.
+    Sets their `row` (into the returned table, `table` with those paths appended) and `rule` in
+    place; its per-op temporaries go with the call."""
+    api = trace.api
+    other = ~has_path
+    other &= a >= 0
+    other &= main >= 0
+    if main >= 0 and other.any():       # the thread test on the ops without a path only
+        cand = np.flatnonzero(other)
+        other[cand[api.thread[a[cand]] == main]] = False
+        del cand
+    if not other.any():
+        return table
+    at = nvtx.innermost_at(trace, np.full(int(other.sum()), main), api.start[a[other]])
+    sub, sub_row = _paths_by_range(trace, at, base[other], level)
+    got = sub[sub_row, 0] >= 0
+    idx = np.nonzero(other)[0][got]
+    row[idx] = len(table) + sub_row[got]
+    rule[idx] = RULE_MAIN_THREAD
+    return np.concatenate([table, sub])
 
 
 def _best(keys: np.ndarray, width: int, group: np.ndarray, n_groups: int):
