@@ -311,7 +311,7 @@ def cmd_report(args) -> int:
     beside = record is not None and side_by_side(trace)
     if beside:   # the record beside the report (definitions §9)
         import launchtui.analysis.record  # noqa: F401 - its imports run here, not in two threads at once
-        session.shared.hold_groups()
+        session.shared.hold_groups(2)   # the report's and the record's: the last to finish drops them
         if lane_fits(trace):   # and the record's independent parts beside each other
             session.shared.lend_lane()
         pending = session.start(record)

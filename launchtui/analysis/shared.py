@@ -165,7 +165,7 @@ class Shared:
             d.run()
         return d
 
-    def hold_groups(self, stages: int = 2) -> None:
+    def hold_groups(self, stages: int) -> None:
         """Keep the groups until each of `stages` computing at once has released them: none drops
         them under another (`release_groups` counts down), and each cut is taken from the one
         computation (`kernel_groups_on`). The last release drops them, so a stage that outlives
