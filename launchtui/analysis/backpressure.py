@@ -16,7 +16,7 @@ from launchtui.analysis import memo, nvtx
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import nonzero_index, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
 from launchtui.trace.nesting import FEW_THREADS
@@ -70,8 +70,7 @@ def _stream_launches(trace: Trace, device: int, stream: int):
     l_api = ops.api[mine]
     del mine
     l_start = api.start[l_api]
-    l_dur = api.end[l_api]
-    l_dur -= l_start
+    l_dur = _durations(api, l_api)
     if len(l_start) > 1 and not (l_start[1:] >= l_start[:-1]).all():   # FIFO: almost always sorted
         o = np.argsort(l_start, kind="stable")
         l_start, l_dur, l_api = l_start[o], l_dur[o], l_api[o]
@@ -89,7 +88,10 @@ def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> 
         above = s.v >= opt.threshold
         if not above.any():
             continue
-        edge = np.diff(np.concatenate([[0], above.astype(np.int8), [0]]))
+        padded = np.zeros(len(above) + 2, np.int8)   # int8 edges: no int64 array per step
+        padded[1:-1] = above
+        edge = np.diff(padded)
+        del padded
         starts = np.nonzero(edge == 1)[0]
         stops = np.nonzero(edge == -1)[0]      # exclusive index of the first step below
         if len(starts) > 1:  # join episodes separated by short dips (queue hovering at the threshold)
@@ -122,12 +124,28 @@ def episodes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> 
     return out
 
 
+CALL_BLOCK = 1 << 20   # API rows (or launch calls) read at a time: bounded temporaries
+
+
 def _launch_calls(api):
-    """Launch calls: (API indices, durations ns, thread ids)."""
-    launch = np.flatnonzero(api.kind == API_LAUNCH)
-    dur = api.end[launch]
-    dur -= api.start[launch]
-    return launch, dur, api.thread[launch]
+    """Launch calls: (API indices, durations ns, thread ids), the indices and the durations in 32
+    bits while they fit: all three live through the spike stage, one element per launch call
+    (20M launches: bench/MISSED.md). Durations are exact either way (`_durations`)."""
+    launch = nonzero_index(api.kind == API_LAUNCH)
+    return launch, _durations(api, launch), api.thread[launch]
+
+
+def _durations(api, rows: np.ndarray) -> np.ndarray:
+    """end - start (ns) of the API `rows`, a block at a time: int32 while every value fits, else
+    int64 (a launch call past 2.1 s is rare, but must not wrap)."""
+    out = np.empty(len(rows), np.int32)
+    for i in range(0, len(rows), CALL_BLOCK):
+        r = rows[i:i + CALL_BLOCK]
+        d = api.end[r] - api.start[r]
+        if out.dtype == np.int32 and len(d) and (d.max() > np.iinfo(np.int32).max or d.min() < np.iinfo(np.int32).min):
+            out = out.astype(np.int64)
+        out[i:i + CALL_BLOCK] = d
+    return out
 
 
 def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
@@ -139,7 +157,7 @@ def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
     med = np.zeros(int(api.thread.max()) + 1 if len(api) else 0, np.float64)
     if not len(launch):
         return med
-    uth = np.flatnonzero(np.bincount(th)) if th.min() >= 0 else None
+    uth = _threads_seen(th) if th.min() >= 0 else None
     if uth is not None and len(uth) <= FEW_THREADS:   # each thread's durations by a mask (np.median partitions that copy)
         for t in uth.tolist():
             med[t] = np.median(dur if len(uth) == 1 else dur[th == t],
@@ -153,6 +171,14 @@ def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
         med[uth[i]] = np.median(ds[lo:hi], overwrite_input=True)
     return med
+
+
+def _threads_seen(th: np.ndarray) -> np.ndarray:
+    """The distinct thread ids of `th` (>= 0), ascending: marked in a table, not counted
+    (np.bincount would copy the int32 ids to int64 first)."""
+    seen = np.zeros(int(th.max()) + 1, bool)
+    seen[th] = True
+    return np.flatnonzero(seen)
 
 
 def spike_threshold_ns(median_ns, spike_us: float, spike_factor: float):
@@ -169,8 +195,11 @@ def spikes(trace: Trace, sel: Selection = WHOLE, opt: Options = Options()) -> li
     if not len(launch):
         return []
     thr = spike_threshold_ns(thread_launch_medians(trace, calls), opt.spike_us, opt.spike_factor)
-    cand = launch[dur > thr[th]]   # the threshold per thread, read per call
-    del calls, launch, dur, th
+    over = np.empty(len(launch), bool)
+    for i in range(0, len(launch), CALL_BLOCK):   # the threshold per thread, read per call
+        over[i:i + CALL_BLOCK] = dur[i:i + CALL_BLOCK] > thr[th[i:i + CALL_BLOCK]]
+    cand = launch[over]
+    del calls, launch, dur, th, over
     if not len(cand):
         return []
     ops = trace.ops

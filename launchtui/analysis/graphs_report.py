@@ -11,6 +11,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis.prose import short
 from launchtui.analysis.queue import queue_summary
 from launchtui.analysis.select import Selection
+from launchtui.trace.arrays import nonzero_index
 from launchtui.trace.model import API_LAUNCH, Trace
 
 PROFILE_REPLAY = "runtime launch overhead cannot be judged here; profile the replay"
@@ -27,7 +28,7 @@ def _capture_json(trace: Trace, sel: Selection, cap: gr.Captures, replayed_ops: 
     api = trace.api
     keep = gr.window_mask(cap.start, sel)
     idx = np.flatnonzero(keep)
-    launch = np.flatnonzero((api.kind == API_LAUNCH) & gr.window_mask(api.start, sel))
+    launch = nonzero_index((api.kind == API_LAUNCH) & gr.window_mask(api.start, sel))
     calls = gr.window_mask(api.start[cap.captured_calls], sel)
     captured = int(calls.sum())
     # the launched work: calls captured, calls that ran eagerly, ops replayed from graphs

@@ -13,6 +13,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.index import trace_index
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
+from launchtui.trace.arrays import nonzero_index
 from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
 
@@ -36,7 +37,8 @@ def launched_kernels(trace: Trace, sel: Selection = WHOLE) -> np.ndarray:
     """Indices of selected kernels launched by a cudaLaunch*/cuLaunch* call (not graph replays)."""
     ops = trace.ops
     m = (ops.kind == OP_KERNEL) & (ops.api >= 0) & op_mask(trace, sel)
-    idx = np.nonzero(m)[0]
+    idx = nonzero_index(m)   # int32 while it fits: the kernel groups hold it (op_idx)
+    del m
     return idx[trace.api.kind[ops.api[idx]] == API_LAUNCH]
 
 
@@ -54,7 +56,7 @@ class KernelGroups:
     sum_kernel: np.ndarray
     span_start: np.ndarray
     span_end: np.ndarray
-    op_idx: np.ndarray        # the launched kernels aggregated (indices into trace.ops)
+    op_idx: np.ndarray        # the launched kernels aggregated (indices into trace.ops; int32 while they fit)
     op_group: np.ndarray      # their group index (int32: `group_index`)
 
     def __len__(self):
@@ -78,7 +80,7 @@ def launch_group_ids(trace: Trace, sel: Selection = WHOLE, names: str = "short")
     key *= width
     key += nid
     del nid
-    uniq, g = dense_groups(key)
+    uniq, g = dense_groups(key, narrow=True)   # int32, as the groups hold it (group_index)
     del key
     uniq = uniq.astype(np.int64)
     return k, uniq // width + d0, uniq % width, group_index(g)

@@ -106,7 +106,10 @@ def _paths_by_range(trace: Trace, inner: np.ndarray, base: np.ndarray, level: in
         bvals, bi = np.asarray(base, np.int64).reshape(-1)[:1], 0
     else:
         bvals, bi = unique_sorted(base, return_inverse=True)
-    code = bi * n + (np.asarray(inner, np.int64) + 1)
+    # per op: int32 while every code fits (one of the per-op arrays at the record's peak, 20M)
+    code = np.add(inner, 1, dtype=np.int32 if len(bvals) * n < 2**31 else np.int64)
+    if len(bvals) > 1:
+        code += (bi * n).astype(code.dtype, copy=False)
     used = np.zeros(len(bvals) * n, bool)
     used[code] = True
     pairs = np.flatnonzero(used)
@@ -146,13 +149,20 @@ RULE_NAMES = {RULE_RANGE: "range", RULE_MAIN_THREAD: "main thread", RULE_BACKWAR
 BACKWARD_PHASE = "backward (autograd thread)"
 
 
+def op_indices(ops) -> np.ndarray:
+    """`ops` as an index array in its own integer dtype (the kernel groups' are int32: an int64
+    copy per launch at the record's peak, 20M), int64 for anything else (a list, an empty one)."""
+    ops = np.asarray(ops)
+    return ops if ops.dtype.kind in "iu" else ops.astype(np.int64)
+
+
 def main_thread(trace: Trace, ops: np.ndarray, base_depth: int, iter_starts=None) -> int:
     """The thread whose ranges time the phases of other threads' launches: the thread of the ranges
     that mark the iterations (those at `base_depth` - 1 starting at `iter_starts`); without such
     ranges, of the threads holding a push/pop range at `base_depth`, the one launching most of
     `ops`; -1 if none (ties: the lowest thread id)."""
     rg = trace.ranges
-    ops = np.asarray(ops, np.int64)
+    ops = op_indices(ops)
     if not len(rg) or not len(ops):
         return -1
     pp = rg.kind == RANGE_PUSHPOP
@@ -179,7 +189,7 @@ def attributed_phase_keys(trace: Trace, ops: np.ndarray, base_depth, level: int 
     stack was linked to the forward op by `Sequence number` (Kineto), the phase `backward
     (autograd thread)` (rule backward link)."""
     from launchtui.trace.model import STACK_BACKWARD
-    ops = np.asarray(ops, np.int64)
+    ops = op_indices(ops)
     rule = np.zeros(len(ops), np.int8)
     if not len(ops):
         return np.zeros(0, np.int64), [], rule

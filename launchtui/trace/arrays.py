@@ -2,7 +2,8 @@
 table (~0.2 µs per element here, 10-50x a sort of the same array: bench/MISSED.md), and
 `np.unique(axis=0)` sorts rows as structured records (~0.5 s per million rows). Both helpers return
 exactly what the np.unique call they replace returns (values sorted ascending, first-occurrence
-indices, inverse of the input's shape, counts). And the two halves of a packed id column."""
+indices, inverse of the input's shape, counts). And the two halves of a packed id column, and
+the positions of a mask as narrow indices."""
 from __future__ import annotations
 
 import sys
@@ -25,6 +26,19 @@ def keep_low(packed: np.ndarray) -> np.ndarray:
     """Clear the high ids of a packed column in place once they are read (`halves`) and return it:
     the low ids as int64, in the packed column's own buffer (no second column)."""
     return np.bitwise_and(packed, PACK - 1, out=packed)
+
+
+NONZERO_BLOCK = 1 << 20   # mask elements read at a time by `nonzero_index`
+
+
+def nonzero_index(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero(mask) in int32 while every position fits (else int64), a block at a time:
+    no int64 array as long as the hits, which per launch or per op is the largest temporary of
+    the stage that asks (20M: bench/MISSED.md)."""
+    idx_t = np.int32 if len(mask) <= 2**31 else np.int64
+    parts = [np.flatnonzero(mask[i:i + NONZERO_BLOCK]).astype(idx_t) + idx_t(i)
+             for i in range(0, len(mask), NONZERO_BLOCK)]
+    return np.concatenate(parts) if parts else np.zeros(0, idx_t)
 
 
 def unique_sorted(a, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False):

@@ -9,22 +9,25 @@ from launchtui.trace.arrays import unique_sorted
 DENSE_LIMIT = 1 << 24
 
 
-def dense_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted distinct keys, group index per element) for non-negative or any int keys."""
+def dense_groups(key: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, group index per element) for non-negative or any int keys. The group
+    indices are int64, or with `narrow` int32 (there are fewer groups than 2^31 elements): for a
+    caller that holds them per element and does no arithmetic on them that could pass 2^31."""
     key = np.asarray(key)
+    idx_t = np.int32 if narrow and len(key) < 2**31 else np.int64
     if len(key) == 0:
-        return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, idx_t)
     lo, hi = int(key.min()), int(key.max())
     if hi - lo < DENSE_LIMIT:
         k = key if lo == 0 and key.dtype.kind in "iu" else key - lo   # ids from 0 index the table as they are
         present = np.zeros(hi - lo + 1, bool)
         present[k] = True
         uniq = np.nonzero(present)[0]
-        lut = np.cumsum(present, dtype=np.int64)
+        lut = np.cumsum(present, dtype=idx_t)
         lut -= 1
         return (uniq + lo).astype(key.dtype), lut[k]
     uniq, inv = unique_sorted(key, return_inverse=True)
-    return uniq, inv.reshape(-1).astype(np.int64)
+    return uniq, inv.reshape(-1).astype(idx_t)
 
 
 def distinct_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
