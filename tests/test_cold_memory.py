@@ -115,13 +115,17 @@ def _reference_stats(t, v, lo, hi, thresholds):
     return total / (hi - lo), above
 
 
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
 @pytest.mark.parametrize("window", [(None, None), (5, 95), (12, 13), (40, 40), (0, 200)])
-def test_queue_stats_clip_the_steps_to_the_window(window):
+def test_queue_stats_clip_the_steps_to_the_window(window, block, monkeypatch):
+    """Measured STEP_BLOCK steps at a time, the statistics equal a walk over the steps."""
+    from launchtui.analysis import queue
+    monkeypatch.setattr(queue, "STEP_BLOCK", block)
     rng = np.random.default_rng(1)
     t = np.unique(rng.integers(0, 100, 40)).astype(np.int64)
     v = rng.integers(0, 6, len(t)).astype(np.int32)
     s = StreamSeries(0, 7, t, v, 0.0, len(t), 0, 0)
-    st = _stats(s, *window, thresholds=(2, 4))
+    st = _stats(s, *window, thresholds=(2, 4, 2))   # a repeated threshold counts once
     lo = int(t[0]) if window[0] is None else max(int(t[0]), window[0])
     hi = int(t[-1]) if window[1] is None else min(int(t[-1]), window[1])
     assert st.span_ns == hi - lo
@@ -129,6 +133,10 @@ def test_queue_stats_clip_the_steps_to_the_window(window):
         mean, above = _reference_stats(t.tolist(), v.tolist(), lo, hi, (2, 4))
         assert st.mean_depth == pytest.approx(mean, rel=1e-12)
         assert st.time_at_or_above_ns == above
+    # the deepest step that holds any of the window, or starts inside it
+    held = [int(v[i]) for i in range(len(t))
+            if (int(t[i + 1]) if i + 1 < len(t) else hi) > lo and int(t[i]) <= hi]
+    assert st.max_depth == max(held + [0])
 
 
 def test_first_op_of_each_call_is_the_lowest_index():
@@ -204,11 +212,12 @@ def test_stream_groups_match_a_sort_of_the_pairs(lo, hi):
     assert grp.tolist() == inv.reshape(-1).tolist() and grp.dtype == np.uint16
 
 
+@pytest.mark.parametrize("block", [3, 1 << 20])
 @pytest.mark.parametrize("seed", range(4))
-def test_top_range_per_group_table_matches_a_count_per_pair(seed, monkeypatch):
-    """The (group, text) table against a Counter of each group's launches by range text (ties: the
-    smaller text id), and against the sorted-pairs path it falls back to, on the demo trace's NVTX
-    ranges with random groups of launches."""
+def test_top_range_per_group_table_matches_a_count_per_pair(seed, block, monkeypatch):
+    """The (group, text) table, counted `block` launches at a time, against a Counter of each
+    group's launches by range text (ties: the smaller text id), and against the sorted-pairs path
+    it falls back to, on the demo trace's NVTX ranges with random groups of launches."""
     from collections import Counter
     from launchtui.analysis import nvtx
     from launchtui.trace.load import open_trace
@@ -226,6 +235,7 @@ def test_top_range_per_group_table_matches_a_count_per_pair(seed, monkeypatch):
             text, c = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
             want[g] = (text, c / int((group == g).sum()))
     assert want, "the demo trace's launches lie in NVTX ranges"
+    monkeypatch.setattr(nvtx, "KEY_BLOCK", block)
     got = nvtx.top_range_per_group(trace, op_idx, group, n_groups)
     assert got == want and list(got) == sorted(want)
     monkeypatch.setattr(nvtx, "DENSE_CELLS", 0)

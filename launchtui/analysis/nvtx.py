@@ -99,6 +99,7 @@ def occurrences(trace: Trace, text_id: int) -> np.ndarray:
 
 
 DENSE_CELLS = 1 << 21   # (group, range text) counts held as one table up to this many cells (16 MB)
+KEY_BLOCK = 1 << 20     # launches counted into that table at a time (bounded temporaries)
 
 
 def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
@@ -117,10 +118,13 @@ def top_range_per_group(trace: Trace, op_idx: np.ndarray, group: np.ndarray,
     text_of = np.empty(len(rg) + 1, np.int32)
     text_of[:-1] = dense_text
     text_of[-1] = nt                       # op range -1 (none) reads the last entry: column nt
-    key = text_of[op_ranges(trace)[op_idx]]
-    key += np.multiply(group, nt + 1, dtype=np.int32)
-    cnt = np.bincount(key, minlength=n_groups * (nt + 1)).reshape(n_groups, nt + 1)
-    del key
+    ranges_of, cells = op_ranges(trace), n_groups * (nt + 1)
+    cnt = np.zeros(cells, np.int64)
+    for i in range(0, len(op_idx), KEY_BLOCK):   # per block: no per-launch key (nor its int64 copy)
+        key = text_of[ranges_of[op_idx[i:i + KEY_BLOCK]]]
+        key += np.multiply(group[i:i + KEY_BLOCK], nt + 1, dtype=np.int32)
+        cnt += np.bincount(key, minlength=cells)
+    cnt = cnt.reshape(n_groups, nt + 1)
     tot = cnt.sum(axis=1)
     cnt = cnt[:, :nt]
     best = cnt.argmax(axis=1) if nt else np.zeros(n_groups, np.int64)

@@ -128,6 +128,22 @@ class QueueStats:
                 "max_depth_graph_as_one": self.max_depth_graph_as_one, "graph_ops": self.graph_ops}
 
 
+def _step_sums(t: np.ndarray, v: np.ndarray, i0: int, i1: int, lo: int, hi: int, thresholds):
+    """Over the steps i0..i1-1 clipped to [lo, hi]: (the sum of value x ns, the highest value or 0,
+    {threshold: ns at or above it}), a block of STEP_BLOCK steps at a time. Integer sums: exact,
+    whatever the blocks (the float sum they replace was exact below 2^53)."""
+    weighted, top, above = 0, 0, dict.fromkeys(thresholds, 0)
+    for a in range(i0, i1, STEP_BLOCK):   # one iteration per block
+        b = min(a + STEP_BLOCK, i1)
+        dur = np.diff(np.clip(t[a:b + 1], lo, hi))
+        vv = v[a:b]
+        weighted += int(np.multiply(vv, dur, dtype=np.int64).sum())
+        top = max(top, int(vv.max()))
+        for th in above:   # each distinct threshold once (a list may repeat one)
+            above[th] += int(np.sum(dur, where=vv >= th))
+    return weighted, top, above
+
+
 def _stats(s: StreamSeries, lo: int | None, hi: int | None, thresholds) -> QueueStats | None:
     t, v = s.t, s.v
     if not len(t):
@@ -140,20 +156,18 @@ def _stats(s: StreamSeries, lo: int | None, hi: int | None, thresholds) -> Queue
     # steps clipped to [lo_t, hi_t]: value v[i] holds on [t[i], t[i+1])
     i0 = max(np.searchsorted(t, lo_t, side="right") - 1, 0)
     i1 = int(np.searchsorted(t, hi_t, side="left"))
-    if i1 > i0:   # durations of the steps t[i0..i1], the first and last clipped to [lo_t, hi_t]
-        dur = np.diff(t[i0:i1 + 1])
-        dur[0] -= lo_t - t[i0]
-        dur[-1] -= t[i1] - hi_t
-    else:
-        dur = np.array([hi_t - lo_t], np.int64)
-    vv = v[i0:i0 + len(dur)]
+    if i1 > i0:
+        weighted, top, above = _step_sums(t, v, i0, i1, lo_t, hi_t, thresholds)
+    else:   # one step holds the whole window
+        d, x = int(hi_t - lo_t), int(v[i0])
+        weighted, top, above = x * d, max(x, 0), {th: d if x >= th else 0 for th in thresholds}
     span = int(hi_t - lo_t)
-    mean = float(np.multiply(vv, dur, dtype=np.float64).sum() / span) if span > 0 else float(vv.max(initial=0))
+    mean = weighted / span if span > 0 else float(top)
     inside = v[np.searchsorted(t, lo_t, side="left"):np.searchsorted(t, hi_t, side="right")]
-    mx = int(max(vv.max(initial=0), inside.max(initial=0)))
+    mx = int(max(top, inside.max(initial=0)))
     return QueueStats(device_id=s.device, stream_id=s.stream, max_depth=mx, mean_depth=mean,
                       point_mean_depth=s.point_mean if whole else float(inside.mean()) if len(inside) else 0.0,
-                      span_ns=span, time_at_or_above_ns={th: int(np.sum(dur, where=vv >= th)) for th in thresholds},
+                      span_ns=span, time_at_or_above_ns=above,
                       max_depth_graph_as_one=s.max_graph_as_one, graph_ops=s.graph_ops)
 
 

@@ -12,6 +12,7 @@ from launchtui.analysis import iterations as itr
 from launchtui.analysis import idle_causes as ic
 from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses, Latency
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
+from launchtui.trace.arrays import nonzero_index
 
 UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launches is not steady state
 TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
@@ -174,7 +175,7 @@ def by_phase(trace, gaps: PhaseGaps, it: itr.Iterations, steady: np.ndarray, cal
     dry = (trace.ops.start[launched] - trace.api.end[a]) <= gaps.latency_ns + DRY_SLACK_NS
     del a
     # one array of both op sets, nothing else per op held while the phase keys (the peak) are built
-    ops = np.concatenate([ending, launched])
+    ops = np.concatenate([ending, launched], dtype=launched.dtype)   # op indices: they fit the narrow one
     n_ending = len(ending)
     del ending, launched
     gaps.ending = None     # the caller's reference goes too
@@ -209,7 +210,7 @@ def _steady_launched_ops(trace, calls: np.ndarray, it: itr.Iterations, steady: n
     ok[ok] = steady[k[ok]]
     mark = np.zeros(len(api) + 1, bool)
     mark[calls[ok]] = True
-    return np.flatnonzero(mark[ops.api])
+    return nonzero_index(mark[ops.api])   # int32 while it fits: by_phase's per-op arrays are its peak
 
 
 def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations, blocking: np.ndarray) -> np.ndarray:
