@@ -14,12 +14,11 @@ import numpy as np
 
 from launchtui.analysis import ceiling as ce
 from launchtui.analysis.backpressure import command_buffer_full_ids, first_ops
-from launchtui.analysis.exposed import device_ops
 from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
                                       time_at_or_above_with_backlog)
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import nonzero_index, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
@@ -35,7 +34,7 @@ def first_of_runs(a: np.ndarray):
     head = np.empty(len(a), bool)
     head[0] = True
     np.not_equal(a[1:], a[:-1], out=head[1:])
-    first = np.flatnonzero(head)
+    first = nonzero_index(head)
     return a[first], first
 
 
@@ -88,7 +87,9 @@ def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndar
     narrow = np.int32 if len(on) < 2**31 - 1 else np.int64
     pos = pos.astype(narrow, copy=False)
     n = len(a_u)
-    depth, k, dry = np.empty(n, np.int64), np.empty(n, narrow), np.empty(n, bool)
+    # a depth counts pending ops: fewer than the trace's ops, so 32 bits while those fit
+    depth = np.empty(n, np.int32 if len(ops) < 2**31 - 1 else np.int64)
+    k, dry = np.empty(n, narrow), np.empty(n, bool)
     # per call, a block of calls at a time: a block's temporaries, not the stream's (20M: the
     # report's peak, beside the record)
     for i in range(0, n, CALL_BLOCK):
@@ -120,8 +121,9 @@ def judge_scope(trace: Trace, calls: Calls, on: np.ndarray, scope: np.ndarray, s
     def normal() -> np.ndarray:
         m = calls.kernel & scope
         m[slow] = False
-        p = np.flatnonzero(m)
-        return p[::-(-len(p) // ce.BASELINE_CALLS)] if len(p) > ce.BASELINE_CALLS else p
+        p = nonzero_index(m)
+        del m   # a sample of the calls, not a view that holds every position
+        return p[::-(-len(p) // ce.BASELINE_CALLS)].copy() if len(p) > ce.BASELINE_CALLS else p
     return ce.find(calls.depth, slow[scope[slow]], cbf[scope[cbf]], normal, returns)
 
 
@@ -129,8 +131,7 @@ def streams_ops(trace: Trace, device: int, streams: list[int]) -> list[np.ndarra
     """Each stream's ops on the device, ascending (start order): the device's ops once, then each
     stream's by a compact code (no full-length mask per stream)."""
     ops = trace.ops
-    dev_ops = device_ops(trace, device)
-    dev_ops = dev_ops.astype(np.int32) if len(ops) < 2**31 - 1 else dev_ops   # held: half the bytes
+    dev_ops = nonzero_index(ops.device == device)   # device_ops, in 32 bits while they fit: held
     by_value, code = stream_codes(ops.stream[dev_ops])
     return [dev_ops[code == by_value[st]] if st in by_value else dev_ops[:0] for st in streams]
 
