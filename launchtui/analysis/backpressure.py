@@ -142,7 +142,7 @@ def _durations(api, rows: np.ndarray) -> np.ndarray:
     for i in range(0, len(rows), CALL_BLOCK):
         r = rows[i:i + CALL_BLOCK]
         d = api.end[r] - api.start[r]
-        if out.dtype == np.int32 and len(d) and (d.max() > np.iinfo(np.int32).max or d.min() < np.iinfo(np.int32).min):
+        if out.dtype == np.int32 and (d.max() > np.iinfo(np.int32).max or d.min() < np.iinfo(np.int32).min):
             out = out.astype(np.int64)
         out[i:i + CALL_BLOCK] = d
     return out

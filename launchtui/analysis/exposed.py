@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis import intervals as iv
+from launchtui.trace.arrays import index_type
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 GAP_BUCKETS_NS = (10_000, 100_000, 1_000_000)   # < 10 µs, 10-100 µs, 0.1-1 ms, >= 1 ms
@@ -123,7 +124,7 @@ def device_gaps(trace: Trace, device: int, lo: int, hi: int, calls: np.ndarray |
     keep = is_call[ops.api[on]]
     del is_call
     if heads is not None:   # per position in `on`: how many of the launched ops come before it
-        before = np.empty(len(keep) + 1, np.int32 if len(keep) < 2**31 - 1 else np.int64)
+        before = np.empty(len(keep) + 1, index_type(len(keep)))
         before[0] = 0
         np.cumsum(keep, out=before[1:])
     lk = on if keep.all() else on[keep]     # the device's ops launched by a launch-kind call

@@ -9,6 +9,7 @@ import numpy as np
 from launchtui.analysis.graphs_report import scope_integrity
 from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.sources import dominant_sites
+from launchtui.trace.arrays import index_type
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.order import string_ranks
@@ -34,7 +35,7 @@ def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray
     on = np.flatnonzero(ops.device == device)
     # each op's position in `calls` by a lookup table (the spare last slot answers unmatched ops' -1),
     # in 32 bits while it fits: one slot per API row (20M: the record's peak)
-    pos = np.full(len(api) + 1, -1, np.int32 if len(calls) < 2**31 - 1 else np.int64)
+    pos = np.full(len(api) + 1, -1, index_type(len(calls)))
     pos[calls] = np.arange(len(calls))
     at = pos[ops.api[on]]
     del pos

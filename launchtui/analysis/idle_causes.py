@@ -33,6 +33,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
+from launchtui.trace.arrays import index_type
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 
 CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
@@ -116,7 +117,7 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     st = trace.ops.start[on]
     on = _launch_order_within_ties(trace, on, st)
     # op indices in 32 bits while they fit: one per gap, held by GapCauses (20M: the record's peak)
-    out = np.full(len(g1), -1, np.int32 if len(trace.ops) < 2**31 - 1 else np.int64)
+    out = np.full(len(g1), -1, index_type(len(trace.ops)))
     for i in range(0, len(g1), HEAD_BLOCK):    # the search's positions a block of gaps long
         j = np.searchsorted(st, g1[i:i + HEAD_BLOCK], side="left")
         has = j < len(on)

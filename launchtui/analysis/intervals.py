@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.arrays import index_type
+
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint [s, e) covering the same time; touching intervals merge. Input already in
@@ -39,7 +41,7 @@ def union_heads(start: np.ndarray, end: np.ndarray, heads: bool = True):
     new[0] = True
     np.greater(start[1:], run_end[:-1], out=new[1:])
     if new.all():   # already disjoint (then run_end == end): the input as it is, no copies
-        return start, end, (np.arange(len(start), dtype=_index_type(len(start))) if exact and want else None)
+        return start, end, (np.arange(len(start), dtype=index_type(len(start))) if exact and want else None)
     heads = np.flatnonzero(new)
     del new
     starts = start[heads]
@@ -49,11 +51,6 @@ def union_heads(start: np.ndarray, end: np.ndarray, heads: bool = True):
     heads[:-1] -= 1
     heads[-1] = len(run_end) - 1
     return starts, run_end[heads], first
-
-
-def _index_type(n: int):
-    """int32 positions while they fit: half the memory of the 5M-op arrays (the record's peak)."""
-    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def complement(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:

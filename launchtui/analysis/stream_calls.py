@@ -18,7 +18,7 @@ from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
                                       time_at_or_above_with_backlog)
-from launchtui.trace.arrays import nonzero_index, unique_sorted
+from launchtui.trace.arrays import index_type, nonzero_index, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
@@ -84,11 +84,11 @@ def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndar
     del called, matched
     # positions and iterations in 32 bits while they fit: the stream's calls are held while it is
     # judged (20M: ~10M calls, the queue class's peak)
-    narrow = np.int32 if len(on) < 2**31 - 1 else np.int64
+    narrow = index_type(len(on))
     pos = pos.astype(narrow, copy=False)
     n = len(a_u)
     # a depth counts pending ops: fewer than the trace's ops, so 32 bits while those fit
-    depth = np.empty(n, np.int32 if len(ops) < 2**31 - 1 else np.int64)
+    depth = np.empty(n, index_type(len(ops)))
     k, dry = np.empty(n, narrow), np.empty(n, bool)
     # per call, a block of calls at a time: a block's temporaries, not the stream's (20M: the
     # report's peak, beside the record)

@@ -31,11 +31,17 @@ def keep_low(packed: np.ndarray) -> np.ndarray:
 NONZERO_BLOCK = 1 << 20   # mask elements read at a time by `nonzero_index`
 
 
+def index_type(n: int):
+    """The dtype of positions into n elements: int32 while they fit, half the memory of int64 for
+    the per-op and per-launch arrays the analyses hold (bench/MISSED.md)."""
+    return np.int32 if n < 2**31 - 1 else np.int64
+
+
 def nonzero_index(mask: np.ndarray) -> np.ndarray:
-    """np.flatnonzero(mask) in int32 while every position fits (else int64), a block at a time:
-    no int64 array as long as the hits, which per launch or per op is the largest temporary of
-    the stage that asks (20M: bench/MISSED.md)."""
-    idx_t = np.int32 if len(mask) <= 2**31 else np.int64
+    """np.flatnonzero(mask) in `index_type(len(mask))`, a block at a time: no int64 array as long
+    as the hits, which per launch or per op is the largest temporary of the stage that asks (20M:
+    bench/MISSED.md)."""
+    idx_t = index_type(len(mask))
     parts = [np.flatnonzero(mask[i:i + NONZERO_BLOCK]).astype(idx_t) + idx_t(i)
              for i in range(0, len(mask), NONZERO_BLOCK)]
     return np.concatenate(parts) if parts else np.zeros(0, idx_t)

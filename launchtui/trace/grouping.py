@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import index_type, unique_sorted
 
 DENSE_LIMIT = 1 << 24
 
@@ -14,7 +14,7 @@ def dense_groups(key: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.
     indices are int64, or with `narrow` int32 (there are fewer groups than 2^31 elements): for a
     caller that holds them per element and does no arithmetic on them that could pass 2^31."""
     key = np.asarray(key)
-    idx_t = np.int32 if narrow and len(key) < 2**31 else np.int64
+    idx_t = index_type(len(key)) if narrow else np.int64
     if len(key) == 0:
         return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, idx_t)
     lo, hi = int(key.min()), int(key.max())
