@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from launchtui.analysis import nvtx
-from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.trace.arrays import index_type, unique_rows, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import RANGE_PUSHPOP, Trace
 
@@ -130,14 +130,17 @@ def _keys(trace: Trace, table: np.ndarray, row: np.ndarray):
     used = np.zeros(len(table), bool)     # rows some op has: marked, not counted (bincount copies
     used[row] = True                      # `row` to int64, one more per-op array at the record's peak)
     present = np.flatnonzero(used & path)
+    # keys count distinct paths, at most the table's rows: 32 bits while they fit, as the per-op
+    # keys are the largest block at the record's peak (20M, by_phase: bench/MISSED.md)
+    key_type = index_type(len(table))
     if not len(present):
-        return np.full(len(row), -1, np.int64), []
+        return np.full(len(row), -1, key_type), []
     uniq, inv = unique_rows(table[present], return_inverse=True)
     parts = [[trace.strings[int(t)] for t in r if t >= 0] for r in uniq.tolist()]
     by_text = sorted(range(len(parts)), key=lambda i: (" > ".join(parts[i]), len(parts[i])))
-    rank = np.empty(len(parts), np.int64)
+    rank = np.empty(len(parts), key_type)
     rank[by_text] = np.arange(len(parts))
-    key_of = np.full(len(table), -1, np.int64)
+    key_of = np.full(len(table), -1, key_type)
     key_of[present] = rank[inv.reshape(-1)]
     texts = [" > ".join(parts[i]) for i in by_text]
     return key_of[row], texts
