@@ -8,7 +8,8 @@ never past 32 MiB. The analyses' temporaries are one or a few per event, made an
 and past some trace size every one of them is above 32 MiB: from there each costs fresh pages, and
 the run time grows faster than the event count (bench/MISSED.md, issue 24). On a VM that hands
 freed pages back to its host, a fresh page costs more again. The headless commands also keep every
-thread in one arena (`one_arena`), so that recycling reaches their worker threads' blocks too.
+thread in one arena (`one_arena`), so that recycling reaches their worker threads' blocks too, and
+recycle from the read's start where the reader's temporaries are columns (`recycle_while_reading`).
 Each function is a no-op off glibc.
 """
 from __future__ import annotations
@@ -75,19 +76,34 @@ def one_arena() -> bool:
 def recycle_large_blocks() -> bool:
     """The headless commands' policy once the model and its index are built: the main thread's
     large temporaries come from the heap and are reused there (no fresh pages), and up to
-    KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier: the model's
-    and index's long-lived columns, placed among the read's freed temporaries, would hold those
-    holes resident and raise the peak (bench/MISSED.md). Only from the main thread: a worker done
+    KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier, unless the
+    reader asks (`recycle_while_reading`): the model's and index's long-lived columns, placed among
+    a read's freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md). Only from the main thread: a worker done
     with its read first (`diff` reads two traces at once) must not switch the policy under the
     other's read; the caller sets it once all are read. True when applied (glibc, main thread)."""
     global _recycling
     libc = _main_thread_libc()
     if libc is None:
         return False
+    if _recycling:   # once per command: the read may have asked first (`recycle_while_reading`)
+        return True
     libc.mallopt(M_MMAP_THRESHOLD, RECYCLE_BELOW)
     libc.mallopt(M_TRIM_THRESHOLD, KEEP_FREE_TOP)
     _recycling = True
     return True
+
+
+def recycle_while_reading() -> bool:
+    """`recycle_large_blocks` from the start of a read whose reader asks for it
+    (`registry.Reader.recycles_while_reading`): the SQLite column readers, whose temporaries are
+    column-sized arrays made and freed while they read (the scans' int64 columns before they
+    narrow, the time-order permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB
+    of fresh pages for a 2.1 GiB model; recycled, the index and the analyses reuse what the read
+    freed, with the same peak (bench/MISSED.md). Not a reader that holds one large buffer for the
+    whole file (the Kineto JSON text): freed under the model's columns, it stays a resident hole.
+    Only inside a headless command (`one_arena` in force: never the notebook API's process nor
+    the TUI's) and from its main thread. True when applied."""
+    return _one_arena and recycle_large_blocks()
 
 
 def default_large_blocks() -> None:

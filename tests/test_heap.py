@@ -1,6 +1,6 @@
 """The allocator policy of the headless commands (launchtui/heap.py): one arena from the command's
-start, large blocks recycled for the analyses once the model and index are built, both put back
-when the command ends, never set by the notebook API nor the TUI."""
+start, large blocks recycled from the read's start where the reader asks (Nsight's SQLite columns),
+else once the model and index are built, both put back when the command ends, never set by the notebook API nor the TUI."""
 from __future__ import annotations
 
 import pytest
@@ -39,22 +39,47 @@ SET = ARENA + [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 256 << 
 RESTORED = ARENA_BACK + [(heap.M_MMAP_THRESHOLD, 32 << 20), (heap.M_TRIM_THRESHOLD, 64 << 20), ("trim", 0)]
 
 
-def test_report_runs_its_analyses_with_recycled_blocks_and_puts_glibc_back(libc, monkeypatch, capsys):
-    """Every stage runs with one arena; the read and the index under glibc's own block policy,
-    the report and the record under the recycling one; when `main` returns the process is as it was."""
+def _stages_seen(monkeypatch) -> dict:
+    """(one arena, recycling) as each stage began: the reader's read, the index, the report, the record."""
     import launchtui.analysis.index as index
     import launchtui.analysis.record as record
     import launchtui.analysis.report as report
+    from launchtui.trace import registry
     seen = {}
+    real_read = registry.Reader.read
+
+    def read(self, *a, **k):
+        seen["read"] = (heap.single_arena(), heap.recycling())
+        return real_read(self, *a, **k)
+    monkeypatch.setattr(registry.Reader, "read", read)
     for mod, name in ((index, "trace_index"), (report, "build_report"), (record, "record_and_stalls")):
         def spy(*a, _f=getattr(mod, name), _n=name, **k):
             seen[_n] = (heap.single_arena(), heap.recycling())
             return _f(*a, **k)
         monkeypatch.setattr(mod, name, spy)
-    assert main(["report", str(DEMO), "--json", "--no-cache"]) == 0
+    return seen
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_report_recycles_from_the_read_where_the_reader_asks_and_puts_glibc_back(fmt, libc, monkeypatch,
+                                                                                 capsys, tmp_path):
+    """Every stage runs with one arena. An Nsight export's reader asks for recycled blocks from its
+    read on (its temporaries are columns); the Kineto reader holds the whole JSON text while it
+    decodes, and recycled that one block would stay a resident hole under the model, so its read
+    and index run under glibc's policy and the analyses recycle. When `main` returns the process
+    is as it was."""
+    if fmt == "nsys":
+        path = DEMO
+    else:
+        from fixtures import synth
+        path = synth.write_kineto_json(synth.simulate(), tmp_path / "t.json")
+    seen = _stages_seen(monkeypatch)
+    assert main(["report", str(path), "--json", "--no-cache"]) == 0
     assert '"record"' in capsys.readouterr().out
-    assert seen == {"trace_index": (True, False), "build_report": (True, True), "record_and_stalls": (True, True)}
-    assert libc.calls == SET + RESTORED
+    early = fmt == "nsys"
+    assert seen == {"read": (True, early), "trace_index": (True, early), "build_report": (True, True),
+                    "record_and_stalls": (True, True)}
+    assert libc.calls == SET + RESTORED   # once per command, however many ask
     assert not heap.recycling() and not heap.single_arena()
 
 
@@ -86,8 +111,9 @@ def test_an_error_after_the_open_still_puts_glibc_back(libc, monkeypatch, capsys
 
 
 def test_the_notebook_api_never_touches_the_users_process(libc):
+    """Not even where the reader asks for recycling (the Nsight export read here, uncached)."""
     import launchtui
-    t = launchtui.open(DEMO)
+    t = launchtui.open(DEMO, use_cache=False)
     assert len(t.kernels()) > 0 and t.record()["iterations"]
     assert libc.calls == [] and not heap.recycling()
 
@@ -95,6 +121,7 @@ def test_the_notebook_api_never_touches_the_users_process(libc):
 def test_off_glibc_every_policy_is_a_no_op(monkeypatch):
     monkeypatch.setattr(heap, "_libc", lambda: None)
     assert heap.recycle_large_blocks() is False and not heap.recycling()
+    assert heap.recycle_while_reading() is False and not heap.recycling()
     assert heap.one_arena() is False and not heap.single_arena()
     heap.default_large_blocks()
     heap.fixed_mmap_threshold()
@@ -129,6 +156,9 @@ def test_diff_reads_both_traces_then_recycles_for_its_analyses(libc, monkeypatch
         seen.append(heap.recycling())
         return real(*a, **k)
     monkeypatch.setattr(diff_inputs, "diff_document", spy)
+    reads = _stages_seen(monkeypatch)
     assert main(["diff", str(DEMO), str(DEMO), "--json", "--no-cache"]) == 0
     assert '"verdict"' in capsys.readouterr().out
+    # the readers ask from worker threads, which never switch the policy: one arena, no recycling
+    assert reads["read"] == (True, False)
     assert seen == [True] and libc.calls == SET + RESTORED and not heap.recycling()

@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+from launchtui import heap
 from launchtui.errors import TraceError, memory_message
 from launchtui.trace import registry, sqlite_probe
 from launchtui.trace.model import SourceInfo, Trace
@@ -118,7 +119,7 @@ def _read(path: Path, st: os.stat_result, kind: str, progress, chosen: list) -> 
             reader = sqlite_probe.reader_of(plain, shown=path)
             chosen.append(reader)
             try:
-                trace = reader.read(plain, src, progress)
+                trace = _read_with(reader, plain, src, progress)
             except TraceError as e:   # about the private copy: name the user's file
                 raise TraceError(path, e.problem) if e.path == str(plain) else e from None
         trace.source.extra["container"] = "gzip (read from a private decompressed copy)"
@@ -130,6 +131,14 @@ def _read(path: Path, st: os.stat_result, kind: str, progress, chosen: list) -> 
     else:
         raise TraceError(path, registry.UNSUPPORTED)
     chosen.append(reader)
+    return _read_with(reader, path, src, progress)
+
+
+def _read_with(reader: registry.Reader, path: Path, src, progress) -> Trace:
+    """`reader.read`, with large blocks recycled from its start where it asks (a no-op outside a
+    headless command's main thread: heap.recycle_while_reading)."""
+    if reader.recycles_while_reading:
+        heap.recycle_while_reading()
     return reader.read(path, src, progress)
 
 

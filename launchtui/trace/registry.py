@@ -70,6 +70,9 @@ class Reader:
     recognise: Callable[[Schema], bool] | None = None   # SQLite: does the schema belong to it
     not_this: str = ""   # SQLite: what is missing when it does not
     peak_per_byte: float = 1.0   # peak memory per byte of input (per uncompressed byte for gzip)
+    # its temporaries are column-sized arrays, made and freed while it reads: a headless command
+    # recycles large blocks from its start (heap.recycle_while_reading; bench/MISSED.md)
+    recycles_while_reading: bool = False
     pid_shift: int = 0   # process key -> OS pid: (key >> shift) & mask; mask -1 keeps the key
     pid_mask: int = -1
 
@@ -105,7 +108,7 @@ NSIGHT = Reader("nsys-sqlite", "Nsight Systems", SQLITE, "launchtui.trace.nsys_s
                 frozenset({FACT_CPU_SAMPLING, FACT_CALL_STACKS, FACT_COMMAND_BUFFER_FULL, FACT_RANGES,
                            FACT_CALL_NUMBERING}),
                 _is_nsight, "not an Nsight Systems export (no StringIds, CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
-                peak_per_byte=1.0, pid_shift=24, pid_mask=0xFFFFFF)
+                peak_per_byte=1.0, pid_shift=24, pid_mask=0xFFFFFF, recycles_while_reading=True)
 ROCPD = Reader("rocpd-sqlite", "rocprofv3 rocpd", SQLITE, "launchtui.trace.rocpd:read_rocpd",
                frozenset({FACT_RANGES, FACT_CALL_NUMBERING}), _is_rocpd,
                "not a rocprofv3 rocpd database (no rocpd_event with rocpd_region or rocpd_kernel_dispatch)",
