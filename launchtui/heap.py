@@ -78,9 +78,10 @@ def recycle_large_blocks() -> bool:
     large temporaries come from the heap and are reused there (no fresh pages), and up to
     KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier, unless the
     reader asks (`recycle_while_reading`): the model's and index's long-lived columns, placed among
-    a read's freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md). Only from the main thread: a worker done
-    with its read first (`diff` reads two traces at once) must not switch the policy under the
-    other's read; the caller sets it once all are read. True when applied (glibc, main thread)."""
+    a read's freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md).
+    Only from the main thread: a worker done with its read first (`diff` reads two traces at once)
+    must not switch the policy under the other's read; the caller sets it once all are read. Once
+    per command. True when applied (glibc, main thread)."""
     global _recycling
     libc = _main_thread_libc()
     if libc is None:
@@ -95,9 +96,9 @@ def recycle_large_blocks() -> bool:
 
 def recycle_while_reading() -> bool:
     """`recycle_large_blocks` from the start of a read whose reader asks for it
-    (`registry.Reader.recycles_while_reading`): the SQLite column readers, whose temporaries are
-    column-sized arrays made and freed while they read (the scans' int64 columns before they
-    narrow, the time-order permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB
+    (`registry.Reader.recycles_while_reading`): Nsight's, whose temporaries are column-sized arrays
+    made and freed while it reads (the scans' int64 columns before they narrow, the time-order
+    permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB
     of fresh pages for a 2.1 GiB model; recycled, the index and the analyses reuse what the read
     freed, with the same peak (bench/MISSED.md). Not a reader that holds one large buffer for the
     whole file (the Kineto JSON text): freed under the model's columns, it stays a resident hole.

@@ -1,6 +1,7 @@
 """The allocator policy of the headless commands (launchtui/heap.py): one arena from the command's
 start, large blocks recycled from the read's start where the reader asks (Nsight's SQLite columns),
-else once the model and index are built, both put back when the command ends, never set by the notebook API nor the TUI."""
+else once the model and index are built; both put back when the command ends, never set by the
+notebook API nor the TUI."""
 from __future__ import annotations
 
 import pytest
