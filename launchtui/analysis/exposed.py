@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis import intervals as iv
-from launchtui.trace.arrays import index_type
+from launchtui.trace.arrays import index_type, nonzero_index
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 GAP_BUCKETS_NS = (10_000, 100_000, 1_000_000)   # < 10 µs, 10-100 µs, 0.1-1 ms, >= 1 ms
@@ -35,10 +35,12 @@ def launch_devices(trace: Trace, devices=None) -> dict[int, np.ndarray]:
     return dict(sorted(out.items(), key=lambda x: (-len(x[1]), x[0])))
 
 
-def device_ops(trace: Trace, device: int) -> np.ndarray:
+def device_ops(trace: Trace, device: int, narrow: bool = False) -> np.ndarray:
     """The device's GPU ops as ascending indices: the record gathers its columns by index, not by a
-    full-length mask: an index gather costs a fraction of a masked one."""
-    return np.flatnonzero(trace.ops.device == device)
+    full-length mask: an index gather costs a fraction of a masked one. `narrow`: in 32 bits while
+    they fit (arrays.nonzero_index), for a caller that holds them."""
+    mask = trace.ops.device == device
+    return nonzero_index(mask) if narrow else np.flatnonzero(mask)
 
 
 def device_launch_calls(trace: Trace, device: int, ops_on: np.ndarray | None = None) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from launchtui.analysis import ceiling as ce
 from launchtui.analysis.backpressure import command_buffer_full_ids, first_ops
+from launchtui.analysis.exposed import device_ops
 from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.queue import (backlog_pending, backlog_starts, depth_before_launch, stream_series,
@@ -122,7 +123,8 @@ def judge_scope(trace: Trace, calls: Calls, on: np.ndarray, scope: np.ndarray, s
         m = calls.kernel & scope
         m[slow] = False
         p = nonzero_index(m)
-        del m   # a sample of the calls, not a view that holds every position
+        del m
+        # a copy of the sample: a strided view would hold every position
         return p[::-(-len(p) // ce.BASELINE_CALLS)].copy() if len(p) > ce.BASELINE_CALLS else p
     return ce.find(calls.depth, slow[scope[slow]], cbf[scope[cbf]], normal, returns)
 
@@ -131,7 +133,7 @@ def streams_ops(trace: Trace, device: int, streams: list[int]) -> list[np.ndarra
     """Each stream's ops on the device, ascending (start order): the device's ops once, then each
     stream's by a compact code (no full-length mask per stream)."""
     ops = trace.ops
-    dev_ops = nonzero_index(ops.device == device)   # device_ops, in 32 bits while they fit: held
+    dev_ops = device_ops(trace, device, narrow=True)   # held: half the bytes
     by_value, code = stream_codes(ops.stream[dev_ops])
     return [dev_ops[code == by_value[st]] if st in by_value else dev_ops[:0] for st in streams]
 

@@ -38,13 +38,18 @@ def index_type(n: int):
 
 
 def nonzero_index(mask: np.ndarray) -> np.ndarray:
-    """np.flatnonzero(mask) in `index_type(len(mask))`, a block at a time: no int64 array as long
-    as the hits, which per launch or per op is the largest temporary of the stage that asks (20M:
-    bench/MISSED.md)."""
-    idx_t = index_type(len(mask))
-    parts = [np.flatnonzero(mask[i:i + NONZERO_BLOCK]).astype(idx_t) + idx_t(i)
-             for i in range(0, len(mask), NONZERO_BLOCK)]
-    return np.concatenate(parts) if parts else np.zeros(0, idx_t)
+    """np.flatnonzero(mask) in `index_type(len(mask))`: counted, then filled a block at a time, so
+    nothing but the result is as long as the hits (per launch or per op, the largest array of the
+    stage that asks: 20M, bench/MISSED.md)."""
+    out = np.empty(int(np.count_nonzero(mask)), index_type(len(mask)))
+    at = 0
+    for i in range(0, len(mask), NONZERO_BLOCK):
+        hits = np.flatnonzero(mask[i:i + NONZERO_BLOCK])
+        part = out[at:at + len(hits)]
+        part[:] = hits
+        part += i
+        at += len(hits)
+    return out
 
 
 def unique_sorted(a, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False):
