@@ -21,7 +21,11 @@ M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
 DYNAMIC_MAX = 32 << 20      # glibc's own ceiling for its adaptive threshold (64-bit)
 RECYCLE_BELOW = 1 << 30     # once recycling: blocks up to 1 GiB come from the heap, reused
-KEEP_FREE_TOP = 256 << 20   # free memory kept at the heap's top for the next block, past it returned
+# free memory kept at the heap's top for the next block, past it returned: up to a recycled block's
+# size, so two stages that grow the heap at once (the staggered record beside the report) hand back
+# no pages the next stage faults in again. Trimming returns only the top's pages and never moves a
+# block, so where blocks go, and the heap's high-water, are the same whatever this is.
+KEEP_FREE_TOP = RECYCLE_BELOW
 
 _recycling = False
 _one_arena = False

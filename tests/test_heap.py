@@ -36,7 +36,7 @@ def libc(monkeypatch):
 
 ARENA = [(heap.M_ARENA_MAX, 1)]
 ARENA_BACK = [(heap.M_ARENA_MAX, 8 * usable_cpus())]
-SET = ARENA + [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 256 << 20)]
+SET = ARENA + [(heap.M_MMAP_THRESHOLD, 1 << 30), (heap.M_TRIM_THRESHOLD, 1 << 30)]
 RESTORED = ARENA_BACK + [(heap.M_MMAP_THRESHOLD, 32 << 20), (heap.M_TRIM_THRESHOLD, 64 << 20), ("trim", 0)]
 
 
