@@ -10,7 +10,8 @@ so results never depend on whether one was passed.
 
 A command with a second CPU may also lend the record a helper lane (`lend_lane`, `defer`): parts
 of the record that are pure and independent compute on it beside the record's own thread
-(definitions.md §9: the same document whoever computes them).
+(definitions.md §9: the same document whoever computes them). For a large trace it also relays
+the report and the record (`stagger`): their heavy stages take turns, so their transients never meet.
 """
 from __future__ import annotations
 
