@@ -102,12 +102,12 @@ def recycle_while_reading() -> bool:
     """`recycle_large_blocks` from the start of a read whose reader asks for it
     (`registry.Reader.recycles_while_reading`): Nsight's, whose temporaries are column-sized arrays
     made and freed while it reads (the scans' int64 columns before they narrow, the time-order
-    permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB
-    of fresh pages for a 2.1 GiB model; recycled, the index and the analyses reuse what the read
-    freed, with the same peak (bench/MISSED.md). Not a reader that holds one large buffer for the
-    whole file (the Kineto JSON text): freed under the model's columns, it stays a resident hole.
-    Only inside a headless command (`one_arena` in force: never the notebook API's process nor
-    the TUI's) and from its main thread. True when applied."""
+    permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB of fresh pages for a
+    2.1 GiB model; recycled, the index and the analyses reuse what the read freed, with the same
+    peak (bench/MISSED.md). Not a reader that holds one large buffer for the whole file (the
+    Kineto JSON text): freed under the model's columns, it stays a resident hole. Only inside a
+    headless command (`one_arena` in force: never the notebook API's process nor the TUI's) and
+    from its main thread. True when applied."""
     return _one_arena and recycle_large_blocks()
 
 
