@@ -447,8 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         ranks = _ranks_command(cmd, argv)
         if ranks:
             return _ranks_main(*ranks)
-        if cmd != "tui":   # before the command's threads allocate (the TUI keeps its own policy)
-            heap.one_arena()
+        heap.one_arena()   # before the command's threads allocate (the TUI's load worker takes it over)
         from launchtui.session import cached_output
         return cached_output(cmd, parsers[cmd].parse_args(rest), handler, _emit)
     return _guard(run)

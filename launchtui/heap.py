@@ -7,10 +7,12 @@ is pages the kernel must fault in and zero. The threshold adapts as large blocks
 never past 32 MiB. The analyses' temporaries are one or a few per event, made and freed many times,
 and past some trace size every one of them is above 32 MiB: from there each costs fresh pages, and
 the run time grows faster than the event count (bench/MISSED.md, issue 24). On a VM that hands
-freed pages back to its host, a fresh page costs more again. The headless commands also keep every
-thread in one arena (`one_arena`), so that recycling reaches their worker threads' blocks too, and
-recycle from the read's start where the reader's temporaries are columns (`recycle_while_reading`).
-Each function is a no-op off glibc.
+freed pages back to its host, a fresh page costs more again. Every command, the TUI too, keeps
+every thread in one arena (`one_arena`), so that recycling reaches its worker threads' blocks, and
+recycles from the read's start where the reader's temporaries are columns (`recycle_while_reading`),
+else once the trace is read. The TUI reads in a worker, which takes the policy over (`take_policy`),
+and gives the free memory back once its first fill is done (`release_free`). Each function is a
+no-op off glibc.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ KEEP_FREE_TOP = RECYCLE_BELOW
 
 _recycling = False
 _one_arena = False
+_owner = None        # the thread that may switch the policy; None: the main thread
 
 
 def _libc():
@@ -42,34 +45,27 @@ def _libc():
         return None
 
 
-def _main_thread_libc():
-    """glibc, when called from the main thread: a process-wide policy is the command's to set,
-    never a worker's (`diff`'s first reader done must not switch it under the other)."""
+def _owner_libc():
+    """glibc, when called from the thread that owns the command's policy: the main thread, or the
+    TUI's load worker once it took it (`take_policy`). A process-wide policy is the command's to
+    set, never another worker's (`diff`'s first reader done must not switch it under the other)."""
     import threading
-    return _libc() if threading.current_thread() is threading.main_thread() else None
-
-
-def fixed_mmap_threshold(size: int = 8 << 20) -> None:
-    """The TUI's policy. glibc raises its mmap threshold (up to 32 MiB) whenever a large block is
-    freed; after that the analyses' big temporaries come from the heap of each worker thread's arena
-    and stay resident once freed, per thread. A fixed threshold keeps every large array mapped, and
-    unmapped on free, which lowers the TUI's peak RSS; 8 MiB, as a lower one saves little and adds
-    page faults. Process-wide."""
-    libc = _libc()
-    if libc is not None:
-        libc.mallopt(M_MMAP_THRESHOLD, size)
+    me = threading.current_thread()
+    owner = _owner if _owner is not None else threading.main_thread()
+    return _libc() if me is owner else None
 
 
 def one_arena() -> bool:
-    """The headless commands' policy from their start: every thread allocates from glibc's main
-    arena. glibc gives a thread that allocates while another holds the main arena an arena of its
+    """Every command's policy from its start, the TUI's too: every thread allocates from glibc's
+    main arena. glibc gives a thread that allocates while another holds the main arena an arena of its
     own, and `recycle_large_blocks` reaches only the main one: the record's thread, the helper lane
     and the index's second thread freed and refaulted their temporaries in arenas of their own,
     and how much such an arena kept changed with a block's size (32-bit launch calls raised a 5M
     report's peak by ~100 MiB, bench/MISSED.md). Set before the command's own threads allocate:
-    glibc picks an arena for a thread at its first allocation. Main thread only; True when applied."""
+    glibc picks an arena for a thread at its first allocation. Main thread only (the policy's first
+    owner); True when applied."""
     global _one_arena
-    libc = _main_thread_libc()
+    libc = _owner_libc()
     if libc is None:
         return False
     libc.mallopt(M_ARENA_MAX, 1)
@@ -78,16 +74,15 @@ def one_arena() -> bool:
 
 
 def recycle_large_blocks() -> bool:
-    """The headless commands' policy once the model and its index are built: the main thread's
-    large temporaries come from the heap and are reused there (no fresh pages), and up to
+    """A command's policy once the model and its index are built: its large temporaries come from the heap and are reused there (no fresh pages), and up to
     KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier, unless the
     reader asks (`recycle_while_reading`): the model's and index's long-lived columns, placed among
     a read's freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md).
-    Only from the main thread: a worker done with its read first (`diff` reads two traces at once)
-    must not switch the policy under the other's read; the caller sets it once all are read. Once
-    per command. True when applied (glibc, main thread)."""
+    Only from the policy's owner (`_owner_libc`): a worker done with its read first (`diff` reads
+    two traces at once) must not switch the policy under the other's read; the caller sets it once
+    all are read. Once per command. True when applied (glibc, the owner)."""
     global _recycling
-    libc = _main_thread_libc()
+    libc = _owner_libc()
     if libc is None:
         return False
     if _recycling:   # once per command: the read may have asked first (`recycle_while_reading`)
@@ -105,10 +100,35 @@ def recycle_while_reading() -> bool:
     permutations). Mapped one by one, a 20M-kernel read faulted ~3.9 GiB of fresh pages for a
     2.1 GiB model; recycled, the index and the analyses reuse what the read freed, with the same
     peak (bench/MISSED.md). Not a reader that holds one large buffer for the whole file (the
-    Kineto JSON text): freed under the model's columns, it stays a resident hole. Only inside a
-    headless command (`one_arena` in force: never the notebook API's process nor the TUI's) and
-    from its main thread. True when applied."""
+    Kineto JSON text): freed under the model's columns, it stays a resident hole (2M Kineto events
+    in the TUI: 1,419 against 1,290 MiB). Only inside a command (`one_arena` in force: never the
+    notebook API's process) and from the policy's owner. True when applied."""
     return _one_arena and recycle_large_blocks()
+
+
+def take_policy() -> bool:
+    """The TUI's load worker takes the policy over from the main thread: the TUI reads in that
+    worker, which may then recycle from the read's start where the reader asks, or once the trace
+    is read, as a headless command's main thread does. Only inside a command (`one_arena` in
+    force: never the notebook API's process nor the tests'). True when taken."""
+    global _owner
+    import threading
+    if not _one_arena:
+        return False
+    _owner = threading.current_thread()
+    return True
+
+
+def release_free() -> bool:
+    """Return the heap's free pages to the system, wherever they lie (glibc's `malloc_trim(0)`):
+    the TUI, once its first fill is done, as it may then sit idle for hours with the fill's
+    temporaries freed but resident. Only while recycling (never the notebook API's process).
+    True when done."""
+    libc = _libc() if _recycling else None
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
 
 
 def default_large_blocks() -> None:
@@ -116,7 +136,7 @@ def default_large_blocks() -> None:
     own arena limit (8 per CPU on 64 bits) and the heap's free pages returned, so a command run
     in-process (the tests, a script) leaves the process as it found it; threads started meanwhile
     keep the arena they have."""
-    global _recycling, _one_arena
+    global _recycling, _one_arena, _owner
     libc = _libc() if _recycling or _one_arena else None
     if libc is not None and _one_arena:
         libc.mallopt(M_ARENA_MAX, 8 * usable_cpus())
@@ -125,6 +145,7 @@ def default_large_blocks() -> None:
         libc.mallopt(M_TRIM_THRESHOLD, 2 * DYNAMIC_MAX)
         libc.malloc_trim(0)
     _recycling = _one_arena = False
+    _owner = None
 
 
 def recycling() -> bool:

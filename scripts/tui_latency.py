@@ -69,6 +69,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
     from textual import events
     from textual.app import App
 
+    from launchtui import heap
     from launchtui.tui.app import LaunchApp
 
     frames: list[float] = []
@@ -82,6 +83,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
         return orig_display(self, screen, renderable)
 
     App._display = display
+    heap.one_arena()   # glibc's policy as `launchtui TRACE` sets it (cli.main); the app's load worker takes it over
     args = SimpleNamespace(trace=path, trim=None, device="all", nvtx=None, no_cache=no_cache)
     app = LaunchApp(args)
     out: dict = {"trace": path, "size": f"{size[0]}x{size[1]}"}
@@ -115,6 +117,8 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
                 key_n += 1
                 next_key = time.perf_counter() + 0.3
             await asyncio.sleep(0.005)
+        if app.error_message:   # the load failed before any worker ran: no frame is coming
+            raise SystemExit(f"launchtui: {app.error_message}")
         n0 = len(frames)
         while len(frames) == n0:
             await asyncio.sleep(0.001)

@@ -1,7 +1,7 @@
-"""The allocator policy of the headless commands (launchtui/heap.py): one arena from the command's
-start, large blocks recycled from the read's start where the reader asks (Nsight's SQLite columns),
-else once the model and index are built; both put back when the command ends, never set by the
-notebook API nor the TUI."""
+"""The allocator policy of launchtui's commands (launchtui/heap.py): one arena from the command's
+start; for the headless commands, large blocks recycled from the read's start where the reader asks
+(Nsight's SQLite columns), else once the model and index are built, the TUI in its load worker.
+Put back when the command ends, and never set by the notebook API."""
 from __future__ import annotations
 
 import pytest
@@ -92,13 +92,82 @@ def test_a_file_that_fails_to_open_puts_the_arena_limit_back(libc, tmp_path, cap
     assert libc.calls == ARENA + ARENA_BACK and not heap.recycling() and not heap.single_arena()
 
 
-def test_the_tui_keeps_its_own_policy(libc, monkeypatch):
-    """The TUI is not a headless command: no arena limit (its blocks are mapped, tui/app.py)."""
+def test_the_tui_starts_in_one_arena_and_puts_glibc_back(libc, monkeypatch):
+    """Before its app starts, the TUI holds one arena and no recycling: its load worker takes the
+    policy over (tested below); when `main` returns the process is as it was."""
     import launchtui.tui.app as app
     seen = []
-    monkeypatch.setattr(app, "run_app", lambda args: seen.append(heap.single_arena()) or 0)
+    monkeypatch.setattr(app, "run_app", lambda args: seen.append((heap.single_arena(), heap.recycling())) or 0)
     assert main([str(DEMO)]) == 0
-    assert seen == [False] and libc.calls == []
+    assert seen == [(True, False)] and libc.calls == ARENA + ARENA_BACK
+    assert not heap.recycling() and not heap.single_arena()
+
+
+@pytest.mark.tui
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_the_tuis_load_worker_recycles_as_a_headless_command_does(fmt, libc, monkeypatch, tmp_path):
+    """The TUI reads in a worker that takes the policy over: an Nsight export recycles from its read,
+    a Kineto trace once read and indexed; the free memory goes back once the first fill is done."""
+    from tui_helpers import make_app, run, wait_ready
+    if fmt == "nsys":
+        path = DEMO
+    else:
+        from fixtures import synth
+        path = synth.write_kineto_json(synth.simulate(), tmp_path / "t.json")
+    seen = _stages_seen(monkeypatch)
+    assert heap.one_arena()          # as cli.main does
+    app = make_app(path)
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(app, pilot)
+            assert app.main.fill.complete
+    try:
+        run(go())
+    finally:
+        heap.default_large_blocks()
+    early = fmt == "nsys"
+    assert seen["read"] == (True, early) and seen["trace_index"] == (True, early)
+    assert libc.calls == SET + [("trim", 0)] + RESTORED
+
+
+def test_free_memory_goes_back_only_while_recycling(libc):
+    """`release_free` (the TUI's, once its first fill is done) never touches a process whose
+    policy launchtui did not set: the notebook API's, the tests'."""
+    assert heap.release_free() is False and libc.calls == []
+    assert heap.one_arena() and heap.recycle_large_blocks()
+    assert heap.release_free() is True and libc.calls == SET + [("trim", 0)]
+    heap.default_large_blocks()
+    assert libc.calls[len(SET) + 1:] == RESTORED and heap.release_free() is False
+
+
+def test_a_worker_that_took_the_policy_switches_it_and_no_other_thread_does(libc):
+    """The TUI's load worker takes the policy over inside a command only; from then on it, not
+    the main thread, recycles; the command's end gives it back to the main thread."""
+    import threading
+
+    def in_thread(f):
+        out = []
+        t = threading.Thread(target=lambda: out.append(f()))
+        t.start()
+        t.join()
+        return out[0]
+    assert in_thread(heap.take_policy) is False           # no command: nothing to take
+    assert heap.one_arena()
+    got = []
+
+    def worker():
+        got.append(heap.take_policy())
+        got.append(in_thread(heap.recycle_large_blocks))   # its own helpers may not
+        got.append(heap.recycling())
+        got.append(heap.recycle_while_reading())
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert got == [True, False, False, True] and heap.recycling() and libc.calls == SET
+    heap.default_large_blocks()
+    assert heap.one_arena() and heap.recycle_large_blocks()   # the main thread's again
+    heap.default_large_blocks()
 
 
 def test_an_error_after_the_open_still_puts_glibc_back(libc, monkeypatch, capsys):
@@ -124,8 +193,8 @@ def test_off_glibc_every_policy_is_a_no_op(monkeypatch):
     assert heap.recycle_large_blocks() is False and not heap.recycling()
     assert heap.recycle_while_reading() is False and not heap.recycling()
     assert heap.one_arena() is False and not heap.single_arena()
+    assert heap.take_policy() is False and heap.release_free() is False
     heap.default_large_blocks()
-    heap.fixed_mmap_threshold()
 
 
 def test_on_this_glibc_the_policy_applies_and_reverts():

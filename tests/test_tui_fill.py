@@ -44,8 +44,12 @@ def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
         assert release.wait(30), "the test never released the record"
         return real(*a, **kw)
     monkeypatch.setattr(verdict_panel, "compute", held)
+    from launchtui import heap
+    released = []      # the stages landed each time the heap's free memory was given back
+    monkeypatch.setattr(heap, "release_free", lambda: released.append(list(app.main.fill.landed)) or True)
 
     async def go():
+        nonlocal app
         app = make_app(synth)       # read from the file, nothing cached (no_cache)
         async with app.run_test(size=(120, 40)) as pilot:
             await _until(pilot, lambda: app.main is not None and app.main.is_mounted
@@ -67,13 +71,16 @@ def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
             await pilot.press("l")
             await pilot.press("plus")
             assert tl.view.cursor > cursor and tl.view.ns_per_col < ns
-            assert scr.verdict.result is None
+            assert scr.verdict.result is None and released == []
             release.set()
             await wait_ready(app, pilot)
             assert scr.fill.landed == ["lanes", "rows", "record", "phases", "idle"]
             assert scr.fill.complete and scr.fill.line.has_class("-done") and str(scr.fill.line.render()) == ""
             assert scr.verdict.result.doc == whole.doc
             assert scr.table.rows == rows
+            # the fill's temporaries are done: the free memory went back once, as the last stage landed
+            assert released == [["lanes", "rows", "record", "phases", "idle"]]
+    app = None
     try:
         run(go())
     finally:
@@ -88,3 +95,4 @@ def test_progress_line_text():
     for key, _ in STAGES[1:]:
         f.land(key)
     assert f.complete and f.share == 1.0 and f.text() == ""
+

@@ -8,7 +8,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from launchtui import heap
 from launchtui.trace import cache
 from launchtui.result_cache import mapped_path
 from launchtui.tui.loader import load, store_lanes
@@ -113,30 +112,6 @@ def test_a_cold_open_swaps_in_the_mapped_lanes(synth, tmp_path):
     _side(model_entry(synth)).unlink()        # the model cached, the lanes not
     before, after, same, owned = run(go())                   # built, stored after the view, swapped
     assert before == after and same and not owned
-
-
-@pytest.mark.tui
-def test_the_app_fixes_glibcs_mmap_threshold(monkeypatch):
-    """Large temporaries freed by the workers must go back to the system (cold TUI peak at 5M)."""
-    import ctypes
-
-    from launchtui.tui import app as app_mod
-    calls = []
-
-    class Libc:
-        def mallopt(self, param, value):
-            calls.append((param, value))
-
-        def malloc_trim(self, pad):
-            calls.append(("trim", pad))
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
-    app_mod.LaunchApp(tui_args("x.sqlite"))
-    assert calls == [(-3, 8 << 20)]           # M_MMAP_THRESHOLD, fixed
-
-    def absent(name):
-        raise OSError("no libc")
-    monkeypatch.setattr(ctypes, "CDLL", absent)
-    heap.fixed_mmap_threshold()                # off glibc: nothing, no error
 
 
 @pytest.mark.tui

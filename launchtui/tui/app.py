@@ -41,7 +41,6 @@ class LaunchApp(App):
 
     def __init__(self, args, trace=None, keymap: dict | None = None):
         super().__init__()
-        heap.fixed_mmap_threshold()
         self.args = args
         self._injected = trace
         self.loaded = None
@@ -76,6 +75,7 @@ class LaunchApp(App):
         from launchtui.errors import TraceError
         from launchtui.tui.loader import Throttle, load
         progress = Throttle(lambda stage, rows: self.post_message(LoadProgress(stage, rows)))
+        heap.take_policy()   # this worker reads: it recycles as a headless command's main thread does
         try:
             loaded = load(self.args, progress, trace=self._injected, defer_lanes=True)
             if getattr(self.args, "capture", None):

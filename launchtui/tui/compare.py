@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from launchtui import heap
 from launchtui.tui.app import LaunchApp
 from launchtui.tui.messages import LoadFailed, TraceLoaded
 from launchtui.tui.widgets.panel import TextPanel
@@ -212,8 +213,10 @@ class CompareApp(LaunchApp):
         a = self.args
         sides = [SimpleNamespace(**{**vars(a), "trace": p}) for p in (a.trace, a.compare)]
         try:
+            heap.take_policy()
             with ThreadPoolExecutor(2) as pool:
                 before, after = pool.map(load, sides)
+            heap.recycle_large_blocks()   # in the two readers it does nothing: set once both are read
             doc = diff_document(before.trace, after.trace, getattr(a, "iter", None))
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))

@@ -13,6 +13,8 @@ import time
 
 from textual.widgets import Static
 
+from launchtui import heap
+
 LINE_DELAY = 0.3   # s: a fill that completes sooner (a warm reopen) never shows its progress line
 
 # (key, what the line calls it), in the order they usually land
@@ -81,9 +83,12 @@ class FillView(FillProgress):
         scr.set_timer(LINE_DELAY, self._show)
 
     def landed_now(self, stage: str | None) -> None:
-        """`stage` landed (None: just redraw): the line follows, hidden once complete."""
+        """`stage` landed (None: just redraw): the line follows, hidden once complete. The stage
+        that completes the fill gives the heap's free memory back (its temporaries are done)."""
         if stage is not None and not self.land(stage):
             return
+        if stage is not None and self.complete:
+            heap.release_free()
         if self.complete or self.shown:
             self.line.update(self.text())
             self.line.set_class(self.complete, "-done")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from launchtui import heap
 from launchtui.analysis.backpressure import Options
 from launchtui.analysis.lanes import Lanes
 from launchtui.analysis.select import Selection, SelectionSpec
@@ -109,6 +110,7 @@ def load(args, progress=None, options: Options = Options(), trace=None, defer_la
     spec = SelectionSpec.from_args(args, trace.source.path)
     sel = build_selection(trace, spec)
     session.get(Index())        # mapped from beside the model entry when stored, before any analysis
+    heap.recycle_large_blocks()  # the model and index are built (a no-op but in the policy's owner)
     stored = session.peek(TimelineLanes(options))
     t1 = time.perf_counter()
     if stored is not MISS:      # a warm open: mapped from beside the model, nothing rebuilt
