@@ -122,13 +122,18 @@ def test_the_tuis_load_worker_recycles_as_a_headless_command_does(fmt, libc, mon
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_ready(app, pilot)
             assert app.main.fill.complete
+            for _ in range(2000):    # Kineto: the launch details at the cursor read the whole file
+                if fmt == "nsys" or app.main.launch_details.ready:
+                    break
+                await pilot.pause(0.005)
     try:
         run(go())
     finally:
         heap.default_large_blocks()
     early = fmt == "nsys"
     assert seen["read"] == (True, early) and seen["trace_index"] == (True, early)
-    assert libc.calls == SET + [("trim", 0)] + RESTORED
+    # the free memory goes back after the first fill, and after the Kineto details' whole-file read
+    assert libc.calls == SET + [("trim", 0)] * (1 if early else 2) + RESTORED
 
 
 def test_free_memory_goes_back_only_while_recycling(libc):

@@ -96,3 +96,42 @@ def test_progress_line_text():
         f.land(key)
     assert f.complete and f.share == 1.0 and f.text() == ""
 
+
+def test_kineto_launch_details_wait_for_the_fill(monkeypatch, tmp_path):
+    """A Kineto trace's launch details parse the whole file: asked for by the cursor's kernel at
+    mount, they are read only once the fill completed (not beside its workers), then shown."""
+    from fixtures.synth import simulate, write_kineto_json
+    from launchtui.trace.op_details import OpDetails
+    from launchtui.tui import verdict_panel
+    path = write_kineto_json(simulate(), tmp_path / "t.json")
+    release = threading.Event()
+    real = verdict_panel.compute
+
+    def held(*a, **kw):
+        assert release.wait(30), "the test never released the record"
+        return real(*a, **kw)
+    monkeypatch.setattr(verdict_panel, "compute", held)
+    loads = []             # whether the fill was complete as each load began
+    real_load = OpDetails.load
+    monkeypatch.setattr(OpDetails, "load", lambda self, k=None: loads.append(app.main.fill.complete)
+                        or real_load(self, k))
+    app = make_app(path)
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: app.main is not None and app.main.is_mounted
+                         and len(app.main.table.rows) > 0)
+            scr = app.main
+            await pilot.pause(0.2)
+            assert scr.launch_details.available() and not scr.launch_details.per_kernel
+            assert loads == [] and not scr.launch_details.ready      # asked for, held back
+            release.set()
+            await wait_ready(app, pilot)
+            await _until(pilot, lambda: scr.launch_details.ready and not app.busy)
+            assert loads == [True]
+            kernel_line = scr.details.lines[1]
+            assert kernel_line.startswith("kernel ") and " · grid " in kernel_line and " regs · smem " in kernel_line
+    try:
+        run(go())
+    finally:
+        release.set()

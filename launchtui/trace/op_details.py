@@ -5,16 +5,16 @@ Read on demand (in a worker), from the trace's own file, read-only: the model st
 every other use, and a trace whose details are never asked for never pays for them. Kernels are
 matched on (start ns, correlation id), the keys the readers keep, so the lookup is exact. Nsight:
 one kernel's row at a time (`load(k)`: a scan inside SQLite, which holds no GIL, so the TUI stays
-responsive at millions of kernels); Kineto: the whole file once (its JSON has to be parsed anyway).
+responsive at millions of kernels); Kineto: the whole file once (its JSON has to be parsed anyway:
+trace.kineto_details).
 """
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 import numpy as np
 
+from launchtui.trace.kineto_details import kineto_rows
 from launchtui.trace.model import OP_KERNEL, Trace
 
 _NSYS_COLUMNS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
@@ -44,13 +44,18 @@ class OpDetails:
             self._available = src.format in ("nsys-sqlite", "kineto-json") and Path(src.path).is_file()
         return self._available
 
+    @property
+    def per_kernel(self) -> bool:
+        """Whether `load(k)` reads kernel k's details alone (Nsight); else the whole file, once."""
+        return self.trace.source.format == "nsys-sqlite"
+
     def has(self, k: int) -> bool:
         """Whether `text(k)` is final (loaded, or kernel k looked up)."""
         return self.ready or k in self._one
 
     def load(self, k: int | None = None) -> None:
         """Read the details: of kernel `k` alone where the format allows (Nsight), else of all."""
-        if k is not None and self.trace.source.format == "nsys-sqlite":
+        if k is not None and self.per_kernel:
             ops = self.trace.ops
             if ops.kind[k] != OP_KERNEL:    # copies and sets have no row in the kernel table
                 self._one[k] = ""
@@ -61,7 +66,7 @@ class OpDetails:
                 self._one[k], self.error = "", f"{type(e).__name__}: {e}"
             return
         try:
-            rows = _nsys_rows(self.trace) if self.trace.source.format == "nsys-sqlite" else _kineto_rows(self.trace)
+            rows = _nsys_rows(self.trace) if self.per_kernel else kineto_rows(Path(self.trace.source.path))
         except Exception as e:  # an unreadable or changed file: the cursor line just goes without
             rows, self.error = [], f"{type(e).__name__}: {e}"
         rows.sort(key=lambda r: (r[0], r[1]))
@@ -160,41 +165,3 @@ def _rowid_near(con, start: int) -> int | None:
         else:
             hi = mid
     return lo
-
-
-def _us_to_ns(ts) -> int:
-    """Kineto `ts` (µs, possibly fractional) to int ns exactly as written (the reader's rule)."""
-    from decimal import Decimal
-    return int(Decimal(str(ts)) * 1000)
-
-
-def _kineto_rows(trace: Trace) -> list:
-    path = Path(trace.source.path)
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
-    with opener(path, "rb") as f:
-        doc = json.load(f)
-    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
-    dims = {}
-    for e in events:   # once per event, in a worker, only when asked for
-        if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict):
-            a = e["args"]
-            if "External id" in a and a.get("Input Dims"):
-                dims.setdefault(a["External id"], a["Input Dims"])
-    out = []
-    for e in events:
-        if e.get("cat") != "kernel" or not isinstance(e.get("args"), dict):
-            continue
-        a = e["args"]
-        parts = []
-        if isinstance(a.get("grid"), list) and isinstance(a.get("block"), list):
-            parts.append(f"grid {_dims(a['grid'])} block {_dims(a['block'])}")
-        if a.get("registers per thread") is not None:
-            parts.append(f"{a['registers per thread']} regs")
-        if a.get("shared memory") is not None:
-            parts.append(f"smem {int(a['shared memory']):,} B")
-        shapes = dims.get(a.get("External id"))
-        if shapes:
-            parts.append("inputs " + ", ".join(str(s).replace(" ", "") for s in shapes if s != []))
-        if parts and a.get("correlation") is not None and "ts" in e:
-            out.append((_us_to_ns(e["ts"]), int(a["correlation"]), " · ".join(parts)))
-    return out

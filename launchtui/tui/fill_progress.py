@@ -84,11 +84,13 @@ class FillView(FillProgress):
 
     def landed_now(self, stage: str | None) -> None:
         """`stage` landed (None: just redraw): the line follows, hidden once complete. The stage
-        that completes the fill gives the heap's free memory back (its temporaries are done)."""
+        that completes the fill gives the heap's free memory back (its temporaries are done) and
+        redraws the details, whose Kineto launch details wait for it (search.op_details)."""
         if stage is not None and not self.land(stage):
             return
         if stage is not None and self.complete:
             heap.release_free()
+            self.screen.update_details()
         if self.complete or self.shown:
             self.line.update(self.text())
             self.line.set_class(self.complete, "-done")

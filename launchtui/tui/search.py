@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui import heap
+
 
 def matching_names(trace, text: str) -> np.ndarray:
     """String ids whose text contains `text`, case-insensitively (a loop per distinct name)."""
@@ -94,16 +96,19 @@ def keep_hw_in_view(scr) -> None:
 def op_details(scr, k: int) -> str:
     """The kernel's launch details (trace.op_details), "" until read and where the format has none:
     looked up in a worker the first time the kernel is under the cursor (Nsight: that kernel's row;
-    Kineto: the whole file, once), one lookup at a time; the details are redrawn when it is done,
+    Kineto: the whole file, once, after the first fill: its parse would compete with the fill's
+    workers for memory and the CPUs), one lookup at a time; the details are redrawn when it is done,
     which asks for the kernel then under the cursor."""
     od = getattr(scr, "launch_details", None)
     if od is None:
         from launchtui.trace.op_details import OpDetails
         od = scr.launch_details = OpDetails(scr.loaded.trace)
-    if od.available() and not od.has(k) and not od.loading:
+    if od.available() and not od.has(k) and not od.loading and (od.per_kernel or scr.fill.complete):
         def work() -> None:
             try:
                 od.load(k)
+                if not od.per_kernel:   # the whole file's temporaries: back to the system
+                    heap.release_free()
             finally:
                 scr.app.call_from_thread(done)
 
