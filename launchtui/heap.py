@@ -74,10 +74,11 @@ def one_arena() -> bool:
 
 
 def recycle_large_blocks() -> bool:
-    """A command's policy once the model and its index are built: its large temporaries come from the heap and are reused there (no fresh pages), and up to
-    KEEP_FREE_TOP of free memory at the heap's top waits for the next one. Not earlier, unless the
-    reader asks (`recycle_while_reading`): the model's and index's long-lived columns, placed among
-    a read's freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md).
+    """A command's policy once the model and its index are built: its large temporaries come
+    from the heap and are reused there (no fresh pages), and up to KEEP_FREE_TOP of free memory
+    at the heap's top waits for the next one. Not earlier, unless the reader asks
+    (`recycle_while_reading`): the model's and index's long-lived columns, placed among a read's
+    freed temporaries, can hold those holes resident and raise the peak (bench/MISSED.md).
     Only from the policy's owner (`_owner_libc`): a worker done with its read first (`diff` reads
     two traces at once) must not switch the policy under the other's read; the caller sets it once
     all are read. Once per command. True when applied (glibc, the owner)."""
