@@ -26,17 +26,9 @@ async def _until(pilot, cond, rounds: int = 4000) -> None:
     raise AssertionError("condition not reached")
 
 
-def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
-    from launchtui.analysis.select import WHOLE
-    from launchtui.session import Session
-    from launchtui.trace.load import open_trace
-    from launchtui.tui import verdict, verdict_panel
-    trace = open_trace(synth, use_cache=False)
-    settings = verdict.VerdictSettings()
-    whole = verdict.compute(Session(trace), None, settings, 1)      # a fill done at once
-    it = whole.doc.get("iterations") or {}
-    rows = verdict.table_rows(trace, WHOLE, "short", settings, int(it.get("base_depth", 0)),
-                              list(zip(it.get("starts_ns", []), it.get("ends_ns", []))))
+def _hold_record(monkeypatch) -> threading.Event:
+    """The record's computation waits for the returned event (set it, also on failure)."""
+    from launchtui.tui import verdict_panel
     release = threading.Event()
     real = verdict_panel.compute
 
@@ -44,6 +36,21 @@ def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
         assert release.wait(30), "the test never released the record"
         return real(*a, **kw)
     monkeypatch.setattr(verdict_panel, "compute", held)
+    return release
+
+
+def test_fill_is_progressive_and_ends_as_a_whole_fill(monkeypatch, synth):
+    from launchtui.analysis.select import WHOLE
+    from launchtui.session import Session
+    from launchtui.trace.load import open_trace
+    from launchtui.tui import verdict
+    trace = open_trace(synth, use_cache=False)
+    settings = verdict.VerdictSettings()
+    whole = verdict.compute(Session(trace), None, settings, 1)      # a fill done at once
+    it = whole.doc.get("iterations") or {}
+    rows = verdict.table_rows(trace, WHOLE, "short", settings, int(it.get("base_depth", 0)),
+                              list(zip(it.get("starts_ns", []), it.get("ends_ns", []))))
+    release = _hold_record(monkeypatch)
     from launchtui import heap
     released = []      # the stages landed each time the heap's free memory was given back
     monkeypatch.setattr(heap, "release_free", lambda: released.append(list(app.main.fill.landed)) or True)
@@ -102,15 +109,8 @@ def test_kineto_launch_details_wait_for_the_fill(monkeypatch, tmp_path):
     mount, they are read only once the fill completed (not beside its workers), then shown."""
     from fixtures.synth import simulate, write_kineto_json
     from launchtui.trace.op_details import OpDetails
-    from launchtui.tui import verdict_panel
     path = write_kineto_json(simulate(), tmp_path / "t.json")
-    release = threading.Event()
-    real = verdict_panel.compute
-
-    def held(*a, **kw):
-        assert release.wait(30), "the test never released the record"
-        return real(*a, **kw)
-    monkeypatch.setattr(verdict_panel, "compute", held)
+    release = _hold_record(monkeypatch)
     loads = []             # whether the fill was complete as each load began
     real_load = OpDetails.load
     monkeypatch.setattr(OpDetails, "load", lambda self, k=None: loads.append(app.main.fill.complete)
