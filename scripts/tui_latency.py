@@ -12,6 +12,9 @@ the moment its event is posted to the app until
 - `first_ms`: the first frame written after the key (what the user sees change), and
 - `settled_ms`: the last frame before the screen has been quiet for 60 ms (details panel,
   footer, and for selection changes the table recomputed in its worker thread).
+
+`loop_stalls_until_complete`: how long the event loop stopped between the app's start and the
+complete fill (the longest gap between 5 ms ticks), which key timings cannot show.
 """
 from __future__ import annotations
 
@@ -65,6 +68,31 @@ async def _key_latency(app, frames: list, key: str, timeout: float = 10.0):
     return (frames[n0] - t0) * 1e3 if len(frames) > n0 else None
 
 
+TICK_S = 0.005
+STALL_S = 0.1     # a gap between ticks this long is a stall a user sees: keys and frames wait
+
+
+async def _loop_ticks(gaps: list) -> None:
+    """Ticks the event loop every TICK_S and records each gap between ticks: the loop stalls while
+    its own handlers run long or a worker thread holds the GIL in one C call (a whole-file
+    `json.load`), and a key pressed then waits; the key timings above never see it, as the keys
+    are sent by this same loop."""
+    last = time.perf_counter()
+    while True:
+        await asyncio.sleep(TICK_S)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+
+
+def stalls(gaps: list) -> dict:
+    """The longest gap between ticks beyond the tick itself (ms), the stalls past STALL_S and the
+    time lost in them (s)."""
+    over = [g for g in gaps if g >= STALL_S]
+    return {"longest_ms": round(max((g - TICK_S for g in gaps), default=0.0) * 1e3, 1),
+            "over_100ms": len(over), "seconds_in_those": round(sum(over), 3)}
+
+
 async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool) -> dict:
     from textual import events
     from textual.app import App
@@ -89,6 +117,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
     out: dict = {"trace": path, "size": f"{size[0]}x{size[1]}"}
     t_app = time.perf_counter()
     async with app.run_test(size=size) as pilot:
+        ticks = asyncio.get_running_loop().create_task(_loop_ticks(gaps := []))
         while not frames:
             await asyncio.sleep(0.001)
         out["first_frame_s"] = round(frames[0] - T_START, 3)
@@ -124,6 +153,8 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             await asyncio.sleep(0.001)
         out["complete_s"] = round(frames[-1] - T_START, 3)
         out["complete_after_app_start_s"] = round(frames[-1] - t_app, 3)
+        ticks.cancel()
+        out["loop_stalls_until_complete"] = stalls(gaps)
         # the first frame written after the view was pushed with its lanes drawn
         shown = max(app.timings["loaded"], app.main.fill.times.get("lanes", app.timings["loaded"]))
         first = next(f for f in frames if f > shown)
