@@ -860,6 +860,12 @@ def write_markdown(res: dict, dest: Path) -> None:
                          if t.get("status") == "ok" else "pending")
         L.append("| TUI key→repaint median / p95 | " + " | ".join(cells) + " |")
         cells = []
+        for f in files:   # keys wait while the loop stalls, which the key timings cannot show
+            st = (_get(f, "tui", "cold") or {}).get("loop_stalls_until_complete")
+            cells.append(f"longest {st['longest_ms']} ms; {st['over_100ms']} past 100 ms, {st['seconds_in_those']} s in all"
+                         if st else "—")
+        L.append("| TUI event-loop stalls, cold open to complete fill | " + " | ".join(cells) + " |")
+        cells = []
         for f in files:
             j = f.get("json_output") or {}
             cells.append(f"{j['bytes'] / 1e6:.2f} MB: {j['launchtui_s']} s (CPU {j['launchtui_cpu_s']}) vs json.dumps "
