@@ -142,22 +142,34 @@ def _decode(path: Path, data: bytes, skipped: Counter) -> _Doc:
 
 
 def _decode_events(raws: list, skipped: Counter) -> list:
-    """Raw event slices -> _Event structs in one C-level call; an event with a field of the wrong
-    type is skipped and counted (decoded one by one only in that rare case)."""
+    """Raw event slices -> _Event structs; an event with a field of the wrong type, or
+    undecodable text, is skipped and counted."""
+    return decode_slices(raws, _Event, skipped)
+
+
+def decode_slices(raws: list, typ, skipped: Counter | None = None, placeholders: bool = False) -> list:
+    """Raw JSON slices -> one `typ` each, in one C-level call. Where some slice is not one (rare:
+    a field of the wrong type, invalid UTF-8 in a string), decoded one by one: a bad slice is
+    counted by reason in `skipped` and left out, or None in its place (`placeholders`)."""
     buf = b"[" + b",".join(raws) + b"]"
     try:
-        return msgspec.json.decode(buf, type=list[_Event])
+        return msgspec.json.decode(buf, type=list[typ])
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-        pass  # e.g. invalid UTF-8 inside one event's string: only that event is skipped
+        pass  # only the odd slices are dropped
     del buf
     out = []
-    for raw in raws:  # rare fallback: some event has an odd field
+    for raw in raws:  # rare fallback: some slice has an odd field
         try:
-            out.append(msgspec.json.decode(raw, type=_Event))
+            out.append(msgspec.json.decode(raw, type=typ))
+            continue
         except (msgspec.ValidationError, RecursionError):  # ValidationError subclasses DecodeError
-            skipped[SKIP_FIELD_TYPE] += 1
+            reason = SKIP_FIELD_TYPE
         except msgspec.DecodeError:
-            skipped[SKIP_BAD_TEXT] += 1
+            reason = SKIP_BAD_TEXT
+        if skipped is not None:
+            skipped[reason] += 1
+        if placeholders:
+            out.append(None)
     return out
 
 
@@ -188,17 +200,25 @@ def read_kineto(path: Path, source: SourceInfo, progress=None) -> Trace:
     return trace
 
 
-def _decode_in_chunks(path: Path, skipped: Counter, progress) -> tuple[_Doc, list[dict]]:
-    """The document (its event array emptied) and each chunk's columns (`extract`), in event order."""
+def raw_document(path: Path, skipped: Counter, progress=None) -> _Doc:
+    """The whole file decoded once, each event left an undecodable raw slice (`_Doc`); a bare
+    event array (the old Chrome trace form) is taken as the trace's events."""
     data = _read_bytes(path)
-    progress("decompressed", len(data))
+    if progress is not None:
+        progress("decompressed", len(data))
     stripped = data.lstrip()
-    if stripped[:1] == b"[":  # bare event array (old Chrome trace form)
+    if stripped[:1] == b"[":
         data = b'{"traceEvents":' + stripped + b"}"
     del stripped
     doc = _decode(path, data, skipped)
     if doc.traceEvents is None:
         raise TraceError(path, "JSON is not a Chrome/Kineto trace (no traceEvents array)")
+    return doc
+
+
+def _decode_in_chunks(path: Path, skipped: Counter, progress) -> tuple[_Doc, list[dict]]:
+    """The document (its event array emptied) and each chunk's columns (`extract`), in event order."""
+    doc = raw_document(path, skipped, progress)
     raw_events = doc.traceEvents
     doc.traceEvents = None
     total = len(raw_events)

@@ -10,6 +10,7 @@ which froze the TUI that asked (bench/MISSED.md). `ts` becomes ns by the reader'
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from itertools import compress
 from operator import attrgetter
@@ -18,10 +19,8 @@ from typing import Any
 
 import msgspec
 
-from launchtui.trace.kineto import CHUNK_EVENTS, _decode, _read_bytes
+from launchtui.trace.kineto import CHUNK_EVENTS, decode_slices, raw_document
 from launchtui.trace.kineto_events import parse_decimal_ns
-
-_DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -60,25 +59,20 @@ def kineto_rows(path: Path) -> list[tuple[int, int, str]]:
 
 def _scan(path: Path) -> tuple[dict, list]:
     """({External id: Input Dims} of the cpu ops, [(raw ts, _KernelArgs)] of the kernels)."""
-    data = _read_bytes(path)
-    stripped = data.lstrip()
-    if stripped[:1] == b"[":   # bare event array (old Chrome trace form), as the reader takes it
-        data = b'{"traceEvents":' + stripped + b"}"
-    del stripped
-    raws = _decode(path, data, Counter()).traceEvents or []
-    del data
+    raws = raw_document(path, Counter()).traceEvents
     dims: dict = {}
     kernels: list = []
     for i in range(0, len(raws), CHUNK_EVENTS):
-        events = _decode_list(raws[i:i + CHUNK_EVENTS], _Event, skip=True)
+        events = decode_slices(raws[i:i + CHUNK_EVENTS], _Event)
         cats = [c if isinstance(c, str) else "" for c in map(attrgetter("cat"), events)]
         ops = list(compress(events, [c == "cpu_op" for c in cats]))
-        for a in _decode_list(list(map(attrgetter("args"), ops)), _OpArgs):
-            if a is not None and _hashable(a.ext) and a.ext is not None and a.dims:
+        for a in decode_slices(list(map(attrgetter("args"), ops)), _OpArgs):
+            if _hashable(a.ext) and a.ext is not None and a.dims:
                 dims.setdefault(a.ext, a.dims)
         ks = list(compress(events, [c == "kernel" for c in cats]))
         kernels.extend((bytes(e.ts), a) for e, a in
-                       zip(ks, _decode_list(list(map(attrgetter("args"), ks)), _KernelArgs)) if a is not None)
+                       zip(ks, decode_slices(list(map(attrgetter("args"), ks)), _KernelArgs, placeholders=True))
+                       if a is not None)
     return dims, kernels
 
 
@@ -107,27 +101,10 @@ def _dims(v) -> str:
 
 def _int(v) -> int | None:
     """A JSON number as an int (as Python's int() takes it); None for anything else or non-finite."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and not math.isfinite(v):
         return None
     return int(v)
 
 
 def _hashable(v) -> bool:
     return v is None or isinstance(v, (int, float, str))
-
-
-def _decode_list(raws: list, typ, skip: bool = False) -> list:
-    """Each raw slice decoded as `typ` in one C-level call; where some slice is not such an object
-    (rare), one by one: skipped (`skip`) or None in its place."""
-    try:
-        return msgspec.json.decode(b"[" + b",".join(map(bytes, raws)) + b"]", type=list[typ])
-    except _DECODE_ERRORS:
-        pass
-    out = []
-    for raw in raws:   # rare: an event or args that is not an object, or undecodable text
-        try:
-            out.append(msgspec.json.decode(raw, type=typ))
-        except _DECODE_ERRORS:
-            if not skip:
-                out.append(None)
-    return out
