@@ -308,7 +308,7 @@ def cmd_report(args) -> int:
     opt = _report_options(args)
     record = Record(sel, _record_options(args)) if args.json else None
     record_value = lambda: session.get(record)   # noqa: E731 - after the report, in this thread
-    beside = record is not None and side_by_side(trace)
+    beside = record is not None and side_by_side()
     if beside:   # the record beside the report (definitions §9)
         import launchtui.analysis.record  # noqa: F401 - its imports run here, not in two threads at once
         session.shared.hold_groups(2)   # the report's and the record's: the last to finish drops them

@@ -134,7 +134,7 @@ def test_json_same_with_and_without_the_lane(tmp_path, monkeypatch, capsys, scen
         path = pairs.write_pair(tmp_path, "graphs")[1]
     else:
         path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS[scenario]), tmp_path / "t.sqlite")
-    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)   # the report's record beside it
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)   # the report's record beside it
     alone, alone_offers = _json(command, path, monkeypatch, capsys, lane=False)
     helped, helped_offers = _json(command, path, monkeypatch, capsys, lane=True)
     assert (alone_offers, helped_offers) == (0, 3)   # cold starts, top kernels, gapless figures

@@ -224,7 +224,7 @@ def _report_json(path, monkeypatch, capsys, at_once: bool) -> tuple[str, list[st
     from launchtui.cli import main
     threads, real = [], record_mod.record_and_stalls
     with monkeypatch.context() as m:
-        m.setattr(shared_mod, "side_by_side", lambda trace: at_once)
+        m.setattr(shared_mod, "side_by_side", lambda: at_once)
         m.setattr(record_mod, "record_and_stalls",
                   lambda *a: threads.append(threading.current_thread().name) or real(*a))
         assert main(["report", str(path), "--json", "--no-cache"]) == 0
@@ -290,7 +290,7 @@ def test_report_json_beside_releases_the_groups_before_the_record_gaps(tmp_path,
     import launchtui.analysis.shared as shared_mod
     from launchtui.cli import main
     path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
-    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)
     monkeypatch.setattr(shared_mod, "lane_fits", lambda trace: False)
     claims_at_gaps, used = [], []
     real = record_mod._gpu_figures
@@ -310,13 +310,13 @@ def test_side_by_side_needs_two_cpus_and_staggers_past_the_bound(trace, monkeypa
     import os
     import launchtui.analysis.shared as shared_mod
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert shared_mod.side_by_side(trace) and not shared_mod.staggered(trace)
+    assert shared_mod.side_by_side() and not shared_mod.staggered(trace)
     monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", len(trace.ops) - 1)
-    assert shared_mod.side_by_side(trace) and shared_mod.staggered(trace)   # past the bound: staggered
+    assert shared_mod.side_by_side() and shared_mod.staggered(trace)   # past the bound: staggered
     monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", len(trace.ops))
     assert not shared_mod.staggered(trace)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
-    assert not shared_mod.side_by_side(trace)             # one CPU: nothing to gain
+    assert not shared_mod.side_by_side()             # one CPU: nothing to gain
 
 
 def test_stagger_relays_first_stages_then_report_then_the_record(trace):
@@ -399,7 +399,7 @@ def test_an_error_in_a_staggered_report_leaves_no_record_waiting(tmp_path, monke
     import launchtui.analysis.shared as shared_mod
     from launchtui.errors import TraceError
     path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
-    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)
     monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", 0)
     staggers = []
     real_stagger = shared_mod.Shared.stagger
@@ -422,7 +422,7 @@ def test_an_error_in_the_record_beside_the_report_is_one_line(tmp_path, monkeypa
     import launchtui.analysis.shared as shared_mod
     from launchtui.errors import TraceError
     path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
-    monkeypatch.setattr(shared_mod, "side_by_side", lambda trace: True)
+    monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)
     monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", 0 if stagger else 10**12)
 
     def fail(*a):

@@ -39,7 +39,7 @@ from launchtui.trace.model import Trace
 STAGGER_PAST_OPS = 8_000_000
 
 
-def side_by_side(trace: Trace) -> bool:
+def side_by_side() -> bool:
     """Whether the record may compute beside the report: a second CPU to run on."""
     return usable_cpus() >= 2
 
