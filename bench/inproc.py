@@ -69,7 +69,7 @@ def profile(path: str, out: str, top: int = 15) -> dict:
     is the command's CPU, not its wall."""
     from launchtui import cli
     from launchtui.analysis import shared
-    shared.side_by_side = lambda trace: False
+    shared.side_by_side = lambda: False
     shared.lane_fits = lambda trace: False
     prof = cProfile.Profile()
     sink = io.StringIO()
