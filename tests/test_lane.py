@@ -4,6 +4,7 @@ idle lane holds no thread; and the record and report computed with the lane give
 without it, byte for byte (definitions.md §9)."""
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -137,7 +138,10 @@ def test_json_same_with_and_without_the_lane(tmp_path, monkeypatch, capsys, scen
     monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)   # the report's record beside it
     alone, alone_offers = _json(command, path, monkeypatch, capsys, lane=False)
     helped, helped_offers = _json(command, path, monkeypatch, capsys, lane=True)
-    assert (alone_offers, helped_offers) == (0, 3)   # cold starts, top kernels, gapless figures
+    doc = json.loads(alone)
+    record = doc if command == "record" else doc["record"]
+    # cold starts, top kernels, gapless figures, the what-if's inputs, and the graphs' part when any
+    assert (alone_offers, helped_offers) == (0, 4 + ("graphs" in record))
     assert '"top"' in helped and '"streams"' in helped
     assert helped == alone
     for _ in range(3):                        # whoever computes each part, the same bytes

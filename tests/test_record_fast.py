@@ -616,8 +616,9 @@ def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block):
     whole = ic.gap_causes(case, on, calls, g.start, g.end, blocking=blocking)
     per = whole.measure_in(it.start, it.end)
     steady, excluded = ri.steady_iterations(per, f.idle_ns, f.launches)
-    got = ri.gap_figures(case, it, calls, g.start, g.end, ic.ending_ops(case, on, g.end), whole.latency, None,
-                         blocking, f.idle_ns, f.launches, block=block)
+    nxt = ic.ending_ops(case, on, g.end)
+    got = ri.gap_figures(case, it, calls, g.start, g.end, nxt, whole.latency, None, blocking,
+                         ri.steady_of(case, it, g.start, g.end, nxt, f.idle_ns, f.launches), block=block)
     assert got.facts.steady.tolist() == steady.tolist() and got.facts.excluded == excluded
     assert {c: v.tolist() for c, v in got.facts.per_it.items()} == {c: v.tolist() for c, v in per.items()}
     k = it.index_of(whole.g0)

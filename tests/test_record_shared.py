@@ -295,10 +295,10 @@ def test_report_json_beside_releases_the_groups_before_the_record_gaps(tmp_path,
     claims_at_gaps, used = [], []
     real = record_mod._gpu_figures
 
-    def at_gaps(trace, it, devs, doc, cold, opt, shared):
+    def at_gaps(trace, it, devs, doc, cold, opt, shared, whatif_of):
         claims_at_gaps.append(shared._group_claims)   # 1: the report's hold left; None: none
         used.append(shared)
-        return real(trace, it, devs, doc, cold, opt, shared)
+        return real(trace, it, devs, doc, cold, opt, shared, whatif_of)
     monkeypatch.setattr(record_mod, "_gpu_figures", at_gaps)
     assert main(["report", str(path), "--json", "--no-cache"]) == 0
     assert '"record"' in capsys.readouterr().out

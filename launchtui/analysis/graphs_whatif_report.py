@@ -2,6 +2,8 @@
 `graph_whatif`) and its Markdown table. The re-timing itself is graphs_whatif.py's."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from launchtui.analysis import graphs_whatif as gw
@@ -81,12 +83,28 @@ def _rank(texts: list, keys: np.ndarray, per_it: np.ndarray, by_phase: list[dict
                                                  name(k) is None, name(k) or ""))
 
 
-def graph_whatif(trace: Trace, it: Iterations, device: int, calls: np.ndarray, doc: dict, level: int = 1) -> dict | None:
-    """The record's `graph_whatif` (§12.5), or None when the record has no idle figures to re-time."""
-    ib = doc.get("idle_by_cause")
-    if not ib or doc.get("too_little") or not len(it):
+@dataclass
+class Sampled:
+    """What the what-if reads before the record's phases are ranked (whatif_inputs): the sampled
+    iterations' launch calls with their phases, and their world, built and self-checked once."""
+    n_it: int
+    kind: np.ndarray            # per sampled call: its API kind
+    key: np.ndarray             # its phase key (-1 none)
+    texts: list
+    n_ops: np.ndarray           # ops it launched
+    k_of: np.ndarray            # its sampled iteration
+    world: gw.World | None      # None: no phase has launches enough to re-time
+    self_check_ms: float | None
+
+
+def whatif_inputs(trace: Trace, it: Iterations, device: int, calls: np.ndarray, excluded: list[dict],
+                  latency_us: float, level: int = 1) -> Sampled | None:
+    """The what-if's inputs (§12.5) from the steady iterations (`excluded`: the record's
+    excluded_iterations) and the JSON latency: nothing here reads the phase ranking, so it may
+    compute beside the record's gaps. None: no launch call in the sampled iterations."""
+    if not len(it):
         return None
-    pick = _sampled(it, ib["excluded_iterations"])
+    pick = _sampled(it, excluded)
     it_s, it_e = it.start[pick], it.end[pick]
     api = trace.api
     cst = api.start[calls]            # in start order: each sampled iteration's calls are one slice
@@ -95,32 +113,47 @@ def graph_whatif(trace: Trace, it: Iterations, device: int, calls: np.ndarray, d
     if not len(mine):
         return None
     key, texts, n_ops = _call_phases(trace, it, mine, level)
+    kind = api.kind[mine]
     k_of = np.repeat(np.arange(len(pick)), hi - lo)
-    rows = _phase_rows(api.kind[mine], key, n_ops, k_of, len(pick), texts, ib["by_phase"])
-    out = {"iterations": len(pick), "steady_iterations": ib["steady_iterations"], "amdahl_bound": doc["amdahl_bound"],
+    world = check = None
+    if any(r["status"] == "estimate" for r in _phase_rows(kind, key, n_ops, k_of, len(pick), texts, [])):
+        bl = np.flatnonzero(host_blocking_calls(trace))
+        syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]
+        world = gw.build_world(trace, it_s, it_e, device, mine, syncs, int(round(latency_us * 1e3)))
+        if world is not None:
+            check = round(float(np.abs(gw.retime(world, None, 0)[0] - (world.it_e - world.it_s)).max()) / 1e6, 6)
+    return Sampled(len(pick), kind, key, texts, n_ops, k_of, world, check)
+
+
+def graph_whatif(s: Sampled | None, doc: dict) -> dict | None:
+    """The record's `graph_whatif` (§12.5) from its inputs and the record's figures (idle by cause
+    and its phases, the graphs' replays, the Amdahl bound), or None when the record has no idle
+    figures to re-time."""
+    ib = doc.get("idle_by_cause")
+    if s is None or not ib or doc.get("too_little"):
+        return None
+    rows = _phase_rows(s.kind, s.key, s.n_ops, s.k_of, s.n_it, s.texts, ib["by_phase"])
+    out = {"iterations": s.n_it, "steady_iterations": ib["steady_iterations"], "amdahl_bound": doc["amdahl_bound"],
            "graph_launch_us": None, "graph_launch_source": None, "node_gap_us": None, "node_gap_source": None,
            "self_check_ms": None, "phases": rows}
     todo = [r for r in rows if r["status"] == "estimate"]
     if todo:
-        _estimate_all(trace, it_s, it_e, device, mine, np.where(api.kind[mine] == API_LAUNCH, key, -2),
-                      doc, out, todo)
+        _estimate_all(s, doc, out, todo)
     for r in rows:
         r.pop("_key")
     return out
 
 
-def _estimate_all(trace: Trace, it_s, it_e, device: int, mine, key, doc: dict, out: dict, todo: list) -> None:
-    """Build the sampled iterations' world once, then re-time it for each phase to estimate."""
-    api = trace.api
-    bl = np.flatnonzero(host_blocking_calls(trace))
-    syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]
-    W = gw.build_world(trace, it_s, it_e, device, mine, syncs, int(round(doc["idle_by_cause"]["latency"]["us"] * 1e3)))
+def _estimate_all(s: Sampled, doc: dict, out: dict, todo: list) -> None:
+    """Re-time the sampled iterations' world for each phase to estimate."""
+    W = s.world
     cost, per_node, cost_src = _graph_cost(doc)
     lo_gap, hi_gap, gap_src = _node_gaps(doc, W.queued_gap)
     now = W.it_e - W.it_s
     out.update({"graph_launch_us": round(cost / 1e3, 3), "graph_launch_source": cost_src,
                 "node_gap_us": [round(lo_gap / 1e3, 3), round(hi_gap / 1e3, 3)], "node_gap_source": gap_src,
-                "self_check_ms": round(float(np.abs(gw.retime(W, None, 0)[0] - now).max()) / 1e6, 6)})
+                "self_check_ms": s.self_check_ms})
+    key = np.where(s.kind == API_LAUNCH, s.key, -2)
     for r in todo:
         _estimate(r, W, key == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
 

@@ -5,6 +5,8 @@ conclusion is in `record_conclusion`, its top kernels in `record_top`, its Markd
 `record_markdown`."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from launchtui.analysis import cpu_busy
@@ -19,7 +21,7 @@ from launchtui.analysis.fixes import SYNC_FIX, ranked_fixes
 from launchtui.analysis.graphs import overlaps_capture, replayed_beyond_calls
 from launchtui.analysis.graphs_eager import in_record
 from launchtui.analysis.graphs_report import capture_in_iterations, capture_record
-from launchtui.analysis.graphs_whatif_report import graph_whatif
+from launchtui.analysis.graphs_whatif_report import graph_whatif, whatif_inputs
 from launchtui.analysis.join_check import join_line, launch_join
 from launchtui.analysis.prose import dur
 from launchtui.analysis.record_options import RecordOptions
@@ -193,24 +195,32 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         cold, top = shared.defer(cold_part), shared.defer(top_part)
     else:
         top, cold = shared.defer(top_part), shared.defer(cold_part)
+    # the record's own copy of the graphs' facts: only this computation touches it until its result
+    eager = shared.defer(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary])) \
+        if graphs is not None else None
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
                 "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
-    streams = _gpu_figures(gpu, it, devs, doc, cold, opt, shared)
+    # the what-if's sampled steady iterations and their world (§12.5), of the trace as recorded:
+    # begun once the steady iterations are known, beside the gaps; only its ranking reads the phases
+    whatif_of = lambda excluded, latency_us: shared.defer(   # noqa: E731
+        lambda: whatif_inputs(trace, it, primary, devs[primary], excluded, latency_us, opt.phase_level))
+    streams, whatif = _gpu_figures(gpu, it, devs, doc, cold, opt, shared, whatif_of)
     rows, nccl_rows, misses, why, table_api_ns = top.result()
     doc.update({"top": rows, "nccl": nccl_rows, "empty_reason": why or None, "near_misses": misses})
     _table_cross_check(doc, table_api_ns)
-    if graphs is not None:
-        in_record(trace, graphs, unrecorded, it, primary, devs[primary])
+    if eager is not None:
+        eager.result()
         doc["graphs"] = graphs
-    doc["graph_whatif"] = graph_whatif(trace, it, primary, devs[primary], doc, opt.phase_level)   # §12.5
+    doc["graph_whatif"] = graph_whatif(whatif.result(), doc)   # §12.5
     _judge(doc)
     return doc, streams
 
 
 def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: Deferred, opt: RecordOptions,
-                 shared: Shared):
+                 shared: Shared, whatif_of: Callable[[list, float], Deferred]):
     """The primary device's per-iteration figures, idle by cause, queues, syncs and cross-checks
-    into `doc`; returns the stream verdicts. `cold`: the cold starts (cold_start.cold_start)."""
+    into `doc`; returns (stream verdicts, the what-if's inputs: `whatif_of(excluded iterations,
+    latency µs)`, begun once the steady iterations are known). `cold`: cold_start.cold_start."""
     primary = doc["device_id"]
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
@@ -231,8 +241,9 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     gaps.busy = None    # the last reader of the busy set
     h = ex.gap_histogram(gaps, it.start, it.end)
     nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
-    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, f.idle_ns,
-                       f.launches)
+    steady = ri.steady_of(trace, it, gaps.start, gaps.end, nxt, f.idle_ns, f.launches)
+    whatif = whatif_of(steady[1], latency.to_json()["us"])
+    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, steady)
     del gaps, nxt    # the phase keys below are the peak (20M)
     facts, per_cause = g.facts, g.facts.per_it
     f.exposed_ns = per_cause["launch"].astype(np.int64)
@@ -284,7 +295,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
         # the launch calls and their submission bound what launching can cost (definitions.md §V2)
         bound = (int(f.launch_api_ns.sum()) + n_launch * latency.ns) / window if window > 0 else None
         doc["too_little_bound"] = None if bound is None else round(bound, 4)
-    return streams
+    return streams, whatif
 
 
 def _gapless_figures(trace: Trace, it: itr.Iterations, devs: dict, primary: int, opt: RecordOptions, sp: list,

@@ -64,21 +64,25 @@ class GapFigures:
     phase_gaps: PhaseGaps
 
 
+def steady_of(trace, it: itr.Iterations, g0: np.ndarray, g1: np.ndarray, nxt: np.ndarray, idle_ns: np.ndarray,
+              launches: np.ndarray) -> tuple[np.ndarray, list[dict]]:
+    """steady_iterations of the gaps [g0, g1) with their ending ops `nxt`: which iterations are
+    steady depends on their unattributed idle only, measured before any other cause."""
+    un = ic.unattributed(trace, nxt)
+    return steady_iterations({"unattributed": iv.measure_in(g0[un], g1[un], it.start, it.end)}, idle_ns, launches)
+
+
 def gap_figures(trace, it: itr.Iterations, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray, nxt: np.ndarray,
-                latency: Latency, cold_calls: np.ndarray, blocking: np.ndarray, idle_ns: np.ndarray,
-                launches: np.ndarray, block: int = GAP_BLOCK) -> GapFigures:
+                latency: Latency, cold_calls: np.ndarray, blocking: np.ndarray,
+                steady_excluded: tuple[np.ndarray, list[dict]], block: int = GAP_BLOCK) -> GapFigures:
     """The gaps [g0, g1) of the device (disjoint, sorted), `nxt` their ending ops
     (idle_causes.ending_ops), `calls` its launch calls, taken a block of gaps at a time: one
     block's causes exist at once (20M: ten million gaps, eight columns each, were the record's
-    peak); every figure is a sum over gaps, so the blocks add up to the whole. Which iterations
-    are steady depends on their unattributed idle only: measured first, each block then keeps
-    what the steady iterations need."""
+    peak); every figure is a sum over gaps, so the blocks add up to the whole. `steady_excluded`:
+    the steady iterations and the excluded ones (steady_of); each block keeps what they need."""
     api = trace.api
     starts, ends = it.start, it.end
-    un = ic.unattributed(trace, nxt)
-    steady, excluded = steady_iterations({"unattributed": iv.measure_in(g0[un], g1[un], starts, ends)},
-                                         idle_ns, launches)
-    del un
+    steady, excluded = steady_excluded
     flight = iv.union(api.start[calls], api.end[calls])
     per = {c: np.zeros(len(starts), np.int64) for c in CAUSES}
     in_flight = np.zeros(len(starts), np.int64)
