@@ -195,14 +195,16 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         cold, top = shared.defer(cold_part), shared.defer(top_part)
     else:
         top, cold = shared.defer(top_part), shared.defer(cold_part)
+    # beside the gaps on a helper lane; else computed where their results are read, after the gaps
+    # (20M: their transients never meet the gaps')
+    later = shared.defer if shared.lane_lent() else Deferred
     # the record's own copy of the graphs' facts: only this computation touches it until its result
-    eager = shared.defer(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary])) \
-        if graphs is not None else None
+    eager = later(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary])) if graphs is not None else None
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
                 "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
     # the what-if's sampled steady iterations and their world (§12.5), of the trace as recorded:
     # begun once the steady iterations are known, beside the gaps; only its ranking reads the phases
-    whatif_of = lambda excluded, latency_us: shared.defer(   # noqa: E731
+    whatif_of = lambda excluded, latency_us: later(   # noqa: E731
         lambda: whatif_inputs(trace, it, primary, devs[primary], excluded, latency_us, opt.phase_level))
     streams, whatif = _gpu_figures(gpu, it, devs, doc, cold, opt, shared, whatif_of)
     rows, nccl_rows, misses, why, table_api_ns = top.result()
