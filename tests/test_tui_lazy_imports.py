@@ -19,6 +19,8 @@ NOT_AT_START = ["launchtui.tui.site_picker", "launchtui.tui.screens", "launchtui
 # a warm reopen shows the stored record: the modules that compute or print one stay out
 NOT_WHEN_STORED = ["launchtui.analysis.record", "launchtui.analysis.record_markdown",
                    "launchtui.analysis.graphs_report"]
+# an Nsight trace (the demo), its cursor line's launch details included: no Kineto reader
+NOT_FOR_NSIGHT = ["launchtui.trace.kineto", "launchtui.trace.kineto_details", "msgspec"]
 
 SCRIPT = """
 import asyncio, json, sys
@@ -54,6 +56,7 @@ def test_first_screen_imports_no_pane_it_does_not_show(tmp_path, cache):
     assert doc["shown"]                                    # the table is on screen
     assert "launchtui.tui.main_screen" in doc["modules"]
     assert [m for m in NOT_AT_START if m in doc["modules"]] == []
+    assert [m for m in NOT_FOR_NSIGHT if m in doc["modules"]] == []
     if cache == "warm":
         assert [m for m in NOT_WHEN_STORED if m in doc["modules"]] == []
     assert doc["after_help"]                               # and a pane opened later does import

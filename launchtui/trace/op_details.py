@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from launchtui.trace.kineto_details import kineto_rows
 from launchtui.trace.model import OP_KERNEL, Trace
 
 _NSYS_COLUMNS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
@@ -66,7 +65,7 @@ class OpDetails:
                 self._one[k], self.error = "", f"{type(e).__name__}: {e}"
             return
         try:
-            rows = _nsys_rows(self.trace) if self.per_kernel else kineto_rows(Path(self.trace.source.path))
+            rows = _nsys_rows(self.trace) if self.per_kernel else _kineto_rows(self.trace)
         except Exception as e:  # an unreadable or changed file: the cursor line just goes without
             rows, self.error = [], f"{type(e).__name__}: {e}"
         rows.sort(key=lambda r: (r[0], r[1]))
@@ -88,6 +87,13 @@ class OpDetails:
                 return self.texts[i]
             i += 1
         return ""
+
+
+def _kineto_rows(trace: Trace) -> list:
+    """trace.kineto_details' rows, imported here: an Nsight trace's TUI (the cursor line asks on its
+    UI thread) never loads the Kineto reader and msgspec (~13 ms)."""
+    from launchtui.trace.kineto_details import kineto_rows
+    return kineto_rows(Path(trace.source.path))
 
 
 def _dims(v) -> str:
