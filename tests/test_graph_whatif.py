@@ -132,3 +132,16 @@ def test_samples_read_as_the_expert_does():
     rows = [x for x in d["graph_whatif"]["phases"] if x["status"] == "estimate"]
     assert rows[0]["phase"] is None and rows[0]["speedup"][0] > 1.05
     assert d["graph_whatif"]["graph_launch_source"].startswith("default")
+
+
+@pytest.mark.parametrize("doc", [{"idle_by_cause": None},
+                                 {"idle_by_cause": {"by_phase": []}, "too_little": "3 launches in 1 ms"}],
+                         ids=["no idle figures", "too little"])
+def test_a_record_without_figures_to_re_time_never_asks_for_the_inputs(doc):
+    """The inputs may compute beside the gaps (on a helper lane) before the record knows whether it
+    can re-time anything; a record that cannot never reads them, so an error there cannot reach it."""
+    from launchtui.analysis.graphs_whatif_report import graph_whatif
+
+    def inputs():
+        raise AssertionError("asked for the what-if's inputs")
+    assert graph_whatif(inputs, doc) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -125,12 +126,15 @@ def whatif_inputs(trace: Trace, it: Iterations, device: int, calls: np.ndarray, 
     return Sampled(len(pick), kind, key, texts, n_ops, k_of, world, check)
 
 
-def graph_whatif(s: Sampled | None, doc: dict) -> dict | None:
-    """The record's `graph_whatif` (§12.5) from its inputs and the record's figures (idle by cause
-    and its phases, the graphs' replays, the Amdahl bound), or None when the record has no idle
-    figures to re-time."""
+def graph_whatif(inputs: Callable[[], Sampled | None], doc: dict) -> dict | None:
+    """The record's `graph_whatif` (§12.5) from its inputs (`inputs()`: whatif_inputs' value, asked
+    for only when the record has idle figures to re-time, else None) and the record's figures (idle
+    by cause and its phases, the graphs' replays, the Amdahl bound)."""
     ib = doc.get("idle_by_cause")
-    if s is None or not ib or doc.get("too_little"):
+    if not ib or doc.get("too_little"):
+        return None
+    s = inputs()
+    if s is None:
         return None
     rows = _phase_rows(s.kind, s.key, s.n_ops, s.k_of, s.n_it, s.texts, ib["by_phase"])
     out = {"iterations": s.n_it, "steady_iterations": ib["steady_iterations"], "amdahl_bound": doc["amdahl_bound"],

@@ -199,7 +199,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     # (20M: their transients never meet the gaps')
     later = shared.defer if shared.lane_lent() else Deferred
     # the record's own copy of the graphs' facts: only this computation touches it until its result
-    eager = later(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary])) if graphs is not None else None
+    eager = None if graphs is None else later(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary]))
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
                 "top": None, "nccl": None, "empty_reason": None, "near_misses": None})   # this key order
     # the what-if's sampled steady iterations and their world (§12.5), of the trace as recorded:
@@ -213,7 +213,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if eager is not None:
         eager.result()
         doc["graphs"] = graphs
-    doc["graph_whatif"] = graph_whatif(whatif.result(), doc)   # §12.5
+    doc["graph_whatif"] = graph_whatif(whatif.result, doc)   # §12.5
     _judge(doc)
     return doc, streams
 
