@@ -16,6 +16,8 @@ no-op off glibc.
 """
 from __future__ import annotations
 
+import threading
+
 from launchtui.cpus import usable_cpus
 
 M_TRIM_THRESHOLD = -1
@@ -49,7 +51,6 @@ def _owner_libc():
     """glibc, when called from the thread that owns the command's policy: the main thread, or the
     TUI's load worker once it took it (`take_policy`). A process-wide policy is the command's to
     set, never another worker's (`diff`'s first reader done must not switch it under the other)."""
-    import threading
     me = threading.current_thread()
     owner = _owner if _owner is not None else threading.main_thread()
     return _libc() if me is owner else None
@@ -113,7 +114,6 @@ def take_policy() -> bool:
     is read, as a headless command's main thread does. Only inside a command (`one_arena` in
     force: never the notebook API's process nor the tests'). True when taken."""
     global _owner
-    import threading
     if not _one_arena:
         return False
     _owner = threading.current_thread()

@@ -117,6 +117,9 @@ def whatif_inputs(trace: Trace, it: Iterations, device: int, calls: np.ndarray, 
     kind = api.kind[mine]
     k_of = np.repeat(np.arange(len(pick)), hi - lo)
     world = check = None
+    # unranked (no phases yet), the rows fall back to launches per iteration, so a phase with
+    # launches enough to re-time is among them if any is; once ranked it may fall out of the cut,
+    # and the world then goes unread: CPU spent, the same document
     if any(r["status"] == "estimate" for r in _phase_rows(kind, key, n_ops, k_of, len(pick), texts, [])):
         bl = np.flatnonzero(host_blocking_calls(trace))
         syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]

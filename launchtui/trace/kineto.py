@@ -141,12 +141,6 @@ def _decode(path: Path, data: bytes, skipped: Counter) -> _Doc:
                                f"{sys.getrecursionlimit()} levels); a profiler never writes that") from None
 
 
-def _decode_events(raws: list, skipped: Counter) -> list:
-    """Raw event slices -> _Event structs; an event with a field of the wrong type, or
-    undecodable text, is skipped and counted."""
-    return decode_slices(raws, _Event, skipped)
-
-
 def decode_slices(raws: list, typ, skipped: Counter | None = None, placeholders: bool = False) -> list:
     """Raw JSON slices -> one `typ` each, in one C-level call. Where some slice is not one (rare:
     a field of the wrong type, invalid UTF-8 in a string), decoded one by one: a bad slice is
@@ -224,7 +218,7 @@ def _decode_in_chunks(path: Path, skipped: Counter, progress) -> tuple[_Doc, lis
     total = len(raw_events)
     parts = []
     for i in range(0, total, CHUNK_EVENTS):  # one iteration per chunk of 200k events
-        events = _decode_events(raw_events[i:i + CHUNK_EVENTS], skipped)
+        events = decode_slices(raw_events[i:i + CHUNK_EVENTS], _Event, skipped)   # odd events counted, left out
         parts.append(extract(events, skipped))
         del events
         progress("decoded events", min(i + CHUNK_EVENTS, total))
