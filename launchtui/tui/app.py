@@ -15,12 +15,13 @@ from pathlib import Path
 from textual import events, work
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.widgets import Label, ProgressBar, Static
 
 from launchtui import heap
 from launchtui.tui.commands import LaunchCommands
 from launchtui.tui.keys import APP_BINDINGS, help_notes, help_sections, load_keymap
 from launchtui.tui.messages import LanesMapped, LoadFailed, LoadProgress, TraceLoaded
+from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 #header { height: 2; background: $boost; color: $text; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -60,7 +61,7 @@ class LaunchApp(App):
             yield Label(f"Loading {Path(str(path)).name}", id="load-title")
             yield ProgressBar(total=None, show_eta=False, id="load-bar")
             yield Label("starting", id="load-stage")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.timings["mounted"] = time.perf_counter()

@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from launchtui import heap
 from launchtui.tui.app import LaunchApp
@@ -23,6 +23,7 @@ from launchtui.tui.messages import LoadFailed, TraceLoaded
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.widgets.timeline import Timeline
 from launchtui.errors import printable
+from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 CompareScreen { layout: vertical; }
@@ -149,7 +150,7 @@ class CompareScreen(Screen):
         table.add_columns("kernel", "status", "launches/it", "→ after", "Δ", "kernel µs", "→ after", "Δ")
         table.add_rows(kernel_rows(self.doc))
         yield table
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.timelines[0].focus()

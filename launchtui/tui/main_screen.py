@@ -25,7 +25,7 @@ from dataclasses import replace
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.select import SelectionSpec
@@ -44,6 +44,7 @@ from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.verdict import VerdictReady
 from launchtui.tui.verdict_panel import VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
+from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 MainScreen { layout: vertical; }
@@ -125,7 +126,7 @@ class MainScreen(Navigation, Details, Screen):
         self.source_table = SourceTable(id="sources")
         yield Horizontal(self.table, self.source_table, id="tables")
         yield Input(placeholder="filter kernels by name (Enter keeps, Esc clears)", id="filter")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         ld = self.loaded

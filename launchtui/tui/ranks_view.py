@@ -15,12 +15,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, ProgressBar, Static
+from textual.widgets import DataTable, Input, ProgressBar, Static
 
 from launchtui.tui.app import LaunchApp
 from launchtui.tui.main_screen import CSS as MAIN_CSS
 from launchtui.tui.main_screen import MainScreen
 from launchtui.tui.messages import LoadFailed, TraceLoaded
+from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 RanksScreen { layout: vertical; }
@@ -82,7 +83,7 @@ class RanksScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="ranks-header")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="ranks")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
