@@ -100,6 +100,29 @@ def optional_shared() -> Path | None:
     return None
 
 
+# The "every sample" tests (one check on each shared sample) run in the README's lanes on the cover
+# below, and on the other samples only in the sweep lane (`-m sweep`, README "Tests"): reading the
+# Kineto JSON samples is most of those tests' time, and CI has 4 minutes on 2 cores. Every Nsight
+# and ROCm sample is in the cover (they read in a fraction of the time); the Kineto cover holds one
+# of each kind the expert readings tell apart: an eager launch-bound trace (b200), inference with
+# cold starts (qwen), a HIP trace (mi300 resnet), graph replays (vllm), compiled Triton kernels, a
+# rank without a GPU, and a GPU-bound one (timesformer).
+KINETO_COVER = frozenset({
+    "kineto/b200__eager_trace.json.gz", "kineto/h100_qwen_chat.json.gz", "kineto/mi300_resnet.json.gz",
+    "kineto/vllm_graph_execution.json.gz", "kineto/torch_compile_triton__trace.json.gz",
+    "kineto/rank_non_gpu__rank_non_gpu.json.gz", "kineto/h100__timesformer-k400.json.gz"})
+
+
+def in_cover(rel: str) -> bool:
+    """Is the sample `rel` (relative to ../shared/samples) checked in the README's lanes?"""
+    return not rel.startswith("kineto/") or rel in KINETO_COVER
+
+
+def cover_or_sweep(rels) -> list:
+    """`rels` as parameters, those outside the cover marked `sweep`."""
+    return [pytest.param(r, marks=() if in_cover(r) else pytest.mark.sweep) for r in rels]
+
+
 def snapshot(path: Path):
     """(size, mtime_ns, bytes hash) of a file, to prove a command left it untouched."""
     import hashlib

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, cover_or_sweep
 from launchtui.session import Session
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
@@ -29,7 +29,7 @@ def _cli_json(tmp_path: Path, *argv) -> dict:
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("rel", _samples() or ["(no ../shared)"])
+@pytest.mark.parametrize("rel", cover_or_sweep(_samples()) or ["(no ../shared)"])
 def test_panel_record_and_export_agree(rel, tmp_path):
     from conftest import sample
     from launchtui.analysis.record_conclusion import outside_notes

@@ -152,16 +152,21 @@ def test_kineto_details_match_a_plain_json_reading_on_odd_events(tmp_path, form)
     assert [t for t, c, _ in rows if c == 10] == [1712195495521133783]
 
 
-SHARDS = 4   # the samples in this many tests, so the parallel lane spreads the oracle's json.load
+SWEEP_SHARDS = 3   # the samples outside the cover in this many tests, so the sweep lane spreads the json.load
 
 
 @pytest.mark.samples
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_kineto_details_match_a_plain_json_reading_on_every_sample(shared, shard):
+@pytest.mark.parametrize("group", ["cover", *[pytest.param(f"sweep-{i}", marks=pytest.mark.sweep)
+                                              for i in range(SWEEP_SHARDS)]])
+def test_kineto_details_match_a_plain_json_reading_on_every_sample(shared, group):
+    from conftest import in_cover
     from launchtui.trace.kineto_details import kineto_rows
-    every = sorted((shared / "samples" / "kineto").rglob("*.json*"))
+    root = shared / "samples"
+    every = sorted((root / "kineto").rglob("*.json*"))
     assert len(every) >= 20
-    paths = every[shard::SHARDS]
+    covered = [p for p in every if in_cover(str(p.relative_to(root)))]
+    paths = covered if group == "cover" else [p for p in every if p not in covered][int(group[-1])::SWEEP_SHARDS]
+    assert paths
     with_details = 0
     for p in paths:
         rows = kineto_rows(p)
