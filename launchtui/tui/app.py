@@ -131,6 +131,10 @@ class LaunchApp(App):
         self.loaded = m.loaded
         self.main = MainScreen(m.loaded)
         self.push_screen(self.main)
+        # the loading view would stay under the main screen, its indeterminate bar redrawing 15
+        # times a second for as long as the app runs
+        for w in self.query("#loading"):
+            w.remove()
         self.timings["loaded"] = time.perf_counter()
         self.call_after_refresh(self._mark_interactive)
 
