@@ -37,6 +37,8 @@ def test_ranks_view_rows_sort_open_and_back(job4):
             assert app.error_message is None
             scr = app.screen
             assert isinstance(scr, RanksScreen)
+            # at rest, nothing redraws on a timer (tests/test_tui_at_rest.py)
+            assert [w for s in app.screen_stack for w in s.walk_children() if w.auto_refresh] == []
             t = scr.query_one(DataTable)
             assert t.row_count == 4
             head = str(scr.query_one("#ranks-header").render())

@@ -131,12 +131,15 @@ class LaunchApp(App):
         self.loaded = m.loaded
         self.main = MainScreen(m.loaded)
         self.push_screen(self.main)
-        # the loading view would stay under the main screen, its indeterminate bar redrawing 15
-        # times a second for as long as the app runs
-        for w in self.query("#loading"):
-            w.remove()
+        self.drop_loading_view()
         self.timings["loaded"] = time.perf_counter()
         self.call_after_refresh(self._mark_interactive)
+
+    def drop_loading_view(self) -> None:
+        """Once a view is pushed over it: the loading view would stay under it, its indeterminate
+        bar redrawing 15 times a second for as long as the app runs."""
+        for w in self.query("#loading"):
+            w.remove()
 
     def on_lanes_mapped(self, m: LanesMapped) -> None:
         if self.main is None or self.loaded is None:

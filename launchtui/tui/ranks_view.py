@@ -209,6 +209,7 @@ class RanksApp(LaunchApp):
         self.loaded = m.loaded
         self.main = RanksScreen(m.loaded)
         self.push_screen(self.main)
+        self.drop_loading_view()
 
     def open_rank(self, row: dict) -> None:
         self.opening = True
