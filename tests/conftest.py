@@ -118,6 +118,16 @@ def in_cover(rel: str) -> bool:
     return not rel.startswith("kineto/") or rel in KINETO_COVER
 
 
+def cover_part(paths: list, root: Path, part) -> list:
+    """The sorted sample `paths` (under `root`, ../shared/samples) that `part` names: "cover", those
+    in the cover; (k, n), the k-th of n shards of the others (the sweep lane's)."""
+    covered = [in_cover(str(p.relative_to(root))) for p in paths]
+    if part == "cover":
+        return [p for p, c in zip(paths, covered) if c]
+    k, n = part
+    return [p for p, c in zip(paths, covered) if not c][k::n]
+
+
 def cover_or_sweep(rels) -> list:
     """`rels` as parameters, those outside the cover marked `sweep`."""
     return [pytest.param(r, marks=() if in_cover(r) else pytest.mark.sweep) for r in rels]

@@ -156,16 +156,14 @@ SWEEP_SHARDS = 3   # the samples outside the cover in this many tests, so the sw
 
 
 @pytest.mark.samples
-@pytest.mark.parametrize("group", ["cover", *[pytest.param(f"sweep-{i}", marks=pytest.mark.sweep)
-                                              for i in range(SWEEP_SHARDS)]])
-def test_kineto_details_match_a_plain_json_reading_on_every_sample(shared, group):
-    from conftest import in_cover
+@pytest.mark.parametrize("part", ["cover", *[pytest.param((i, SWEEP_SHARDS), marks=pytest.mark.sweep, id=f"sweep-{i}")
+                                             for i in range(SWEEP_SHARDS)]])
+def test_kineto_details_match_a_plain_json_reading_on_every_sample(shared, part):
+    from conftest import cover_part
     from launchtui.trace.kineto_details import kineto_rows
-    root = shared / "samples"
-    every = sorted((root / "kineto").rglob("*.json*"))
+    every = sorted((shared / "samples" / "kineto").rglob("*.json*"))
     assert len(every) >= 20
-    covered = [p for p in every if in_cover(str(p.relative_to(root)))]
-    paths = covered if group == "cover" else [p for p in every if p not in covered][int(group[-1])::SWEEP_SHARDS]
+    paths = cover_part(every, shared / "samples", part)
     assert paths
     with_details = 0
     for p in paths:
