@@ -21,9 +21,9 @@ from launchtui import heap
 from launchtui.tui.app import LaunchApp
 from launchtui.tui.messages import LoadFailed, TraceLoaded
 from launchtui.tui.widgets.panel import TextPanel
+from launchtui.tui.widgets.key_bar import KeyBar
 from launchtui.tui.widgets.timeline import Timeline
 from launchtui.errors import printable
-from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 CompareScreen { layout: vertical; }

@@ -39,12 +39,12 @@ from launchtui.tui.main_nav import Navigation
 from launchtui.tui.messages import IdleReady, SiteChosen, SourcesReady, TableReady, TableRowMoved
 from launchtui.tui.sources_view import SourcesPane
 from launchtui.tui.widgets.kernel_table import KernelTable
+from launchtui.tui.widgets.key_bar import KeyBar
 from launchtui.tui.widgets.source_table import SourceTable
 from launchtui.tui.widgets.panel import TextPanel
 from launchtui.tui.verdict import VerdictReady
 from launchtui.tui.verdict_panel import VerdictView
 from launchtui.tui.widgets.timeline import LEGEND, Timeline
-from launchtui.tui.widgets.key_bar import KeyBar
 
 CSS = """
 MainScreen { layout: vertical; }

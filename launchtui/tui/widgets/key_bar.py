@@ -31,15 +31,18 @@ def shown_hints(screen) -> tuple[list[KeyHint], KeyHint | None]:
     `show`), or None when the app has no palette or the key is not active here."""
     app = screen.app
     active = screen.active_bindings
+
+    def hint(binding, enabled: bool) -> KeyHint:
+        return KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled)
     hints, actions = [], set()
     for _node, binding, enabled, _tooltip in active.values():
         if binding.show and binding.action not in actions:
             actions.add(binding.action)
-            hints.append(KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled))
+            hints.append(hint(binding, enabled))
     palette = None
     if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
         _node, binding, enabled, _tooltip = active[app.COMMAND_PALETTE_BINDING]
-        palette = KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled)
+        palette = hint(binding, enabled)
     return hints, palette
 
 
