@@ -90,6 +90,39 @@ def sample(rel: str) -> Path:
     return p
 
 
+_MODEL_CACHE_ENV = "LAUNCHTUI_TEST_MODEL_CACHE"   # this run's shared model cache (_shared_model_cache)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_model_cache(tmp_path_factory):
+    """One model cache for the whole run, shared by its xdist workers (their base temps' parent):
+    `sample_model` reads each sample once per run, not once per test."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    d = root / "shared-model-cache"
+    d.mkdir(mode=0o700, exist_ok=True)
+    os.environ[_MODEL_CACHE_ENV] = str(d)   # read by both module copies (`conftest`, `tests.conftest`)
+
+
+def sample_model(rel: str):
+    """The model of the sample `rel` through the product's model cache, shared by this run's tests:
+    the first ask reads the file and stores the model, later ones map it (the warm open every user
+    gets; tests/test_cache_export.py holds it equal to a read). Each call is a new `Trace`, so no
+    derived result carries over between tests. For tests about the analyses of a sample, not its
+    reading: a test that changes how a file is read reads it itself."""
+    from launchtui.trace.load import open_trace
+    path = sample(rel)
+    own = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = os.environ[_MODEL_CACHE_ENV]
+    try:
+        return open_trace(path)
+    finally:
+        if own is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = own
+
+
 def optional_shared() -> Path | None:
     """../shared for a test that also runs without it (doing less): None when absent, a failure
     when LAUNCHTUI_REQUIRE_SHARED=1."""

@@ -9,7 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_model
 from fixtures import cpu_sched as cs
 from fixtures import record_cases as rc
 from fixtures import synth
@@ -196,7 +196,7 @@ REAL = {  # sample: (main thread busy %, reading)
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_busy_matches_sqlite(name):
     path = sample(f"nsys/{name}")
-    doc = build_record(open_trace(path, use_cache=False))["launch_thread_cpu"]
+    doc = build_record(sample_model(f"nsys/{name}"))["launch_thread_cpu"]
     lo, hi = doc["window_ns"]
     con = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
     gtid, launches = con.execute(SQL_MAIN, (lo, hi)).fetchone()
@@ -213,8 +213,7 @@ def test_real_busy_matches_sqlite(name):
 @pytest.mark.samples
 def test_real_samples_agree_with_sched_on_llama():
     """Where the thread is sampled often enough, samples × interval gives the same busy share."""
-    doc = build_record(open_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"),
-                                  use_cache=False))["launch_thread_cpu"]
+    doc = build_record(sample_model("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"))["launch_thread_cpu"]
     row = doc["threads"][0]
     assert row["samples"] == 171 and abs(row["sampled_busy_pct"] - row["busy_pct"]) <= 0.5
 
@@ -252,8 +251,7 @@ def test_reading_rules():
 @pytest.mark.samples
 def test_verdict_panel_shows_one_cpu_line():
     from launchtui.tui.verdict import COMPACT, VerdictSettings, panel_lines
-    doc = build_record(open_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"),
-                                  use_cache=False))
+    doc = build_record(sample_model("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"))
     lines, styles = panel_lines(doc, VerdictSettings())
     cpu = [x for x in lines if x.startswith(" Launching thread:")]
     assert cpu == [" Launching thread: on the CPU 18 %, 1 % in syncs — mostly off cpu (SCHED_EVENTS)"]
@@ -269,7 +267,7 @@ def test_real_samples_alone_estimate_what_sched_events_measure(name, busy, outsi
     """Without the runs, the samples give the estimate, within 1.5 points of the scheduling figures
     (regularly sampled threads: interval 709.7 µs and 2.0 ms)."""
     from launchtui.trace.model import CpuRuns
-    trace = open_trace(sample(f"nsys/{name}"), use_cache=False)
+    trace = sample_model(f"nsys/{name}")
     sched = build_record(trace)["launch_thread_cpu"]
     trace.cpu_runs = CpuRuns.empty()
     est = build_record(trace)["launch_thread_cpu"]

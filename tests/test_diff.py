@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import sample
+from conftest import sample_model
 from fixtures import pairs
 from launchtui.analysis.diff import METRICS
 from launchtui.analysis.diff_inputs import diff_document, record_of
@@ -280,13 +280,13 @@ def test_cli_bad_trace_one_line(capsys, pair_files, tmp_path):
 # --- real pairs --------------------------------------------------------------------------------
 
 def real(a, b):
-    return diff_document(read_trace(sample(f"kineto/{a}")), read_trace(sample(f"kineto/{b}")))
+    return diff_document(sample_model(f"kineto/{a}"), sample_model(f"kineto/{b}"))
 
 
 @pytest.mark.samples
 def test_real_xdit_flux1_pair_agrees_with_the_record_on_each_side():
-    b = read_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"))
-    a = read_trace(sample("kineto/xdit_flux1__aiter_sage__rank0.json.gz"))
+    b = sample_model("kineto/xdit_flux1__baseline__rank0.json.gz")
+    a = sample_model("kineto/xdit_flux1__aiter_sage__rank0.json.gz")
     doc = diff_document(b, a)
     assert_agrees_with_records(doc, record_of(b), record_of(a))
     per = doc["per_iteration"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_model
 from launchtui.analysis.record import build_record
 from launchtui.trace.load import open_trace
 
@@ -41,7 +41,7 @@ _docs: dict = {}
 
 def record(rel: str) -> dict:
     if rel not in _docs:
-        _docs[rel] = build_record(open_trace(sample(rel), use_cache=False))
+        _docs[rel] = build_record(sample_model(rel))
     return _docs[rel]
 
 

@@ -13,7 +13,7 @@ from launchtui.analysis import graphs_join as gj
 from launchtui.analysis.graphs_join_report import join_document
 from launchtui.cli import main
 from launchtui.trace.load import open_trace
-from tests.conftest import sample
+from tests.conftest import sample, sample_model
 
 VLLM_EXEC = "kineto/vllm_graph_execution.json.gz"
 VLLM_CAPTURE = "kineto/mi300x_vllm_piecewise_graph_capture.pt.trace.json.gz"
@@ -213,8 +213,7 @@ def test_record_capture_section_and_the_stored_record_unchanged(files, capsys):
 def test_xdit_replay_joins_its_own_capture_with_the_last_node_lost(name, ops):
     """xdit_flux1 captures one graph and replays it once in the same file; the replay recorded one
     node fewer than the capture holds (its last GEMM), so it matches as a subsequence."""
-    path = sample(f"kineto/xdit_flux1__{name}__rank0.json.gz")
-    t = open_trace(path)
+    t = sample_model(f"kineto/xdit_flux1__{name}__rank0.json.gz")
     d = join_document(t, gj.join(t, t))
     assert (d["matched_ops"], d["replayed_ops"], d["captured_launches"]) == (ops, ops, ops + 1)
     assert d["matched_by"] == {gj.BY_SUBSEQUENCE: ops} and d["per_graph"][0]["captured_nodes"] == ops + 1

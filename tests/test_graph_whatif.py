@@ -11,7 +11,7 @@ from fixtures import graph_pairs as gp
 from launchtui.analysis.record import build_record
 from launchtui.analysis.record_markdown import render_markdown
 from launchtui.trace.load import open_trace
-from tests.conftest import sample
+from tests.conftest import sample_model
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ SAMPLES = ["kineto/vllm_graph_execution.json.gz", "kineto/xdit_flux1__baseline__
 @pytest.mark.samples
 @pytest.mark.parametrize("rel", SAMPLES)
 def test_samples_hold_the_invariants(rel):
-    doc = build_record(open_trace(sample(rel)))
+    doc = build_record(sample_model(rel))
     w = doc["graph_whatif"]
     assert w is not None and w["phases"]
     if any(r["status"] == "estimate" for r in w["phases"]):
@@ -119,16 +119,16 @@ def test_samples_read_as_the_expert_does():
     """vLLM already graphs its step: its eager remainder (attention and cache writes between the
     pieces, 2 launches per stretch) buys nothing; RPD's step is one graph; v100_dfindex's autograd
     thread launches would buy the most of its phases (expert: host-bound, graphs first)."""
-    vdoc = build_record(open_trace(sample("kineto/vllm_graph_execution.json.gz")))
+    vdoc = build_record(sample_model("kineto/vllm_graph_execution.json.gz"))
     (r,) = vdoc["graph_whatif"]["phases"]
     assert r["status"] == "estimate" and r["speedup"][1] <= 1.001 and r["graph_launches_if_graphed"] == 25
     # its slow end is slower than the recorded iteration: said in words, not left to the range
     assert r["speedup"][0] < 1 and ("outside the trace's named ranges: graphing could cost more than it saves: at "
                                     "its slow end the iteration takes 0.256 ms longer than now (25 graph launches/"
                                     "iter at up to 38.74 µs each, replacing 52 launches/iter).") in render_markdown(vdoc)
-    rpd = build_record(open_trace(sample("rocm/rpd_pytorch_autograd_callstack.rpd.gz")))["graph_whatif"]
+    rpd = build_record(sample_model("rocm/rpd_pytorch_autograd_callstack.rpd.gz"))["graph_whatif"]
     assert [x["status"] for x in rpd["phases"] if x["phase"] is None] == ["graphed"]
-    d = build_record(open_trace(sample("kineto/v100_dfindex.json.gz")))
+    d = build_record(sample_model("kineto/v100_dfindex.json.gz"))
     rows = [x for x in d["graph_whatif"]["phases"] if x["status"] == "estimate"]
     assert rows[0]["phase"] is None and rows[0]["speedup"][0] > 1.05
     assert d["graph_whatif"]["graph_launch_source"].startswith("default")

@@ -9,7 +9,7 @@ from fixtures import graph_cases as gc
 from launchtui.analysis.record import build_record
 from launchtui.analysis.record_markdown import render_markdown
 from launchtui.trace.load import open_trace
-from tests.conftest import sample
+from tests.conftest import sample, sample_model
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ def test_xdit_compiled_graph_range_is_a_capture_window():
     its GPU idle is the host capturing, so it gets the capture page, not 'host stalls'."""
     import numpy as np
     from launchtui.analysis.select import range_selection
-    t = open_trace(sample("kineto/xdit_flux1__baseline__rank0.json.gz"), use_cache=False)
+    t = sample_model("kineto/xdit_flux1__baseline__rank0.json.gz")
     idx = np.array([i for i, x in enumerate(t.ranges.text.tolist())
                     if x >= 0 and t.strings[x].startswith("## Call CompiledFxGraph")])
     doc = build_record(t, range_selection(t, idx, "compiled graph"))

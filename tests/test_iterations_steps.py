@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_model
 from fixtures import idle_cases as ic
 from fixtures.idle_model import Range, view, write_kineto
 from launchtui.analysis import iterations as itr
@@ -129,7 +129,7 @@ def test_vllm_execute_range_covers_the_gpu_work_it_launched():
     rel = "kineto/vllm_graph_execution.json.gz"
     name, s, e, end = _step_truth(rel)
     assert name.startswith("execute_8192_context_9(") and round((e - s) / 1e6, 1) == 26.4
-    doc = build_record(open_trace(sample(rel), use_cache=False))
+    doc = build_record(sample_model(rel))
     it = doc["iterations"]
     assert (it["source"], it["count"], it["starts_ns"], it["ends_ns"]) == (itr.SOURCE_STEP_LIKE, 1, [s], [end])
     assert round((end - s) / 1e6, 1) == 307.7
@@ -145,7 +145,7 @@ def test_b200_execute_range_is_the_iteration_not_the_layer_period():
     rel = "kineto/b200__eager_trace.json.gz"
     name, s, e, end = _step_truth(rel)
     assert name == "execute_context_1(888_788544)_generation_0(0)" and end == e     # its GPU work ends inside it
-    doc = build_record(open_trace(sample(rel), use_cache=False))
+    doc = build_record(sample_model(rel))
     it = doc["iterations"]
     assert (it["source"], it["count"], it["starts_ns"], it["ends_ns"]) == (itr.SOURCE_STEP_LIKE, 1, [s], [e])
     assert doc["per_iteration"]["launches"]["median"] == 768
@@ -156,7 +156,7 @@ def test_mfu_blocks_stay_periodic_and_fsdp_ranges_are_no_steps():
     """No ProfilerStep and no step-like name (`FSDP::pre_forward` is an identifier, not a forward
     pass): the 119-launch block found from the launch sequence, with no range enclosing it."""
     for rel, blocks in (("nsys/nsys-ai__mfu_2gpu_before.sqlite", 16), ("nsys/nsys-ai__mfu_2gpu_after.sqlite", 14)):
-        it = build_record(open_trace(sample(rel), use_cache=False))["iterations"]
+        it = build_record(sample_model(rel))["iterations"]
         assert (it["source"], it["count"], it["name"]) == (itr.SOURCE_PERIODIC, blocks,
                                                             "nvjet_tst_192x208_64x4_1x1_h_bz_coopB_bias_TNT")
         assert "repeats every 119 launches" in it["note"] and LIKELY_LAYER not in it["note"]

@@ -118,8 +118,8 @@ def test_joined_traces_and_empty_selections_have_none():
 def test_real_exports_without_launched_ops_keep_their_line(name):
     """No launch failed there: one memset joined its cudaMemsetAsync (frasertajima), no GPU op at
     all (davidev). Ops that all joined calls of other kinds are not a failed join."""
-    from conftest import sample
-    rec = build_record(read_trace(sample(f"nsys/{name}.sqlite")))
+    from conftest import sample_model
+    rec = build_record(sample_model(f"nsys/{name}.sqlite"))
     assert "launch_join" not in rec and rec["conclusion"] == "cannot judge: no launched GPU ops in this trace or selection"
 
 

@@ -31,8 +31,8 @@ def test_every_demo_kernel_has_its_launch_config_in_both_formats(name):
 
 @pytest.mark.samples
 def test_kineto_input_dims_of_the_launching_op():
-    from conftest import sample
-    t = open_trace(sample("kineto/h100_qwen_chat.json.gz"), use_cache=False)
+    from conftest import sample_model
+    t = sample_model("kineto/h100_qwen_chat.json.gz")
     d = OpDetails(t)
     d.load()
     k = np.flatnonzero(t.ops.kind == OP_KERNEL)

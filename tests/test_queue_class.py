@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import sample
+from conftest import sample_model
 from fixtures import queue_cases as qcs
 from launchtui.analysis.cold_start import cold_start
 from launchtui.analysis.backpressure import spikes
@@ -113,7 +113,7 @@ def _stream(doc, dev, stream):
 
 
 def _rec(rel):
-    return build_record(open_trace(sample(rel), use_cache=False))
+    return build_record(sample_model(rel))
 
 
 @pytest.mark.samples
@@ -128,7 +128,7 @@ def test_a100_negq_back_pressured_near_960_not_cpu_stalls():
     assert c["baseline_returns_on_op_start"] < 0.3 and c["backlog_ops"] == 867
     assert s["blocked_launches"] == 77 and s["cpu_stalls"] == 0 and s["slow_no_pattern"] == 3
     assert s["max_depth"] == 994                # §5's peak: graph replays pending, not the limit
-    rep = build_report(open_trace(sample("kineto/a100_negq.json.gz"), use_cache=False))
+    rep = build_report(sample_model("kineto/a100_negq.json.gz"))
     q = next(x for x in rep["queues"] if x["stream_id"] == 7)
     assert q["time_at_or_above_ns"]["1000"] == 0 and q["ceiling"]["time_at_or_above_band_ns"] > 50_000_000
 

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import sample_model
 from fixtures import record_cases as rc
 from fixtures import synth
 from launchtui.analysis.phases import (BACKWARD_PHASE, RULE_BACKWARD, RULE_MAIN_THREAD, RULE_NONE,
@@ -119,18 +119,17 @@ def _row(doc, name):
 @pytest.mark.samples
 def test_real_kineto_autograd_kernels_get_phases():
     """Before §V5's rules the phase of these rows was empty (launched from the autograd thread)."""
-    v100 = build_record(open_trace(sample("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"),
-                                   use_cache=False), opt=TOP_20)
+    v100 = build_record(sample_model("kineto/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"), opt=TOP_20)
     r = _row(v100, "computeBOffsetsKernel")
     assert (r["phase"], r["phase_rule"]) == ("## backward ##", "main thread") and r["phase_share"] > 0.9
     assert _row(v100, "computeOffsetsKernel")["phase_rule"] == "range"
-    diff = build_record(open_trace(sample("kineto/trace_diff__test__test.json.gz"), use_cache=False), opt=TOP_20)
+    diff = build_record(sample_model("kineto/trace_diff__test__test.json.gz"), opt=TOP_20)
     r = _row(diff, "splitKreduce_kernel")
     assert (r["phase"], r["phase_rule"]) == ("## backward ##", "main thread")
     # resnet50: the main thread holds only ProfilerStep, zero_grad and step; the autograd thread's
     # calls are linked to their forward ops by Sequence number
-    tb = build_record(open_trace(sample(
-        "kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"), use_cache=False),
+    tb = build_record(sample_model(
+        "kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"),
         opt=TOP_20)
     r = _row(tb, "computeOffsetsKernel")
     assert (r["phase"], r["phase_rule"]) == (BACKWARD_PHASE, "backward link") and r["phase_share"] > 0.5

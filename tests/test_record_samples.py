@@ -5,17 +5,16 @@ import json
 
 import pytest
 
-from conftest import sample, snapshot
+from conftest import sample, snapshot, sample_model
 from launchtui.analysis.record import RecordOptions, build_record, record_with_streams
 from launchtui.analysis.record_markdown import render_markdown
 from launchtui.cli import main
-from launchtui.trace.load import open_trace
 
 pytestmark = pytest.mark.samples
 
 
 def _rec(rel: str, **kw):
-    return build_record(open_trace(sample(rel), use_cache=False), opt=RecordOptions(**kw))
+    return build_record(sample_model(rel), opt=RecordOptions(**kw))
 
 
 def _stream(doc, dev, stream):
@@ -53,7 +52,7 @@ def test_b200_eager_is_dry():
     assert s["iteration_classes"] == {"saturated": 0, "dry": 1, "backlogged": 0, "normal": 0}
     # the one 141 µs launch at depth 0 is its kernel's first launch: a cold start, never backpressure
     assert s["cpu_stalls"] == 0 and doc["cold_start"]["calls"] == 1 and doc["cold_start"]["first_launches"] == 1
-    _, streams = record_with_streams(open_trace(sample("kineto/b200__eager_trace.json.gz"), use_cache=False))
+    _, streams = record_with_streams(sample_model("kineto/b200__eager_trace.json.gz"))
     v = next(x for x in streams if (x.device_id, x.stream_id) == (0, 7))
     assert v.outside_stalls == [] and not v.blocked_calls
 
@@ -117,7 +116,7 @@ def test_h100_slice_saturated_at_1139_counting_the_pre_capture_backlog():
 
 
 def test_dlprof_emit_nvtx_phases_without_seq():
-    trace = open_trace(sample("nsys/MohanadOdema__DLProf__nsys_profile.sqlite"), use_cache=False)
+    trace = sample_model("nsys/MohanadOdema__DLProf__nsys_profile.sqlite")
     doc = build_record(trace)
     page = render_markdown(doc)
     assert "seq =" not in page
@@ -168,7 +167,7 @@ def test_tiny_kernels_are_not_hidden_by_a_few_long_instances():
     """definitions.md §V4 on the expert's readings: a group qualifies by the share of its launches
     under the threshold, and a short name hiding several functors ranks them apart."""
     from launchtui.analysis.launches import kernel_groups
-    trace = open_trace(sample("kineto/v100_dfindex.json.gz"), use_cache=False)
+    trace = sample_model("kineto/v100_dfindex.json.gz")
     # by short name the eager elementwise kernel averages over 10 µs: the nsys-ai rule drops it
     gr = kernel_groups(trace)
     name = [trace.strings[int(n)] for n in gr.name]
@@ -187,11 +186,11 @@ def test_tiny_kernels_are_not_hidden_by_a_few_long_instances():
     full = build_record(trace, opt=RecordOptions(names="full"))
     assert [r["kernel_name"] for r in full["top"]] == [r["kernel_name"] for r in doc["top"]]
 
-    res = build_record(open_trace(sample("kineto/resnet50_legacy_workers4.json.gz"), use_cache=False))
+    res = build_record(sample_model("kineto/resnet50_legacy_workers4.json.gz"))
     assert [r["kernel_name"].split("<")[0] for r in res["top"]] == ["vectorized_elementwise_kernel"] * 3
     assert all(r["median_kernel_us"] <= 1 for r in res["top"])
     # every vectorized_elementwise_kernel launch of a step, whatever the threshold: 990 per step
-    every = build_record(open_trace(sample("kineto/resnet50_legacy_workers4.json.gz"), use_cache=False),
+    every = build_record(sample_model("kineto/resnet50_legacy_workers4.json.gz"),
                          opt=RecordOptions(top=50, min_launches=1, max_avg_us=1e12))
     assert sum(r["launches_per_iteration"] for r in every["top"]
                if r["kernel_name"].startswith("vectorized_elementwise_kernel<")) == 990
@@ -216,7 +215,7 @@ def test_spike_words_follow_the_depth_rule():
     (those are at depth <= 4): the words the TUI's `b` shows come from the record's depth rule."""
     from launchtui.analysis.record import record_and_stalls
     from launchtui.analysis.select import WHOLE
-    trace = open_trace(sample("kineto/a100_negq.json.gz"), use_cache=False)
+    trace = sample_model("kineto/a100_negq.json.gz")
     doc, words = record_and_stalls(trace, WHOLE, RecordOptions())
     s = next(x for x in doc["streams"] if x["queue_class"] == "saturated")
     assert s["cpu_stalls"] == 0 and s["slow_no_pattern"] == len(words) == 3

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_model
 from launchtui.analysis import nvtx
 from launchtui.analysis.backpressure import backpressure
 from launchtui.analysis.queue import queue_summary
@@ -23,7 +23,7 @@ LEGACY = "kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.16231430898
 
 
 def _queues(rel, thresholds=(1000, 1016, 1020, 1022, 1024)):
-    trace = read_trace(sample(rel))
+    trace = sample_model(rel)
     return trace, {q.stream_id: q for q in queue_summary(trace, thresholds=thresholds)}
 
 
@@ -54,7 +54,7 @@ def test_b200_low_depth_and_cu_launch_kernel_ex():
 
 
 def test_v100_backpressure_episodes_and_spikes():
-    trace = read_trace(sample(V100))
+    trace = sample_model(V100)
     bp = backpressure(trace)
     sat = [e for e in bp["episodes"] if e.level == "saturated"]
     assert len(sat) >= 4 and all(e.max_depth == 1022 and e.stream == 7 for e in sat)
@@ -78,7 +78,7 @@ def test_v100_exact_ns_timestamps_survive():
 
 
 def test_v100_optimizer_range_found():
-    trace = read_trace(sample(V100))
+    trace = sample_model(V100)
     i = int(nvtx.search(trace, nvtx.OPTIMIZER_PATTERN)[0])
     assert i >= 0 and "optim" in trace.strings[int(trace.ranges.text[i])].lower()
     names = {trace.strings[int(t)] for t in trace.ranges.text[nvtx.search(trace, "OPTIM")]}
@@ -86,7 +86,7 @@ def test_v100_optimizer_range_found():
 
 
 def test_graph_launch_joins_one_to_many():
-    trace = read_trace(sample(DIFF))
+    trace = sample_model(DIFF)
     m = trace.ops.api >= 0
     graph = m & (trace.api.kind[np.maximum(trace.ops.api, 0)] == API_GRAPH_LAUNCH)
     per_launch = np.bincount(trace.ops.api[graph])
@@ -96,7 +96,7 @@ def test_graph_launch_joins_one_to_many():
 
 
 def test_legacy_2021_trace():
-    trace = read_trace(sample(LEGACY))
+    trace = sample_model(LEGACY)
     k = trace.ops.kind == OP_KERNEL
     assert int((k & (trace.ops.end == trace.ops.start)).sum()) == 636, "dur-0 kernels kept"
     assert set(trace.ops.stream.tolist()) >= {7}
@@ -106,26 +106,26 @@ def test_legacy_2021_trace():
 
 
 def test_cpu_only_trace_says_what_is_missing():
-    trace = read_trace(sample("kineto/rank_non_gpu__rank_non_gpu.json.gz"))
+    trace = sample_model("kineto/rank_non_gpu__rank_non_gpu.json.gz")
     assert len(trace.ops) == 0 and not trace.has_cuda_tables
     assert any("no GPU activity" in m for m in trace.missing)
 
 
 def test_hip_trace_launches():
-    trace = read_trace(sample("kineto/torch_compile_triton__trace.json.gz"))
+    trace = sample_model("kineto/torch_compile_triton__trace.json.gz")
     assert trace.device_ids() == [2]
     assert (trace.ops.api >= 0).all()
     assert set(trace.ops.stream.tolist()) == {0}
 
 
 def test_out_of_order_events_are_sorted():
-    trace = read_trace(sample("kineto/docs__traces__before_fix_trace.json"))
+    trace = sample_model("kineto/docs__traces__before_fix_trace.json")
     assert np.all(np.diff(trace.api.start) >= 0)
     assert len(trace.ops) == 1 and trace.ops.api[0] >= 0
 
 
 def test_kineto_short_names_match_rule():
-    trace = read_trace(sample(DIFF))
+    trace = sample_model(DIFF)
     short = {trace.strings[int(i)] for i in np.unique(trace.ops.name[trace.ops.kind == OP_KERNEL])}
     assert "vectorized_elementwise_kernel" in short
     assert all("(" not in s and "<" not in s for s in short)

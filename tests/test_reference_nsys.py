@@ -8,11 +8,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from conftest import SHARED, sample
+from conftest import SHARED, sample_model
 from launchtui.analysis.launches import kernel_groups, small_kernel_table
 from launchtui.analysis.select import WHOLE, device_selection, trim_selection
 from launchtui.errors import UsageError
-from launchtui.trace.load import read_trace
 from launchtui.trace.model import API_LAUNCH
 
 pytestmark = pytest.mark.samples
@@ -57,7 +56,7 @@ def _reference_groups(name: str) -> dict:
 
 def _matching_groups(name: str) -> tuple[int, list]:
     """(groups of the reference matched exactly, what differs in the others)."""
-    trace = read_trace(sample(f"nsys/{name}.sqlite"))
+    trace = sample_model(f"nsys/{name}.sqlite")
     ref = _reference_groups(name)
     gr = kernel_groups(trace)
     mine = {(int(gr.device[i]), trace.strings[int(gr.name[i])]): i for i in range(len(gr))}
@@ -95,7 +94,7 @@ def test_all_reference_groups_matched(shared):
 
 @pytest.mark.parametrize("name", NO_KERNELS)
 def test_exports_without_kernels_have_empty_tables(name):
-    trace = read_trace(sample(f"nsys/{name}.sqlite"))
+    trace = sample_model(f"nsys/{name}.sqlite")
     assert len(trace.ops) == 0
     assert small_kernel_table(trace, WHOLE, 1, 1e12, 0) == []
     assert trace.missing, "says what is missing"
@@ -111,7 +110,7 @@ def _strip(rows):
     ("h100_2gpu_1s.device0.trim_155.9_156.4.json", 0, {}, (155.9, 156.4)),
 ])
 def test_rows_equal_nsys_ai_json(ref_file, device, kwargs, trim):
-    trace = read_trace(sample("nsys/nsys-ai__h100_2gpu_1s.sqlite"))
+    trace = sample_model("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     sel = device_selection(trace, device)
     if trim:
         sel = trim_selection(trace, *trim, base=sel)
@@ -123,7 +122,7 @@ def test_rows_equal_nsys_ai_json(ref_file, device, kwargs, trim):
 
 
 def test_h100_join_uses_process_and_counts_unmatched():
-    trace = read_trace(sample("nsys/nsys-ai__h100_2gpu_1s.sqlite"))
+    trace = sample_model("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     k = trace.ops.kind == 0
     assert int(k.sum()) == 3442
     assert int((k & (trace.ops.api >= 0)).sum()) == 1632
@@ -135,7 +134,7 @@ def test_h100_join_uses_process_and_counts_unmatched():
 
 
 def test_sh1mwww_single_small_row_and_spike():
-    trace = read_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"))
+    trace = sample_model("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite")
     rows = small_kernel_table(trace)
     assert len(rows) == 1
     r = rows[0]
@@ -145,7 +144,7 @@ def test_sh1mwww_single_small_row_and_spike():
 
 
 def test_trim_outside_names_valid_window():
-    trace = read_trace(sample("nsys/nsys-ai__h100_2gpu_1s.sqlite"))
+    trace = sample_model("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     with pytest.raises(UsageError) as e:
         trim_selection(trace, 0, 1)
     assert ("--trim 0.000 1.000 selects no part of this profile, whose window is 155.360 s to 156.321 s "
@@ -153,21 +152,21 @@ def test_trim_outside_names_valid_window():
 
 
 def test_unknown_device_lists_available():
-    trace = read_trace(sample("nsys/nsys-ai__h100_2gpu_1s.sqlite"))
+    trace = sample_model("nsys/nsys-ai__h100_2gpu_1s.sqlite")
     with pytest.raises(UsageError) as e:
         device_selection(trace, 5)
     assert "available: 0 (2184 GPU ops), 1 (2184 GPU ops)" in str(e.value)
 
 
 def test_driver_api_launches_are_launches():
-    trace = read_trace(sample("nsys/LeiWang1999__memfusion_artifact__report1.sqlite"))
+    trace = sample_model("nsys/LeiWang1999__memfusion_artifact__report1.sqlite")
     names = {trace.strings[int(i)] for i in np.unique(trace.api.name[trace.api.kind == API_LAUNCH])}
     assert "cuLaunchKernelEx" in names and "cudaLaunchKernel" in names
 
 
 def test_textid_nvtx_with_domain_and_negative_time():
     from launchtui.analysis import nvtx
-    trace = read_trace(sample("nsys/LeiWang1999__memfusion_artifact__report1.sqlite"))
+    trace = sample_model("nsys/LeiWang1999__memfusion_artifact__report1.sqlite")
     assert len(trace.ranges) == 59
     name = nvtx.range_name(trace, 0)
     assert name.startswith("TensorRT:"), name
@@ -176,7 +175,7 @@ def test_textid_nvtx_with_domain_and_negative_time():
 
 def test_nested_nvtx_depth_and_attribution():
     from launchtui.analysis import nvtx
-    trace = read_trace(sample("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite"))
+    trace = sample_model("nsys/Sh1mwww__llama3-inference__real_inference_simulation.sqlite")
     assert len(trace.ranges) == 1601
     assert int(trace.ranges.depth.max()) >= 3
     attributed = nvtx.op_ranges(trace)
@@ -192,14 +191,14 @@ def test_nested_nvtx_depth_and_attribution():
 
 
 def test_oldest_schema_without_meta_table():
-    trace = read_trace(sample("nsys/bwyogatama__Mordred-Deprecated__report1.sqlite"))
+    trace = sample_model("nsys/bwyogatama__Mordred-Deprecated__report1.sqlite")
     assert "2021" in trace.source.version
     assert trace.devices == {0: "Quadro RTX 6000"}
     assert int((trace.ops.api >= 0).sum()) == len(trace.ops)
 
 
 def test_foreign_indexes_and_lazy_overhead_tolerated():
-    trace = read_trace(sample("nsys/nsys-ai__mock.sqlite"))
+    trace = sample_model("nsys/nsys-ai__mock.sqlite")
     assert int((trace.ops.kind == 0).sum()) == 2
     assert small_kernel_table(trace) == []
 
@@ -218,7 +217,7 @@ def test_mfu_exports_give_the_expert_launch_figures(which):
     from launchtui.analysis.record import build_record
     from launchtui.analysis.report import build_report
     calls, (dev0_launches, dev0_api_ms), (primary, primary_launches) = MFU[which]
-    trace = read_trace(sample(f"nsys/nsys-ai__mfu_2gpu_{which}.sqlite"))
+    trace = sample_model(f"nsys/nsys-ai__mfu_2gpu_{which}.sqlite")
     k = launched_kernels(trace)
     assert Counter(trace.strings[int(trace.api.name[trace.ops.api[i]])] for i in k) == calls
     assert not trace.source.extra.get("skipped"), "nothing dropped or unresolved"

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import ROOT, sample
+from conftest import ROOT, sample, sample_model
 from launchtui.cli import main
 from launchtui.trace.load import read_trace
 from launchtui.trace.model import OP_KERNEL
@@ -104,7 +104,7 @@ def test_rpd_equals_its_top_view(rel, tmp_path):
 
 
 def test_rpd_equals_its_chrome_trace():
-    t = read_trace(sample(RPD))
+    t = sample_model(RPD)
     events = [e for e in json.loads(sample("rocm/rpd_matmul_result.json").read_text()) if e]
     gpu = [e for e in events if e.get("ph") == "X" and e["pid"] == "2"]       # pid = gpuId, tid = queueId
     cpu = [e for e in events if e.get("ph") == "X" and e["pid"] != "2"]
@@ -130,7 +130,7 @@ def test_rpd_equals_its_chrome_trace():
 
 
 def test_rocprof_v1_equals_its_chrome_trace():
-    t = read_trace(sample(V1))
+    t = sample_model(V1)
     events = json.loads(sample("rocm/mi300a_rocprof_v1_results.json").read_text())["traceEvents"]
     x = [e for e in events if e and e.get("ph") == "X"]
     api = [e for e in x if str(e["pid"]) == "2"]        # "CPU HIP API"

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import sample, sample_model
 from fixtures import stacks_synth
 from launchtui.analysis.sources import (NO_USER_HINT, RECORD_HINT, SourceFilter, launch_sites, launch_stack, site_label,
                                         source_table)
@@ -86,7 +86,7 @@ def test_whole_stack_kept(tmp_path):
 
 @pytest.mark.samples
 def test_b200_all_launches_attributed():
-    trace = read_trace(sample("kineto/b200__eager_trace.json.gz"))
+    trace = sample_model("kineto/b200__eager_trace.json.gz")
     doc = source_table(trace, limit=0)
     c = doc["coverage"]
     assert (c["launches"], c["with_stack"], c["attributed"]) == (768, 768, 768)
@@ -112,8 +112,8 @@ def test_b200_all_launches_attributed():
 
 @pytest.mark.samples
 def test_legacy_resnet_call_stacks_and_backward():
-    trace = read_trace(sample("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
-                              ".pt.trace.json.gz"))
+    trace = sample_model("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
+                              ".pt.trace.json.gz")
     doc = source_table(trace, limit=0)
     c = doc["coverage"]
     assert (c["launches"], c["attributed"]) == (8772, 8772)
@@ -190,7 +190,7 @@ def test_stacks_survive_the_cache(tmp_path):
 def test_dlprof_trace_markers_are_stacks():
     """pyprof/DLProf NVTX markers carry the whole stack; checked by hand against the SQLite rows
     (innermost enclosing marker range on the launching thread, last non-site-packages entry)."""
-    trace = read_trace(sample("nsys/MohanadOdema__DLProf__nsys_profile.sqlite"))
+    trace = sample_model("nsys/MohanadOdema__DLProf__nsys_profile.sqlite")
     doc = source_table(trace, limit=0)
     assert doc["coverage"]["attributed"] == doc["coverage"]["launches"] == 46
     assert {s["site"]: s["launches"] for s in doc["sites"]} == {"dummy_network.py:25": 24,
@@ -220,8 +220,8 @@ def test_dominant_sites_per_group(tmp_path):
 @pytest.mark.samples
 def test_record_top_rows_name_their_call_site():
     from launchtui.analysis.record import build_record
-    trace = read_trace(sample("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
-                              ".pt.trace.json.gz"))
+    trace = sample_model("kineto/tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861"
+                              ".pt.trace.json.gz")
     top = build_record(trace)["top"]
     assert top and all(r["source"] is not None for r in top)
     # the optimizer's and zero_grad's elementwise functors (definitions.md §V4), each at its line

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import sample
+from conftest import sample_model
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_batched_phases_equal_one_pass_on_the_generator(monkeypatch, synth, leve
                                  "kineto/b200__eager_trace.json.gz"])
 def test_batched_phases_equal_one_pass_on_samples(monkeypatch, rel):
     from launchtui.trace.load import open_trace
-    tr = open_trace(sample(rel), use_cache=False)
+    tr = sample_model(rel)
     out, _ = _rows_by_batch(monkeypatch, tr, 2)
     one = out.pop(1 << 62)
     if rel.startswith("kineto/b200"):
