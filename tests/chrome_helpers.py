@@ -19,7 +19,10 @@ def cli(*args) -> tuple[int, str, str]:
 
 
 def cli_json(*args) -> dict:
-    rc, out, err = cli(*args, "--no-cache")
+    """A command's JSON, through the test's own cache: the first command on a file reads it and the
+    next ones map its model (the warm open, equal to a read); a command repeated on the same file
+    gives its stored output, which tests/test_result_cache.py holds equal to a computed one."""
+    rc, out, err = cli(*args)
     assert rc == 0, err
     return json.loads(out)
 

@@ -31,15 +31,14 @@ def _cli_json(tmp_path: Path, *argv) -> dict:
 
 @pytest.mark.parametrize("rel", cover_or_sweep(_samples()) or ["(no ../shared)"])
 def test_panel_record_and_export_agree(rel, tmp_path):
-    from conftest import sample
+    from conftest import sample, sample_model
     from launchtui.analysis.record_conclusion import outside_notes
     from launchtui.tui.verdict import FULL, VerdictSettings, compute, panel_lines
-    from launchtui.trace.load import open_trace
     path = sample(rel)
     opts = ["--min-launches", str(MIN_LAUNCHES), "--max-avg-us", f"{MAX_AVG_US:g}"]
     from launchtui.errors import TraceError
     try:
-        trace = open_trace(path, use_cache=False)
+        trace = sample_model(rel)    # the panel's side mapped, the command's read (--no-cache)
     except TraceError:
         pytest.skip("no trace to judge")
     if not len(trace.api) and not len(trace.ops):   # `record` refuses it in one line, as the TUI does

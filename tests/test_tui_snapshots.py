@@ -73,10 +73,8 @@ def test_main_screen_table_focused_80x24(snap_compare, demo_trace):
 def test_real_trace_a100_negq(snap_compare, size):
     """A real shared capture (the saturated a100_negq): the panel, the class lines and the timeline
     at each size."""
-    from conftest import sample
-    from launchtui.trace.load import open_trace
-    p = sample("kineto/a100_negq.json.gz")
-    app = make_app(p.name, trace=open_trace(p))
+    from conftest import sample_model
+    app = make_app("a100_negq.json.gz", trace=sample_model("kineto/a100_negq.json.gz"))
 
     async def ready(pilot) -> None:
         await wait_ready(app, pilot)
