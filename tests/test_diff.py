@@ -26,6 +26,19 @@ def pair_files(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def pair_cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("pair-cache")
+
+
+@pytest.fixture
+def pair_cache(pair_cache_dir, monkeypatch):
+    """One cache for the command-line cases on the generated pairs: each side is read once and its
+    model and record are mapped after (a CI job gating every commit gets the same), so the cases
+    differ in their options and outputs only."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(pair_cache_dir))
+
+
+@pytest.fixture(scope="module")
 def docs(pair_files):
     return {k: diff_document(read_trace(b), read_trace(a)) for k, (b, a) in pair_files.items()}
 
@@ -176,7 +189,7 @@ def run(capsys, *argv):
     return rc, out, err
 
 
-def test_cli_markdown_and_json(pair_files, capsys):
+def test_cli_markdown_and_json(pair_files, pair_cache, capsys):
     b, a = pair_files["fused"]
     rc, out, err = run(capsys, "diff", b, a)
     assert rc == 0 and out.startswith("# launchtui diff")
@@ -201,7 +214,7 @@ def test_cli_trace_without_launched_ops_cannot_be_compared(capsys, tmp_path):
     assert rc == 2 and "launches is not available" in err
 
 
-def test_cli_iter_names_the_iteration_ranges(pair_files, capsys):
+def test_cli_iter_names_the_iteration_ranges(pair_files, pair_cache, capsys):
     b, a = pair_files["fused"]
     rc, out, err = run(capsys, "diff", b, a, "--iter", "FORWARD", "--json")
     doc = json.loads(out)
@@ -212,7 +225,7 @@ def test_cli_iter_names_the_iteration_ranges(pair_files, capsys):
     assert not doc["kernels"]["gone"] and not doc["kernels"]["new"]
 
 
-def test_cli_output_file_atomic_and_force(pair_files, capsys, tmp_path):
+def test_cli_output_file_atomic_and_force(pair_files, pair_cache, capsys, tmp_path):
     b, a = pair_files["same"]
     o = tmp_path / "d.md"
     assert run(capsys, "diff", b, a, "-o", o)[0] == 0
@@ -235,7 +248,7 @@ def test_cli_output_file_atomic_and_force(pair_files, capsys, tmp_path):
     (["launches_per_iter>+5%,launch_api_ms>0"], 1),
     (["graph_launches_per_iter>0"], 0),
 ])
-def test_cli_gates(pair_files, capsys, gates, rc):
+def test_cli_gates(pair_files, pair_cache, capsys, gates, rc):
     b, a = pair_files["fused"]
     argv = ["diff", b, a]
     for g in gates:
@@ -261,7 +274,7 @@ def test_cli_bad_gate_exit_2_before_reading(capsys, tmp_path, gate, msg):
     assert err.count("\n") == 1 and err.startswith("launchtui: --fail-if") and msg in err
 
 
-def test_cli_gate_on_unavailable_figure_is_an_error(pair_files, capsys, tmp_path):
+def test_cli_gate_on_unavailable_figure_is_an_error(pair_files, pair_cache, capsys, tmp_path):
     b, a = pair_files["same"]
     o = tmp_path / "x.md"
     rc, out, err = run(capsys, "diff", b, a, "--fail-if", "amdahl_bound>+0.5", "-o", o)
