@@ -209,11 +209,12 @@ def _without_source(doc):
 
 def _outputs(p, capsys, monkeypatch, tmp_path):
     """`report --json` and `record --json` of `p`, less the file's own path, size and mtime (a trace
-    these refuse, e.g. one without CUDA activity: its exit status and message)."""
+    these refuse, e.g. one without CUDA activity: its exit status and message). Through the test's
+    own cache: `report` reads the file, `record` maps the model it stored."""
     monkeypatch.chdir(tmp_path)
     out = {}
     for cmd in ("report", "record"):
-        rc = main([cmd, str(p), "--json", "--no-cache"])
+        rc = main([cmd, str(p), "--json"])
         text, err = capsys.readouterr()
         out[cmd] = (rc, _without_source(json.loads(text)) if rc == 0 else err.replace(str(p), "TRACE"))
     return out
