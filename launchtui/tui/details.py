@@ -173,7 +173,9 @@ def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:
 def phase_text(phase: str, share: float) -> str:
     """The row's main NVTX range in words that match its share: "mostly" only for a majority
     (definitions.md §T4)."""
+    from launchtui.analysis.prose import marker_name
     pct = f"{share * 100:.0f} %" if share >= 0.005 else "<1 %"
+    phase = marker_name(phase)
     if share > 0.5:
         return f"mostly launched inside {phase} ({pct} of launches)"
     return f"no range holds most launches; the largest share is {phase} ({pct} of launches)"

@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from launchtui.analysis.prose import marker_name
 from launchtui.tui.messages import KernelChosen, TableRowMoved
 from launchtui.tui.state import elide
 
@@ -158,14 +159,15 @@ class KernelTable(Widget, can_focus=True):
             if c.numeric:
                 self._keys[c.key] = np.array([v if v is not None else -1 for v in vals], np.float64)
             else:
-                s = np.array([(v or "") for v in vals], dtype=object)
+                shown = marker_name if c.key == self.FLEX_KEY else str   # the phase as shown (§V5)
+                s = np.array([shown(v or "") for v in vals], dtype=object)
                 self._keys[c.key] = np.argsort(np.argsort(s, kind="stable"), kind="stable").astype(np.float64) \
                     if n else np.zeros(0)
         self._colcache = None
         prefix = 5 if self.multi_device else 0
         need = max([len(r[self.NAME_KEY]) + 2 for r in rows] + [self.MIN_NAME]) + prefix
         self._need = (min(need, max(self.MAX_NAME, self.MIN_NAME)) if self.MAX_NAME else need,
-                      max([len(r.get(self.FLEX_KEY) or "") for r in rows] + [0]))
+                      max([len(marker_name(r.get(self.FLEX_KEY) or "")) for r in rows] + [0]))
         self._apply(keep)
 
     def _apply(self, keep: dict | None = None) -> None:
@@ -332,7 +334,7 @@ class KernelTable(Widget, can_focus=True):
                 txt = lead + self.fit_name(str(v), w - len(lead))
                 txt = txt.ljust(w)
             elif not c.numeric:
-                txt = elide(str(v or ""), w).ljust(w)
+                txt = elide(marker_name(str(v or "")) if c.key == self.FLEX_KEY else str(v or ""), w).ljust(w)
             else:
                 txt = c.fmt.format(v) if v is not None else "-"
                 txt = txt[-w:].rjust(w)

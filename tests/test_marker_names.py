@@ -1,0 +1,74 @@
+"""pyprof's and DLProf's NVTX markers (the repr of a Python dict per op) are shown by their op and
+call site, while grouping and JSON keep their text (definitions.md §V5, shown name)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from launchtui.analysis.prose import marker_name, short
+
+LIB = "/home/u/.local/lib/python3.6/site-packages/torch/nn/modules"
+DLPROF_CONV1 = (f"{{'traceMarker': ['net.py:41', '{LIB}/module.py:1102', 'net.py:25', '{LIB}/module.py:1102', "
+                f"'{LIB}/conv.py:446', '{LIB}/conv.py:443'], 'funcStack': '/<module>/net::_call_impl/net::forward/"
+                "Conv2d::_call_impl/Conv2d::forward/Conv2d::_conv_forward/conv2d'}")
+PYPROF_ARGS = ("{'mod': 'torch.nn.functional', 'op': 'conv2d', 'args': [{'name': '', 'type': 'tensor', "
+               "'shape': (64, 3, 224, 224), 'dtype': 'float32'}]}")
+
+
+@pytest.mark.parametrize("text, shown", [
+    (DLPROF_CONV1, "conv2d (net.py:25)"),                  # the innermost frame outside the libraries
+    (DLPROF_CONV1.replace("'net.py:25', ", "'/srv/app/train/net.py:25', "), "conv2d (net.py:25)"),
+    (PYPROF_ARGS, "torch.nn.functional.conv2d"),           # the same op with other shapes: one name
+    ("{'op': 'relu', 'args': []}", "relu"),
+    (f"{{'traceMarker': ['{LIB}/module.py:1102'], 'funcStack': '/<module>/f/add_'}}", "add_"),
+    ("{'mod': 'Conv2d', 'strRepr': 'Conv2d(3, 6, kernel_size=(5, 5))'}",   # a module marker: no op
+     "{'mod': 'Conv2d', 'strRepr': 'Conv2d(3, 6, kernel_size=(5, 5))'}"),
+    ("{'traceMarker': ['a.py:3'], 'funcStack': ''}", "{'traceMarker': ['a.py:3'], 'funcStack': ''}"),
+    ("aten::mul", "aten::mul"), ("{'a': 1}", "{'a': 1}"), ("## forward ##", "## forward ##"),
+    ("", ""),
+])
+def test_marker_name(text, shown):
+    assert marker_name(text) == shown
+
+
+def test_short_shows_the_marker_name_then_elides():
+    assert short(DLPROF_CONV1, 40) == "conv2d (net.py:25)"
+    assert short(DLPROF_CONV1, 10) == "conv2d (n…"
+    assert short("x" * 45, 40) == "x" * 39 + "…"
+
+
+@pytest.mark.samples
+def test_dlprof_phases_read_by_op_and_line_in_prose_and_by_text_in_json(capsys):
+    """The DLProf export's two phases are its two conv layers: in Markdown each by its line (their
+    first 40 characters used to be the same), in JSON by the marker's whole text."""
+    from conftest import sample
+    from launchtui.cli import main
+    p = sample("nsys/MohanadOdema__DLProf__nsys_profile.sqlite")
+    assert main(["record", str(p), "--json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    phases = [x["phase"] for x in doc["idle_by_cause"]["by_phase"]]
+    assert len(phases) == 2 and all(x.startswith("{'traceMarker': ['dummy_network.py:41'") for x in phases)
+    assert [marker_name(x) for x in phases] == ["conv2d (dummy_network.py:25)", "conv2d (dummy_network.py:26)"]
+    assert main(["record", str(p), "--no-cache"]) == 0
+    page = capsys.readouterr().out
+    assert ("Host-bound time by phase: `conv2d (dummy_network.py:25)` 1.128 ms/iter · "
+            "`conv2d (dummy_network.py:26)` 0.332 ms/iter") in page
+    assert "traceMarker" not in page
+
+
+def test_the_table_shows_sorts_and_sizes_the_phase_by_its_shown_name():
+    from launchtui.tui.widgets.kernel_table import KernelTable
+    row = dict(kernel_name="k", launch_count=10, avg_api_us=5.0, avg_kernel_us=2.0, total_api_ms=0.05,
+               avg_queue_us=1.0, max_api_us=6.0, queue_count=10, device_id=0, nvtx_share=1.0)
+    t = KernelTable()
+    t.set_rows([dict(row, kernel_name="a", nvtx_range=DLPROF_CONV1),
+                dict(row, kernel_name="b", nvtx_range="zero_grad")])
+    assert t._need[1] == len("conv2d (net.py:25)")     # the shown name's width, not the text's
+    t.sort_by("nvtx_range", descending=False)
+    assert [r["kernel_name"] for r in t.visible_rows()] == ["a", "b"]   # "conv2d (...)" < "zero_grad" < "{'..."
+
+
+def test_the_cursor_line_names_the_phase_by_its_shown_name():
+    from launchtui.tui.details import phase_text
+    assert phase_text(DLPROF_CONV1, 0.9) == "mostly launched inside conv2d (net.py:25) (90 % of launches)"
