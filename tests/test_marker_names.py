@@ -12,6 +12,8 @@ LIB = "/home/u/.local/lib/python3.6/site-packages/torch/nn/modules"
 DLPROF_CONV1 = (f"{{'traceMarker': ['net.py:41', '{LIB}/module.py:1102', 'net.py:25', '{LIB}/module.py:1102', "
                 f"'{LIB}/conv.py:446', '{LIB}/conv.py:443'], 'funcStack': '/<module>/net::_call_impl/net::forward/"
                 "Conv2d::_call_impl/Conv2d::forward/Conv2d::_conv_forward/conv2d'}")
+WINDOWS = (DLPROF_CONV1.replace("'net.py:25', ", "'C:\\\\src\\\\net.py:25', ")   # as repr doubles a backslash
+           .replace(LIB, "C:\\\\py\\\\Lib\\\\site-packages"))
 PYPROF_ARGS = ("{'mod': 'torch.nn.functional', 'op': 'conv2d', 'args': [{'name': '', 'type': 'tensor', "
                "'shape': (64, 3, 224, 224), 'dtype': 'float32'}]}")
 
@@ -19,6 +21,7 @@ PYPROF_ARGS = ("{'mod': 'torch.nn.functional', 'op': 'conv2d', 'args': [{'name':
 @pytest.mark.parametrize("text, shown", [
     (DLPROF_CONV1, "conv2d (net.py:25)"),                  # the innermost frame outside the libraries
     (DLPROF_CONV1.replace("'net.py:25', ", "'/srv/app/train/net.py:25', "), "conv2d (net.py:25)"),
+    (WINDOWS, "conv2d (net.py:25)"),                       # Windows paths, as repr writes them
     (PYPROF_ARGS, "torch.nn.functional.conv2d"),           # the same op with other shapes: one name
     ("{'op': 'relu', 'args': []}", "relu"),
     (f"{{'traceMarker': ['{LIB}/module.py:1102'], 'funcStack': '/<module>/f/add_'}}", "add_"),

@@ -21,7 +21,8 @@ def short(name: str, width: int = 60) -> str:
 _MARKER = re.compile(r"\{'(?:traceMarker|funcStack|mod|op)': ")
 _FIELD = {k: re.compile(rf"'{k}': '([^']*)'") for k in ("funcStack", "mod", "op")}
 _TRACE = re.compile(r"'traceMarker': \[([^\]]*)\]")
-_LIBRARY = ("site-packages/", "dist-packages/", "/lib/python")
+_LIBRARY = ("site-packages", "dist-packages", "/lib/python")
+_BASENAME = re.compile(r"[\\/]")   # a frame's file: after the last separator, either kind
 
 
 def marker_name(text: str) -> str:
@@ -42,7 +43,7 @@ def marker_name(text: str) -> str:
         return f"{mod.group(1)}.{op}" if mod and mod.group(1) else op
     frames = re.findall(r"'([^']*)'", (_TRACE.search(text) or [None, ""])[1])
     own = [f for f in frames if not any(x in f for x in _LIBRARY)]
-    return f"{op} ({own[-1].rsplit('/', 1)[-1]})" if own else op
+    return f"{op} ({_BASENAME.split(own[-1])[-1]})" if own else op
 
 
 UNNAMED_PHASE = "outside the trace's named ranges"   # a phase of launches no range encloses (§V5)
