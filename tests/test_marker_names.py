@@ -75,3 +75,19 @@ def test_the_table_shows_sorts_and_sizes_the_phase_by_its_shown_name():
 def test_the_cursor_line_names_the_phase_by_its_shown_name():
     from launchtui.tui.details import phase_text
     assert phase_text(DLPROF_CONV1, 0.9) == "mostly launched inside conv2d (net.py:25) (90 % of launches)"
+
+
+@pytest.mark.samples
+@pytest.mark.tui
+def test_the_timeline_labels_a_marker_range_by_its_shown_name():
+    from conftest import sample_model
+    from tui_helpers import make_app, run, screen_text, wait_ready
+    app = make_app("dlprof.sqlite", trace=sample_model("nsys/MohanadOdema__DLProf__nsys_profile.sqlite"))
+
+    async def go():
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_ready(app, pilot)
+            return screen_text(app)
+    text = run(go())
+    assert "[conv2d (dummy_network.py:25)" in text and "[torch.nn.functional.conv2d" in text
+    assert "traceMarker" not in text and "{'mod'" not in text

@@ -8,6 +8,7 @@ import numpy as np
 from rich.segment import Segment
 from textual.strip import Strip
 
+from launchtui.analysis.prose import marker_name
 from launchtui.tui import format as tfmt
 from launchtui.tui import lane_view as lanes_fn
 from launchtui.tui.state import elide
@@ -94,7 +95,7 @@ class TimelineRender:
                     segs.append(Segment(" " * n, PLAIN))
                 continue
             tid = int(text_ids[r])
-            name = strings[tid]
+            name = marker_name(strings[tid])     # a pyprof / DLProf marker by its op and line (§V5)
             if n == 1:
                 txt = "┆" if c.multi[a] else "▌"
             elif n == 2:
