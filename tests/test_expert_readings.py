@@ -114,6 +114,20 @@ def test_fuser_is_a_cold_start_capture_without_backpressure():
     assert all(s["blocked_launches"] == 0 for s in doc["streams"])
 
 
+def test_fixes_of_a_trace_the_verdict_cannot_judge_say_so_on_the_page():
+    """The Fuser capture's largest idle (459 ms of host work between bursts) is start-up: the page
+    keeps the ranked fixes but says above them that they are not steady-state costs; a judged trace
+    (b200, launch-bound) has no such line."""
+    from launchtui.analysis.record_markdown import render_markdown
+    note = "_The verdict cannot judge this trace: these are the times this capture shows"
+    fuser = render_markdown(record("nsys/NVIDIA__Fuser__report1.sqlite"))
+    head = fuser.index("## Fixes, ranked by the time they address")
+    assert fuser.index(note) > head and fuser.index(note) < fuser.index("1. ", head)
+    b200 = record("kineto/b200__eager_trace.json.gz")
+    assert b200["launch_bound_level"] is not None and b200["fixes"]
+    assert note not in render_markdown(b200)
+
+
 @pytest.mark.parametrize("rel", ["nsys/nikitinvv__recon-stream__report3.sqlite",
                                  "nsys/p4arth__cuda-perf-sandbox__report1.sqlite"])
 def test_too_little_activity(rel):

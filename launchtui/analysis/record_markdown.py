@@ -52,6 +52,9 @@ def _idle_md(doc: dict, out: list[str]) -> None:
                    "steady state" + ("; a warm-up capture" if cold["warm_up_capture"] else ""))
     if doc.get("fixes"):
         out += ["", "## Fixes, ranked by the time they address", ""]
+        if str(doc.get("conclusion", "")).startswith("cannot judge"):   # definitions.md §V6, ranked fixes
+            out += ["_The verdict cannot judge this trace: these are the times this capture shows, not "
+                    "steady-state costs to act on._", ""]
         for i, f in enumerate(doc["fixes"], 1):
             out.append(f"{i}. {f['fix']}" + (f" — `{short(f['phase'], 50)}`" if f.get("phase") else "")
                        + f" ({dur(f['ms_per_iteration'])}/iteration)")
