@@ -68,6 +68,17 @@ async def _key_latency(app, frames: list, key: str, timeout: float = 10.0):
     return (frames[n0] - t0) * 1e3 if len(frames) > n0 else None
 
 
+async def _frame_after(frames: list, t: float, timeout: float = 1.0) -> float:
+    """The first frame written after time `t`, waiting up to `timeout` s for one; else the last
+    frame. An app at rest draws nothing (no animation runs under the main view), so a frame that
+    was written in the same loop turn as `t` is the last one that comes: waiting for a later one
+    without a limit would wait forever."""
+    deadline = time.perf_counter() + timeout
+    while (not frames or frames[-1] <= t) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.001)
+    return next((f for f in frames if f > t), frames[-1])
+
+
 TICK_S = 0.005
 STALL_S = 0.1     # a gap between ticks this long is a stall a user sees: keys and frames wait
 
@@ -134,8 +145,7 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             main = app.main if app.main is not None and app.main.is_mounted else None
             if main is not None and shown is None and "lanes" in main.fill.times:
                 shown = max(app.timings["loaded"], main.fill.times["lanes"])
-                while not frames or frames[-1] <= shown:
-                    await asyncio.sleep(0.001)
+                await _frame_after(frames, shown)
                 next_key = time.perf_counter() + 0.2
             if main is not None and "table_rows_s" not in out and main.table.rows:
                 out["table_rows_s"] = round(time.perf_counter() - T_START, 3)
@@ -148,16 +158,14 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
             await asyncio.sleep(0.005)
         if app.error_message:   # the load failed before any worker ran: no frame is coming
             raise SystemExit(f"launchtui: {app.error_message}")
-        n0 = len(frames)
-        while len(frames) == n0:
-            await asyncio.sleep(0.001)
-        out["complete_s"] = round(frames[-1] - T_START, 3)
-        out["complete_after_app_start_s"] = round(frames[-1] - t_app, 3)
+        done = await _frame_after(frames, time.perf_counter())   # the frame of the complete screen
+        out["complete_s"] = round(done - T_START, 3)
+        out["complete_after_app_start_s"] = round(done - t_app, 3)
         ticks.cancel()
         out["loop_stalls_until_complete"] = stalls(gaps)
         # the first frame written after the view was pushed with its lanes drawn
         shown = max(app.timings["loaded"], app.main.fill.times.get("lanes", app.timings["loaded"]))
-        first = next(f for f in frames if f > shown)
+        first = next((f for f in frames if f > shown), frames[-1])
         out["interactive_s"] = round(first - T_START, 3)
         out["interactive_after_app_start_s"] = round(first - t_app, 3)
         out["fill_stages_s"] = {k: round(v - T_START, 3) for k, v in app.main.fill.times.items()}

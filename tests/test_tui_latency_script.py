@@ -26,6 +26,27 @@ def test_stalls_summarise_the_gaps_between_ticks():
         {"longest_ms": 250.0, "over_100ms": 2, "seconds_in_those": round(0.255 + 0.1, 3)}
 
 
+def test_the_wait_for_a_frame_ends_when_the_app_draws_nothing_more():
+    """An app at rest draws no frame: the wait for one after `t` takes the last frame once its
+    limit passes (it once waited for ever, and hung a test run), and a frame that does come ends it."""
+    s = _script()
+
+    async def late(frames):
+        await asyncio.sleep(0.05)
+        frames.append(time.perf_counter())
+
+    async def go():
+        t0 = time.perf_counter()
+        quiet = await s._frame_after([1.0, 2.0], 3.0, timeout=0.05)
+        frames = [1.0]
+        task = asyncio.get_running_loop().create_task(late(frames))
+        drawn = await s._frame_after(frames, t0, timeout=5)
+        await task
+        return quiet, drawn, frames, time.perf_counter() - t0
+    quiet, drawn, frames, took = asyncio.run(go())
+    assert quiet == 2.0 and drawn == frames[-1] > 1.0 and took < 2
+
+
 @pytest.mark.tui
 @pytest.mark.slow
 def test_a_handler_that_blocks_the_loop_shows_as_a_stall(monkeypatch):
