@@ -91,3 +91,25 @@ def test_the_timeline_labels_a_marker_range_by_its_shown_name():
     text = run(go())
     assert "[conv2d (dummy_network.py:25)" in text and "[torch.nn.functional.conv2d" in text
     assert "traceMarker" not in text and "{'mod'" not in text
+
+
+@pytest.mark.samples
+def test_the_cursor_lines_name_marker_ranges_and_paths_by_their_shown_names():
+    """At the cursor and on a chosen range, the NVTX path reads op by op; an emit_nvtx name inside
+    it stays as recorded (the shown name touches markers only)."""
+    from conftest import sample_model
+    from launchtui.analysis import nvtx
+    from launchtui.tui.details import _nvtx_path, describe_range
+    t = sample_model("nsys/MohanadOdema__DLProf__nsys_profile.sqlite")
+    rg = t.ranges
+    texts = [t.strings[int(x)] for x in rg.text]
+    inner = next(i for i, x in enumerate(texts) if x.startswith("aten::conv2d"))
+    path = [texts[j] for j in nvtx.range_path(t, inner)]
+    assert [p[:14] for p in path[:2]] == ["{'traceMarker'", "{'mod': 'torch"]
+    line = _nvtx_path(t, int(rg.thread[inner]), int(rg.start[inner]) + 1)
+    assert line.startswith("NVTX: conv2d (dummy_network.py:25) > torch.nn.functional.conv2d > "
+                           "aten::conv2d, seq = 0")
+    outer = int(nvtx.range_path(t, inner)[0])
+    lines = describe_range(t, outer, None)
+    assert lines[0].startswith("range conv2d (dummy_network.py:25)  ")
+    assert lines[1] == "path: conv2d (dummy_network.py:25)" and all("traceMarker" not in x for x in lines)
