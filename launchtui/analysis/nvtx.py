@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.index import trace_index
+from launchtui.analysis.prose import marker_name
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
@@ -28,9 +29,12 @@ def op_ranges(trace: Trace) -> np.ndarray:
     return trace_index(trace).op_ranges
 
 
-def range_name(trace: Trace, i: int) -> str:
+def range_name(trace: Trace, i: int, shown: bool = False) -> str:
+    """`domain:text`; `shown`: the text as prose shows it (a pyprof / DLProf marker by its op and
+    line, definitions.md §V5), where JSON and matching keep it whole."""
     rg = trace.ranges
     text = trace.strings[int(rg.text[i])]
+    text = marker_name(text) if shown else text
     dom = int(rg.domain[i])
     return f"{trace.strings[dom]}:{text}" if dom >= 0 else text
 
@@ -50,8 +54,8 @@ def range_path(trace: Trace, i: int) -> list[int]:
     return [out[d] for d in sorted(out)]
 
 
-def path_text(trace: Trace, i: int) -> str:
-    return " > ".join(range_name(trace, j) for j in range_path(trace, i)) if i >= 0 else ""
+def path_text(trace: Trace, i: int, shown: bool = False) -> str:
+    return " > ".join(range_name(trace, j, shown) for j in range_path(trace, i)) if i >= 0 else ""
 
 
 def search(trace: Trace, text: str) -> np.ndarray:

@@ -7,6 +7,7 @@ from launchtui.analysis.graphs_whatif_report import whatif_md
 from launchtui.analysis.idle_causes import CAUSES
 from launchtui.analysis.prose import UNNAMED_PHASE, dur, phase_label, short
 from launchtui.analysis.record import CAPTURE_GPU, GPU_NOT_RECORDED
+from launchtui.analysis.record_conclusion import cannot_judge
 
 
 def _fmt_ms(x) -> str:
@@ -52,7 +53,7 @@ def _idle_md(doc: dict, out: list[str]) -> None:
                    "steady state" + ("; a warm-up capture" if cold["warm_up_capture"] else ""))
     if doc.get("fixes"):
         out += ["", "## Fixes, ranked by the time they address", ""]
-        if str(doc.get("conclusion", "")).startswith("cannot judge"):   # definitions.md §V6, ranked fixes
+        if cannot_judge(doc):   # definitions.md §V6, ranked fixes
             out += ["_The verdict cannot judge this trace: these are the times this capture shows, not "
                     "steady-state costs to act on._", ""]
         for i, f in enumerate(doc["fixes"], 1):

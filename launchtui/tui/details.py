@@ -43,20 +43,7 @@ def _nvtx_path(trace: Trace, thread: int, t: int) -> str:
     if not len(trace.ranges):
         return "NVTX: none in this trace"
     r = int(nvtx.innermost_at(trace, np.array([thread]), np.array([t], np.int64))[0])
-    return f"NVTX: {shown_path(trace, r)}" if r >= 0 else "NVTX: (outside every range)"
-
-
-def shown_name(trace: Trace, r: int) -> str:
-    """`nvtx.range_name` as prose shows it: a pyprof / DLProf marker by its op and line (§V5)."""
-    rg = trace.ranges
-    text = marker_name(trace.strings[int(rg.text[r])])
-    dom = int(rg.domain[r])
-    return f"{trace.strings[dom]}:{text}" if dom >= 0 else text
-
-
-def shown_path(trace: Trace, r: int) -> str:
-    """`nvtx.path_text` with each range's shown name."""
-    return " > ".join(shown_name(trace, j) for j in nvtx.range_path(trace, r))
+    return f"NVTX: {nvtx.path_text(trace, r, shown=True)}" if r >= 0 else "NVTX: (outside every range)"
 
 
 def describe_op(trace: Trace, k: int, origin: int | None) -> list[str]:
@@ -130,9 +117,9 @@ def describe_range(trace: Trace, r: int, origin: int | None) -> list[str]:
     dur = int(rg.end[r] - rg.start[r])
     occ = nvtx.occurrences(trace, int(rg.text[r]))
     pos = int(np.searchsorted(occ, r)) + 1
-    return [f"range {shown_name(trace, r)}  {fmt_d(dur)}  occurrence {pos}/{len(occ)}  thread "
+    return [f"range {nvtx.range_name(trace, r, shown=True)}  {fmt_d(dur)}  occurrence {pos}/{len(occ)}  thread "
             f"{thread_label(trace, int(rg.thread[r]))}  at {fmt_time(int(rg.start[r]), origin)}",
-            f"path: {shown_path(trace, r)}",
+            f"path: {nvtx.path_text(trace, r, shown=True)}",
             "o: pick a range name   [ / ]: previous / next occurrence   O: optimizer phase"]
 
 
@@ -173,7 +160,7 @@ def describe_idle(trace: Trace, lane, t0: int, origin: int | None, pending: int 
 
 
 def describe_mark(trace: Trace, e, pos: int, n: int, origin: int | None) -> str:
-    where = shown_path(trace, e.range_idx) if e.range_idx >= 0 else "no NVTX range"
+    where = nvtx.path_text(trace, e.range_idx, shown=True) if e.range_idx >= 0 else "no NVTX range"
     if e.kind == "queue":
         return (f"mark {pos}/{n}: queue {e.level} on GPU {e.device} stream {e.stream}, "
                 f"{fmt_d(e.end - e.start)}, max depth {e.max_depth}, {e.launches} launches, worst launch "

@@ -159,16 +159,21 @@ class KernelTable(Widget, can_focus=True):
             if c.numeric:
                 self._keys[c.key] = np.array([v if v is not None else -1 for v in vals], np.float64)
             else:
-                shown = marker_name if c.key == self.FLEX_KEY else str   # the phase as shown (§V5)
-                s = np.array([shown(v or "") for v in vals], dtype=object)
+                s = np.array([self._text(c.key, v) for v in vals], dtype=object)
                 self._keys[c.key] = np.argsort(np.argsort(s, kind="stable"), kind="stable").astype(np.float64) \
                     if n else np.zeros(0)
         self._colcache = None
         prefix = 5 if self.multi_device else 0
         need = max([len(r[self.NAME_KEY]) + 2 for r in rows] + [self.MIN_NAME]) + prefix
         self._need = (min(need, max(self.MAX_NAME, self.MIN_NAME)) if self.MAX_NAME else need,
-                      max([len(marker_name(r.get(self.FLEX_KEY) or "")) for r in rows] + [0]))
+                      max([len(self._text(self.FLEX_KEY, r.get(self.FLEX_KEY))) for r in rows] + [0]))
         self._apply(keep)
+
+    def _text(self, key: str, v) -> str:
+        """A text cell as shown, sorted and sized: the phase by its shown name (a pyprof / DLProf
+        marker by its op and line, definitions.md §V5)."""
+        text = str(v or "")
+        return marker_name(text) if key == self.FLEX_KEY else text
 
     def _apply(self, keep: dict | None = None) -> None:
         n = len(self.rows)
@@ -334,7 +339,7 @@ class KernelTable(Widget, can_focus=True):
                 txt = lead + self.fit_name(str(v), w - len(lead))
                 txt = txt.ljust(w)
             elif not c.numeric:
-                txt = elide(marker_name(str(v or "")) if c.key == self.FLEX_KEY else str(v or ""), w).ljust(w)
+                txt = elide(self._text(c.key, v), w).ljust(w)
             else:
                 txt = c.fmt.format(v) if v is not None else "-"
                 txt = txt[-w:].rjust(w)
