@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from launchtui.analysis import nvtx
+from launchtui.analysis import memo, nvtx
 from launchtui.trace.arrays import index_type, unique_rows, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import RANGE_PUSHPOP, Trace
@@ -21,6 +21,8 @@ from launchtui.trace.model import RANGE_PUSHPOP, Trace
 _EMIT_NVTX_SUFFIX = re.compile(r",\s*(?:stashed seq|seq|op_id|sizes|input_op_ids|input_dims)\s*=.*$", re.S)
 
 
+NORMALISED_TEXT_KEY = "analysis.phases.normalised_text"   # memo key (analysis/memo.py)
+
 _MODULE_INDEX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=[.)\s]|$)")   # `blocks.18.` in a dotted module path
 
 
@@ -28,18 +30,32 @@ def normalise(name: str) -> str:
     """`aten::mul, seq = 3, op_id = 7, sizes = [[2], []]` -> `aten::mul`; a module path's numeric
     component folds to N (`FSDP::pre_forward (blocks.18._checkpoint_wrapped_module)` ->
     `... (blocks.N._checkpoint_wrapped_module)`), so one phase's layers add up, not rank apart."""
-    return _MODULE_INDEX.sub(".N", _EMIT_NVTX_SUFFIX.sub("", name).strip())
+    cut = name.find(",")      # no suffix can start before the first comma
+    if cut >= 0:
+        suffix = _EMIT_NVTX_SUFFIX.search(name, cut)
+        if suffix is not None:
+            name = name[:suffix.start()]
+    name = name.strip()
+    return _MODULE_INDEX.sub(".N", name) if "." in name else name
 
 
 def normalised_text(trace: Trace) -> np.ndarray:
-    """Per range: the string id of its normalised name (interned once per distinct text)."""
+    """Per range: the string id of its normalised name (interned once per distinct text). Kept in
+    the trace's memo: an emit_nvtx trace's names are all distinct (one regex each, ~2 µs), and
+    the record asks once per phase level."""
+    return memo.of(trace).get(NORMALISED_TEXT_KEY, lambda: _normalised_text(trace))
+
+
+def _normalised_text(trace: Trace) -> np.ndarray:
     rg = trace.ranges
     if not len(rg):
         return np.zeros(0, np.int32)
     uniq, inv = unique_sorted(rg.text, return_inverse=True)
     ids = np.fromiter((trace.strings.intern(normalise(trace.strings[int(u)])) for u in uniq.tolist()),
                       np.int32, len(uniq))  # once per distinct name
-    return ids[inv.reshape(-1)]
+    out = ids[inv.reshape(-1)]
+    out.setflags(write=False)   # shared by every asker
+    return out
 
 
 def parents(trace: Trace) -> np.ndarray:
