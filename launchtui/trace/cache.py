@@ -84,11 +84,7 @@ def load(src: Path, st: os.stat_result, entry: Path) -> Trace:
     s = header["source"]
     if s["size"] != st.st_size or s["mtime_ns"] != st.st_mtime_ns:
         raise ValueError("stale entry")
-    strings = StringTable()
-    for v in header["strings"]:
-        strings.intern(v)
-    if len(strings) != len(header["strings"]):
-        raise ValueError("duplicate strings")
+    strings = StringTable.from_values(header["strings"])
     for tname in ("ops", "api", "ranges", "stacks"):
         t = tables[tname]
         for col in ("name", "full_name", "text", "frame"):

@@ -42,6 +42,17 @@ class StringTable:
         self._index: dict[str, int] = {}
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_values(cls, values) -> StringTable:
+        """The table whose ids are the positions of `values`; ValueError when a text repeats (two ids
+        for one string would split its events)."""
+        table = cls()
+        table.values = list(values)
+        table._index = dict(zip(table.values, range(len(table.values))))
+        if len(table._index) != len(table.values):
+            raise ValueError("duplicate strings")
+        return table
+
     def intern(self, s: str) -> int:
         i = self._index.get(s)
         if i is None:
