@@ -156,12 +156,13 @@ def nvtx_site_carriers(trace: Trace, trie: StackTrie) -> Carriers | None:
     node_of = np.full(len(texts), -1, np.int64)
     for i, t in enumerate(texts.tolist()):  # once per distinct range text
         s = trace.strings[int(t)]
-        marker = _TRACE_MARKER_RE.search(s)
+        # substring tests first: an emit_nvtx trace's texts are all distinct and name no file
+        marker = _TRACE_MARKER_RE.search(s) if "'traceMarker'" in s else None
         if marker:  # pyprof / DLProf: the whole stack as 'file:line' strings, outermost first
             frames = [f"{f}({ln}): " for f, ln in _MARKER_ENTRY_RE.findall(marker[1])]
             node_of[i] = trie.add_chain(frames) if frames else -1
             continue
-        m = _NVTX_SITE_RE.search(s)
+        m = _NVTX_SITE_RE.search(s) if ".py:" in s else None
         if m:
             rest = (s[:m.start()] + s[m.end():]).strip(" :-@()") or "range"
             node_of[i] = trie.add_chain([f"{m['file']}({m['line']}): {rest}"])
