@@ -5,6 +5,7 @@ A test that reads ../shared carries the `samples` marker and reaches the folder 
 LAUNCHTUI_REQUIRE_SHARED=1 (CI), so that CI cannot mistake "absent" for "passed"."""
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -68,10 +69,21 @@ def _absent(reason: str):
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="session")
+def _cache_dirs(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("xdg-caches")
+
+
+_CACHE_DIR_NUMBERS = itertools.count()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own per-user cache directory."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+def _isolated_cache(_cache_dirs, monkeypatch):
+    """Every test gets its own per-user cache directory: a new numbered folder in one parent (not a
+    `mktemp` each, which scans the run's whole temporary folder every time)."""
+    d = _cache_dirs / str(next(_CACHE_DIR_NUMBERS))
+    d.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(d))
 
 
 @pytest.fixture(scope="session")
