@@ -37,6 +37,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -615,7 +616,19 @@ def build_case(case: Case, seeds: dict, families: tuple, case_dir: Path, max_run
             "input": str(path), "desc": desc, "env": {**env, **opts_env}, "pre": pre, "cmds": cmds, "input_dir": str(d)}
 
 
+_RUNNERS = threading.local()   # --runner fork: one preloaded server per campaign thread
+_OPEN_RUNNERS: list = []
+RUNNER = {"kind": "spawn"}     # main() sets it from --runner
+
+
 def run_one(args: list[str], env: dict, cwd: Path, timeout: float):
+    if RUNNER["kind"] == "fork":
+        runner = getattr(_RUNNERS, "runner", None)
+        if runner is None:
+            from fork_runner import ForkRunner
+            runner = _RUNNERS.runner = ForkRunner()
+            _OPEN_RUNNERS.append(runner)
+        return runner.run(args, env, cwd, timeout)
     try:
         p = subprocess.run([sys.executable, "-m", "launchtui"] + args, capture_output=True, cwd=cwd, env=env,
                            timeout=timeout, stdin=subprocess.DEVNULL)
@@ -782,12 +795,16 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="also mutate samples over 3 MB (slow)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds before a run counts as a hang (30)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run in parallel (1)")
+    ap.add_argument("--runner", choices=("fork", "spawn"), default="fork",
+                    help="fork: each run forked from a preloaded interpreter (scripts/fork_runner.py); "
+                         "spawn: a new `python -m launchtui` process per run (fork)")
     ap.add_argument("--runs-per-case", type=int, default=3, help="at most this many commands per case (3)")
     ap.add_argument("--max-seed-bytes", type=int, default=SMALL_BYTES, help="largest shared sample used (3 MB)")
     ap.add_argument("--out", type=Path, help="summary and reproducers (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep every case's files")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
+    RUNNER["kind"] = a.runner
     if a.merge:
         total = merge_summaries([json.loads(p.read_text()) for p in a.merge])
         print_summary(total)
@@ -844,6 +861,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"stopped early: {len(results)} cases finished", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
+    for runner in _OPEN_RUNNERS:
+        runner.close()
+    _OPEN_RUNNERS.clear()
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, out, a.seed, time.monotonic() - t0)
     summary["out"] = str(out)
