@@ -367,7 +367,7 @@ def test_correlation_ids_are_int32_when_they_fit_and_kept_exact_otherwise(corr):
 
 
 def test_string_table_bulk_builds_equal_one_intern_at_a_time():
-    """intern_all and from_values give the ids that `intern`, text by text, gives (readers and the
+    """intern_many and from_values give the ids that `intern`, text by text, gives (readers and the
     model cache use them in its place); a repeated text in stored values is refused."""
     texts = ["b", "a", "b", "", "c", "a", "d", "é", ""]
     one, bulk = StringTable(), StringTable()
@@ -375,10 +375,10 @@ def test_string_table_bulk_builds_equal_one_intern_at_a_time():
         one.intern(t)
         bulk.intern(t)
     ids = [one.intern(t) for t in texts]
-    got = bulk.intern_all(texts)
+    got = bulk.intern_many(texts)
     assert got.dtype == np.int32 and got.tolist() == ids == [2, 1, 2, 3, 4, 1, 5, 6, 3]
     assert bulk.values == one.values and all(bulk.lookup(t) == one.lookup(t) for t in one.values)
-    assert bulk.intern_all([]).tolist() == [] and bulk.intern("new") == len(one.values)
+    assert bulk.intern_many([]).tolist() == [] and bulk.intern("new") == len(one.values)
     stored = StringTable.from_values(one.values)
     assert stored.values == one.values and [stored.lookup(t) for t in texts] == ids
     with pytest.raises(ValueError):

@@ -51,7 +51,7 @@ def _normalised_text(trace: Trace) -> np.ndarray:
     if not len(rg):
         return np.zeros(0, np.int32)
     uniq, inv = unique_sorted(rg.text, return_inverse=True)
-    ids = trace.strings.intern_all([normalise(trace.strings[u]) for u in uniq.tolist()])  # once per distinct name
+    ids = trace.strings.intern_many([normalise(trace.strings[u]) for u in uniq.tolist()])  # once per distinct name
     out = ids[inv.reshape(-1)]
     out.setflags(write=False)   # shared by every asker
     return out

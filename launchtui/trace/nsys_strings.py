@@ -151,7 +151,7 @@ class Names:
             return np.zeros(0, np.int32) if out is None else out
         uniq, inv = distinct_ids(ids)
         texts, missing = self.table.texts(uniq)
-        mapped = self.strings.intern_all([transform(s) for s in texts] if transform else texts)   # once per distinct name
+        mapped = self.strings.intern_many([transform(s) for s in texts] if transform else texts)   # once per distinct name
         if missing.any():
             self._count(ids, uniq[missing], what)
         if inv is None:   # small non-negative ids index a table as they are
