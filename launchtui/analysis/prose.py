@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from launchtui.trace.markers import TRACE_MARKER
+
 
 def dur(ms: float) -> str:
     """A duration for prose: ms, or µs below 1 ms so tiny windows do not read as 0."""
@@ -20,7 +22,6 @@ def short(name: str, width: int = 60) -> str:
 # pyprof's and DLProf's NVTX markers: the repr of a Python dict (definitions.md §V5, shown name)
 _MARKER = re.compile(r"\{'(?:traceMarker|funcStack|mod|op)': ")
 _FIELD = {k: re.compile(rf"'{k}': '([^']*)'") for k in ("funcStack", "mod", "op")}
-_TRACE = re.compile(r"'traceMarker': \[([^\]]*)\]")
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python")
 _BASENAME = re.compile(r"[\\/]")   # a frame's file: after the last separator, either kind
 
@@ -41,7 +42,7 @@ def marker_name(text: str) -> str:
     if not stack:
         mod = _FIELD["mod"].search(text)
         return f"{mod.group(1)}.{op}" if mod and mod.group(1) else op
-    frames = re.findall(r"'([^']*)'", (_TRACE.search(text) or [None, ""])[1])
+    frames = re.findall(r"'([^']*)'", (TRACE_MARKER.search(text) or [None, ""])[1])
     own = [f for f in frames if not any(x in f for x in _LIBRARY)]
     return f"{op} ({_BASENAME.split(own[-1])[-1]})" if own else op
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.grouping import dense_groups
+from launchtui.trace.markers import TRACE_MARKER
 from launchtui.trace.model import STACK_BACKWARD, STACK_DIRECT, ApiStacks, StackFrames, StringTable, Trace
 from launchtui.trace.nesting import InnermostIndex, _groups, _parents
 
@@ -142,7 +143,6 @@ def stack_frames(trace: Trace, node: int) -> list[str]:
 
 
 _NVTX_SITE_RE = re.compile(r"(?P<file>[\w./\\-]+\.py):(?P<line>\d+)")
-_TRACE_MARKER_RE = re.compile(r"'traceMarker': \[([^\]]*)\]")
 _MARKER_ENTRY_RE = re.compile(r"'([^']+?):(\d+)'")
 
 
@@ -157,7 +157,7 @@ def nvtx_site_carriers(trace: Trace, trie: StackTrie) -> Carriers | None:
     for i, t in enumerate(texts.tolist()):  # once per distinct range text
         s = trace.strings[int(t)]
         # substring tests first: an emit_nvtx trace's texts are all distinct and name no file
-        marker = _TRACE_MARKER_RE.search(s) if "'traceMarker'" in s else None
+        marker = TRACE_MARKER.search(s) if "'traceMarker'" in s else None
         if marker:  # pyprof / DLProf: the whole stack as 'file:line' strings, outermost first
             frames = [f"{f}({ln}): " for f, ln in _MARKER_ENTRY_RE.findall(marker[1])]
             node_of[i] = trie.add_chain(frames) if frames else -1
