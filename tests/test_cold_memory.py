@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from launchtui.analysis.backpressure import _first_ops
-from launchtui.analysis.index import StreamSeries, _merge_depth, _merge_depth_search, trace_index
+from launchtui.analysis.index import trace_index
+from launchtui.analysis.queue_series import StreamSeries, _merge_depth, _merge_depth_search
 from launchtui.analysis.queue import _stats
 from launchtui.trace.join import time_order
 from launchtui.trace.load import open_trace
@@ -65,8 +66,8 @@ def test_merge_depth_sorted_key_and_search_agree_with_the_walk(seed, offset):
 def test_stream_depth_gathers_into_the_key_and_compacts_in_place(seed, monkeypatch):
     """_stream_depth (the ops' and calls' starts gathered into the merge key's halves, unsorted
     launch starts sorted there, equal times compacted in place in blocks of 7) against the walk."""
-    from launchtui.analysis import index
-    monkeypatch.setattr(index, "COMPACT_BLOCK", 7)
+    from launchtui.analysis import queue_series
+    monkeypatch.setattr(queue_series, "COMPACT_BLOCK", 7)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 90))
     ops_start = np.sort(rng.integers(0, 50 if seed % 2 else 10**6, n))
@@ -75,7 +76,7 @@ def test_stream_depth_gathers_into_the_key_and_compacts_in_place(seed, monkeypat
         api_start.sort()                                   # the usual FIFO case: no permutation
     sel = np.arange(n, dtype=np.int32)
     calls = rng.permutation(n + 5)[:n].astype(np.int32)
-    t, v, mean, before, perm = index._stream_depth(ops_start, sel, api_start, calls)
+    t, v, mean, before, perm = queue_series._stream_depth(ops_start, sel, api_start, calls)
     plus = api_start[calls]
     rt, rv, rmean, rbefore = _reference_merge(np.sort(plus, kind="stable"), ops_start)
     assert t.tolist() == rt and v.tolist() == rv and mean == rmean
@@ -202,7 +203,7 @@ def test_distinguishing_names_by_full_name_match_the_pair_path(monkeypatch, one_
 def test_stream_groups_match_a_sort_of_the_pairs(lo, hi):
     """(device, stream) groups against np.unique of the pairs: key order, group per op, and the key
     decoded back, for small ids (int32 keys), negative ones and ids beyond int32 (int64 keys)."""
-    from launchtui.analysis.index import _stream_groups
+    from launchtui.analysis.queue_series import _stream_groups
     rng = np.random.default_rng(abs(lo) % 97)
     dev = rng.integers(lo, hi, 500)
     stream = rng.integers(lo, hi, 500) * 3
@@ -247,7 +248,7 @@ def test_max_without_matches_the_per_time_correction(seed):
     """The graph-replays-as-one peak by runs of constant correction against the correction counted at
     every change time (the direct searchsorted of each time), with equal times and removed entries
     before the first change or after the last."""
-    from launchtui.analysis.index import _max_without
+    from launchtui.analysis.queue_series import _max_without
     rng = np.random.default_rng(seed)
     plus = np.sort(rng.integers(0, 200, int(rng.integers(5, 120))))
     minus = np.sort(rng.integers(0, 200, int(rng.integers(5, 120))))

@@ -336,7 +336,8 @@ def test_op_mask_fully_inside_window_and_devices():
 @pytest.mark.parametrize("n", [300, 20_000])
 def test_depths_are_int16_up_to_small_depth_and_exact_beyond(n):
     """n launches before the first op starts: depth i before launch i, peak n (int32 past SMALL_DEPTH)."""
-    from launchtui.analysis.index import SMALL_DEPTH, trace_index
+    from launchtui.analysis.index import trace_index
+    from launchtui.analysis.queue_series import SMALL_DEPTH
     api = [(0, 1, i, i + 1, i, API_LAUNCH) for i in range(n)]
     ops = [(0, 7, 10 * n + 2 * i, 10 * n + 2 * i + 1, i, 1) for i in range(n)]
     idx = trace_index(make_trace(api, ops))

@@ -91,10 +91,10 @@ def test_queue_series_beside_the_rest_builds_the_same_index(case, monkeypatch, t
         monkeypatch.setattr(ix, "usable_cpus", lambda cpus=cpus: cpus)
         trace = open_trace(path, use_cache=False)
         threads = []
-        orig = ix._queue_series
-        monkeypatch.setattr(ix, "_queue_series", lambda t: threads.append(threading.current_thread().name) or orig(t))
+        orig = ix.build_queue_series
+        monkeypatch.setattr(ix, "build_queue_series", lambda t: threads.append(threading.current_thread().name) or orig(t))
         arrays = ix.build_index(trace).to_arrays()
-        monkeypatch.setattr(ix, "_queue_series", orig)
+        monkeypatch.setattr(ix, "build_queue_series", orig)
         built[cpus] = (arrays, list(trace.strings.values), threads)
     (one, strings_one, on_one), (two, strings_two, on_two) = built[1], built[2]
     assert on_one == ["MainThread"] and len(on_two) == 1 and on_two[0].startswith("launchtui-index")

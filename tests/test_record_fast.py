@@ -8,7 +8,7 @@ import pytest
 from launchtui.analysis import intervals as iv
 from launchtui.analysis import queue_class as qc
 from launchtui.analysis import stream_calls as sc
-from launchtui.analysis.index import StreamSeries
+from launchtui.analysis.queue_series import StreamSeries
 
 
 def _random_set(rng, n, span):

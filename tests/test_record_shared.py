@@ -176,7 +176,7 @@ def test_cause_measures_equal_their_pieces_and_cover_the_gaps():
 def test_max_in_windows_by_slices_equals_the_labelled_changes():
     """The queue class's max pending inside the iterations: a max per iteration's slice of the
     series equals the max over every change labelled inside a window, plus the depth at each start."""
-    from launchtui.analysis.index import StreamSeries
+    from launchtui.analysis.queue_series import StreamSeries
     from launchtui.analysis.queue_class import _max_in_windows
     rng = np.random.default_rng(5)
     for _ in range(200):

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.index import StreamSeries, trace_index
+from launchtui.analysis.index import trace_index
+from launchtui.analysis.queue_series import StreamSeries
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.model import Trace
 
