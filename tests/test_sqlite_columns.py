@@ -82,20 +82,20 @@ def test_packed_id_halves_equal_shift_and_mask():
 def test_thread_ids_equal_unique_of_the_concatenation(monkeypatch):
     """Thread indices per part (runs, interleaved rows, an empty part, blocks smaller than a part)
     equal np.unique's inverse over the concatenated parts."""
-    from launchtui.trace import nsys_sqlite
+    from launchtui.trace import nsys_columns
     rng = np.random.default_rng(3)
     keys = np.array([7 << 24 | 5, 7 << 24 | 9, 3 << 24 | 1, 2**40 + 11], np.int64)
     parts = [np.repeat(keys[rng.integers(0, 4, 300)], rng.integers(1, 20, 300)),   # runs
              keys[rng.integers(0, 3, 5000)],                                         # interleaved
              np.zeros(0, np.int64), keys[[3]]]
     for block in (1 << 19, 64):
-        monkeypatch.setattr(nsys_sqlite, "BLOCK", block)
-        uniq, ids = nsys_sqlite._thread_ids(parts)
+        monkeypatch.setattr(nsys_columns, "BLOCK", block)
+        uniq, ids = nsys_columns.thread_ids(parts)
         ref_u, ref_inv = np.unique(np.concatenate(parts), return_inverse=True)
         np.testing.assert_array_equal(uniq, ref_u)
         assert [i.dtype for i in ids] == [np.int32] * 4
         np.testing.assert_array_equal(np.concatenate(ids), ref_inv)
-    assert nsys_sqlite._thread_ids([])[0].dtype == np.int64
+    assert nsys_columns.thread_ids([])[0].dtype == np.int64
 
 
 def _ops(rng, sizes, tie_across=False, unsorted=None):
@@ -134,13 +134,13 @@ def test_gpu_tables_merged_in_finalize_order(monkeypatch, sizes, tie, unsorted, 
     by start, end, device, stream of the tables' rows in table order), with blocks smaller than a
     table; it leaves the ops as they are on a start tie across tables or an unsorted table."""
     from dataclasses import fields
-    from launchtui.trace import nsys_sqlite
+    from launchtui.trace import nsys_columns
     from launchtui.trace.join import time_order
-    monkeypatch.setattr(nsys_sqlite, "BLOCK", 256)
+    monkeypatch.setattr(nsys_columns, "BLOCK", 256)
     ops, spans = _ops(np.random.default_rng(sum(sizes)), sizes, tie, unsorted)
     before = {f.name: getattr(ops, f.name).copy() for f in fields(ops)}
     order = np.lexsort((ops.stream, ops.device, ops.end, ops.start))   # stable: ties in table order
-    nsys_sqlite._merge_in_time_order(ops, spans)
+    nsys_columns.merge_in_time_order(ops, spans)
     for f in fields(ops):
         want = before[f.name][order] if moves else before[f.name]
         np.testing.assert_array_equal(getattr(ops, f.name), want, err_msg=f.name)

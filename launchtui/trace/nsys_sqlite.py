@@ -11,7 +11,6 @@ import sqlite3
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +19,20 @@ from launchtui.errors import TraceError
 from launchtui.trace.arrays import halves, keep_low, unique_sorted
 from launchtui.trace import names as nm
 from launchtui.trace import nsys_cpu, nsys_nvtx, nsys_stacks
-from launchtui.trace.join import finalize, in_order   # in_order: the very test finalize applies
+from launchtui.trace.join import finalize
 from launchtui.trace.registry import NSIGHT_MARKERS
 from launchtui.trace import graph_ids, graph_nodes
 from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, GpuOps, Overheads, Ranges,
                                    SourceInfo, StringTable, Threads, Trace)
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
+from launchtui.trace.nsys_columns import merge_in_time_order, thread_ids
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
                                              fetch_int_columns_in_halves, private_snapshot, side_files,
                                              snapshot_dir, table_capacity, table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
-BLOCK = 1 << 19       # rows per block of a blockwise lookup: 4 MiB int64 temporaries
 I32 = np.iinfo(np.int32)
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
@@ -246,7 +245,7 @@ class _Reader:
         ops = GpuOps(device=c["device"], stream=c["stream"], start=c["start"], end=c["end"],
                      corr=c["corr"], pid=c["pid"], name=short, full_name=full,
                      kind=kind, api=np.full(n, -1, np.int32))
-        _merge_in_time_order(ops, [(k, a, b) for k, a, b, _ in spans])
+        merge_in_time_order(ops, [(k, a, b) for k, a, b, _ in spans])
         return ops
 
     def read_overheads(self):
@@ -272,62 +271,6 @@ class _Reader:
 
     def thread_names(self) -> dict[int, str]:
         return self.names.thread_names(self.con, self.tables["ThreadNames"]) if self.has("ThreadNames") else {}
-
-
-def _merge_in_time_order(ops: GpuOps, spans: list[tuple[int, int, int]]) -> None:
-    """Put the ops in finalize's time order as far as (start, end, device, stream) decide it (rows
-    equal in those finalize orders by their other columns) in place, when each table's rows already
-    are in that order (every export seen: kernels, then memcpy, then memset, each sorted) and no
-    later table's start equals a first-table start: the later tables' few rows are sorted, and the
-    first table's rows moved up block by block from the back to make room. finalize then finds the
-    ops in order, so it allocates no sorted copy of every column (an argsort and a take per column).
-    Otherwise nothing moves and finalize sorts them."""
-    runs = [(a, b) for _, a, b in spans if b > a]
-    if len(runs) < 2 or runs[0][0] != 0:
-        return
-    start, end, dev, stream = ops.start, ops.end, ops.device, ops.stream
-    if not all(in_order(start[a:b], (end[a:b], dev[a:b], stream[a:b])) for a, b in runs):
-        return
-    n_first = runs[0][1]
-    rest = np.lexsort((stream[n_first:], dev[n_first:], end[n_first:], start[n_first:])) + n_first  # stable
-    at = np.searchsorted(start[:n_first], start[rest])   # first-table rows before each later row
-    if (start[np.minimum(at, n_first - 1)][at < n_first] == start[rest][at < n_first]).any():
-        return   # a start tie across tables: order decided by the other keys, left to finalize
-    cols = [getattr(ops, f.name) for f in fields(ops) if f.name != "api"]   # api: all -1 still
-    saved = [col[rest] for col in cols]
-    for a in reversed(range(0, n_first, BLOCK)):   # from the back: no row overwritten before moved
-        b = min(a + BLOCK, n_first)
-        lo, hi = np.searchsorted(at, (a, b))
-        if lo == hi == 0:
-            continue   # no later row before any of these: they stay
-        dest = np.cumsum(np.bincount(at[lo:hi] - a, minlength=b - a))   # row i moves up by the
-        dest += np.arange(a + lo, b + lo)                                # later rows before it
-        for col in cols:
-            col[dest] = col[a:b]   # overlapping: numpy buffers the source block
-    pos = at + np.arange(len(rest))
-    for col, vals in zip(cols, saved):
-        col[pos] = vals
-
-
-def _thread_ids(parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Distinct globalTids of all parts (sorted) and each part's rows' int32 index into them: the
-    result of np.unique(concatenated, return_inverse=True), without the concatenated copy or an
-    int64 inverse. Distinct values are found among run heads (a thread's rows are often
-    contiguous); the lookup goes block by block, so its temporaries are reused, not fresh memory."""
-    if not parts:
-        return np.zeros(0, np.int64), []
-    uniq = np.zeros(0, np.int64)
-    for p in parts:   # block by block: threads interleaved row by row make a head of every row
-        for a in range(0, len(p), BLOCK):
-            q = p[a:a + BLOCK]
-            uniq = unique_sorted(np.concatenate([uniq, q[np.concatenate([[True], q[1:] != q[:-1]])]]))
-    ids = []
-    for p in parts:
-        out = np.empty(len(p), np.int32)
-        for a in range(0, len(p), BLOCK):
-            out[a:a + BLOCK] = np.searchsorted(uniq, p[a:a + BLOCK])
-        ids.append(out)
-    return uniq, ids
 
 
 def read_nsys_sqlite(path: Path, source: SourceInfo, progress=None) -> Trace:
@@ -435,7 +378,7 @@ def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[s
     part present ("api", "nvtx", "ovh") its rows' int32 index into them."""
     gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
                                  ovh_part) if p is not None]
-    uniq_gtid, part_tix = _thread_ids(gtids)
+    uniq_gtid, part_tix = thread_ids(gtids)
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1
