@@ -42,6 +42,7 @@ from launchtui.analysis.record import record_with_streams
 from launchtui.analysis.record_options import RecordOptions
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace.model import OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP, Trace
+from launchtui.trace.arrays import unique_sorted
 
 FORMAT = "chrome"
 IDLE_TID = 2**31 - 2        # the per-device track of the idle gaps by cause (no CUDA stream id is this)
@@ -99,7 +100,7 @@ def correlation_shifts(trace: Trace) -> dict[int, int]:
     api, ops, th = trace.api, trace.ops, trace.threads
     pid_api = th.pid[api.thread] if len(api) else np.zeros(0, np.int64)
     pid_op = trace.os_pids(trace.process_keys(ops.pid))
-    pids = np.unique(np.concatenate([pid_api, pid_op[pid_op >= 0]]))
+    pids = unique_sorted(np.concatenate([pid_api, pid_op[pid_op >= 0]]))
     if len(pids) < 2 or (pid_op < 0).any():
         return {}
     spans = []
@@ -238,18 +239,18 @@ def _thread_pid_tid(trace: Trace, thread: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _metadata(trace: Trace, rows: ExportRows) -> Iterator[bytes]:
     th = trace.threads
-    used = np.unique(np.concatenate([trace.api.thread[rows.api], trace.ranges.thread[rows.ranges],
+    used = unique_sorted(np.concatenate([trace.api.thread[rows.api], trace.ranges.thread[rows.ranges],
                                      trace.overheads.thread[rows.overheads]]).astype(np.int64))
     used = used[used >= 0]
     out = []
-    for p in np.unique(th.pid[used]).tolist():   # per CPU process
+    for p in unique_sorted(th.pid[used]).tolist():   # per CPU process
         out += [ce.metadata_event("process_name", p, 0, {"name": f"process {p}"}),
                 ce.metadata_event("process_labels", p, 0, {"labels": "CPU"})]
     for t in used.tolist():   # per thread
         if th.name[t] >= 0:
             out.append(ce.metadata_event("thread_name", th.pid[t], th.tid[t], {"name": trace.strings[int(th.name[t])]}))
     pairs = _streams(trace, rows.ops)
-    for d in np.unique(pairs[0]).tolist():   # per device
+    for d in unique_sorted(pairs[0]).tolist():   # per device
         out += [ce.metadata_event("process_name", d, 0, {"name": trace.devices.get(d, f"GPU {d}")}),
                 ce.metadata_event("process_labels", d, 0, {"labels": f"GPU {d}"}),
                 ce.metadata_event("process_sort_index", d, 0, {"sort_index": 5000000 + d}),
@@ -267,7 +268,7 @@ def _streams(trace: Trace, o: np.ndarray) -> np.ndarray:
         return np.zeros((2, 0), np.int64)
     st = ops.stream[o].astype(np.int64)
     lo = int(st.min())
-    key = np.unique(ops.device[o].astype(np.int64) * (1 << 33) + (st - lo))
+    key = unique_sorted(ops.device[o].astype(np.int64) * (1 << 33) + (st - lo))
     return np.stack([key >> 33, (key & ((1 << 33) - 1)) + lo])
 
 
@@ -352,7 +353,7 @@ def _flows(trace: Trace, rows: ExportRows, shifts) -> Iterator[bytes]:
     o = rows.ops[ops.api[rows.ops] >= 0]
     if not len(o):
         return
-    calls = np.unique(ops.api[o])
+    calls = unique_sorted(ops.api[o])
     pid, tid = _thread_pid_tid(trace, api.thread[calls])
     yield ce.flow_events(b"s", pid, tid, api.start[calls], _shifted(api.corr[calls], pid, shifts))
     call_pid = np.full(len(api), -1, np.int64)
@@ -367,7 +368,7 @@ def _counters(trace: Trace, rows: ExportRows) -> Iterator[bytes]:
     """Pending depth per stream of the exported devices over the export's span (§5)."""
     if not len(rows.ops):
         return
-    devs = set(np.unique(trace.ops.device[rows.ops]).tolist())
+    devs = set(unique_sorted(trace.ops.device[rows.ops]).tolist())
     lo = rows.t0 if not rows.whole else None
     hi = rows.t1 if not rows.whole else None
     for s in trace_index(trace).queue_series:   # per stream

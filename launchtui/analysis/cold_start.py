@@ -145,7 +145,7 @@ def _slow_first_launches(trace: Trace, first: np.ndarray) -> np.ndarray:
     steady &= ~first
     cand_thread = api.thread[cand]
     keep = np.zeros(len(cand), bool)
-    for thread in np.unique(cand_thread).tolist():   # per launching thread
+    for thread in unique_sorted(cand_thread).tolist():   # per launching thread
         mine = cand_thread == thread
         s = steady & (api.thread == thread)
         base = api.end[s]
@@ -181,7 +181,7 @@ def cold_start(trace: Trace, spikes: list) -> ColdStart:
     near = np.zeros(len(spike_calls), bool)
     loads = _module_loads(trace)
     if len(loads) and len(spike_calls):
-        for thread in np.unique(api.thread[spike_calls]).tolist():   # per thread with spikes
+        for thread in unique_sorted(api.thread[spike_calls]).tolist():   # per thread with spikes
             mine = np.flatnonzero(api.thread[spike_calls] == thread)
             lt = loads[api.thread[loads] == thread]
             if not len(lt):

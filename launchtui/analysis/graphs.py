@@ -25,6 +25,7 @@ import numpy as np
 
 from launchtui.analysis.select import Selection
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.arrays import unique_sorted
 
 CAPTURE_TRACE_SHARE = 0.5   # captured calls >= this share of the launched work (definitions §12): a capture trace
 _BEGIN, _END, _INSTANTIATE = "StreamBeginCapture", "StreamEndCapture", "GraphInstantiate"
@@ -109,7 +110,7 @@ def captures(trace: Trace) -> Captures:
     endm = np.zeros(len(api), bool) if endm is None else endm
     lo, hi = int(api.start.min()), int(api.end.max())
     rows, lost = [], 0
-    for th in np.unique(api.thread[begin | endm]).tolist():   # per capturing thread
+    for th in unique_sorted(api.thread[begin | endm]).tolist():   # per capturing thread
         b = np.flatnonzero(begin & (api.thread == th))
         e = np.flatnonzero(endm & (api.thread == th))
         got, n_lost = _pairs(api.start[b], api.start[e], api.end[b], api.end[e], lo, hi)
@@ -142,7 +143,7 @@ def captures(trace: Trace) -> Captures:
 def _capture_of(th: np.ndarray, t: np.ndarray, c_th: np.ndarray, c_s: np.ndarray, c_e: np.ndarray) -> np.ndarray:
     """Per call (thread, start): the capture on its thread holding it (the latest begun), -1 when none."""
     out = np.full(len(t), -1, np.int64)
-    for x in np.unique(c_th).tolist():   # per capturing thread
+    for x in unique_sorted(c_th).tolist():   # per capturing thread
         ci = np.flatnonzero(c_th == x)
         ci = ci[np.argsort(c_s[ci], kind="stable")]
         calls = np.flatnonzero(th == x)
@@ -161,7 +162,7 @@ def _labels(trace: Trace, thread: np.ndarray, start: np.ndarray, end: np.ndarray
     labels, batches = [""] * n, [None] * n
     if not len(rg) or not n:
         return labels, batches
-    ids = np.unique(rg.text[rg.text >= 0])
+    ids = unique_sorted(rg.text[rg.text >= 0])
     says = ids[np.array(["captur" in trace.strings[int(i)].lower() for i in ids.tolist()], bool)] if len(ids) else ids
     cand = np.flatnonzero(np.isin(rg.text, says))
     for c in range(n):   # per capture
@@ -248,7 +249,7 @@ def replays(trace: Trace, sel: Selection) -> Replays:
     sel_ops = np.flatnonzero(mark[ops.api]) if len(gl) else np.zeros(0, np.int64)
     del mark
     if sel.devices is not None and len(sel_ops):
-        keep_calls = np.unique(ops.api[sel_ops[np.isin(ops.device[sel_ops], sel.devices)]])
+        keep_calls = unique_sorted(ops.api[sel_ops[np.isin(ops.device[sel_ops], sel.devices)]])
         gl = gl[np.isin(gl, keep_calls)]
         sel_ops = sel_ops[np.isin(ops.api[sel_ops], gl)]
     # ops are in the model's total order (start, then their other columns: §9), so a stable sort by
@@ -314,7 +315,7 @@ def _under(graph: np.ndarray, n_ops: np.ndarray) -> np.ndarray:
     """Per replay: whether it recorded fewer ops than its graph's median replay (§12.3). A graph
     keyed by op sequence has one op count, so only graphs keyed by id can be short."""
     out = np.zeros(len(graph), bool)
-    for g in np.unique(graph).tolist():   # per graph
+    for g in unique_sorted(graph).tolist():   # per graph
         m = graph == g
         out[m] = n_ops[m] < np.median(n_ops[m])
     return out

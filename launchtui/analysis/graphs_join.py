@@ -30,6 +30,7 @@ from launchtui.analysis import nvtx, sources
 from launchtui.analysis.select import WHOLE
 from launchtui.trace.launch_names import LaunchNames, read_launch_names
 from launchtui.trace.model import OP_KERNEL, Trace
+from launchtui.trace.arrays import unique_sorted
 
 BY_SEQUENCE, BY_SET, BY_COUNT = "kernel sequence", "kernel set", "node count"
 BY_SUBSEQUENCE = "kernel subsequence (nodes missing from the replay)"
@@ -92,10 +93,10 @@ def captured_calls(trace: Trace, names: LaunchNames | None = None) -> tuple[Capt
     api = trace.api
     rng = nvtx.innermost_at(trace, api.thread[cc], api.start[cc]) if len(trace.ranges) and len(cc) \
         else np.full(len(cc), -1)
-    rtext = {int(r): nvtx.range_name(trace, int(r)) for r in np.unique(rng).tolist() if r >= 0}
+    rtext = {int(r): nvtx.range_name(trace, int(r)) for r in unique_sorted(rng).tolist() if r >= 0}
     _node, user = sources.launch_sites(trace, cc)
     frames = trace.stacks.frame if len(trace.stacks) else np.zeros(0, np.int32)
-    stext = {int(u): sources.site_label(trace.strings[int(frames[u])]) for u in np.unique(user).tolist() if u >= 0}
+    stext = {int(u): sources.site_label(trace.strings[int(frames[u])]) for u in unique_sorted(user).tolist() if u >= 0}
     bounds = np.searchsorted(which, np.arange(len(caps) + 1))
     return CapturedCalls(cc, which, bounds, kernel, op, [rtext.get(int(r), "") for r in rng.tolist()],
                          [stext.get(int(u), "") for u in user.tolist()], list(caps.label)), len(caps)

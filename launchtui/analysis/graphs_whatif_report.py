@@ -14,6 +14,7 @@ from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
 from launchtui.analysis.prose import UNNAMED_PHASE, short
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
+from launchtui.trace.arrays import unique_sorted
 
 MAX_EAGER, MAX_GRAPHED = 5, 3
 
@@ -25,7 +26,7 @@ def _sampled(it: Iterations, excluded: list[dict]) -> np.ndarray:
         steady[x["iteration"]] = False
     idx = np.flatnonzero(steady) if steady.any() else np.arange(len(it))
     n = min(len(idx), CONFIG.whatif_iterations)
-    return idx[np.unique(np.linspace(0, len(idx) - 1, n).round().astype(np.int64))]
+    return idx[unique_sorted(np.linspace(0, len(idx) - 1, n).round().astype(np.int64))]
 
 
 def _call_phases(trace: Trace, it: Iterations, calls: np.ndarray, level: int):
@@ -122,7 +123,7 @@ def whatif_inputs(trace: Trace, it: Iterations, device: int, calls: np.ndarray, 
     # and the world then goes unread: CPU spent, the same document
     if any(r["status"] == "estimate" for r in _phase_rows(kind, key, n_ops, k_of, len(pick), texts, [])):
         bl = np.flatnonzero(host_blocking_calls(trace))
-        syncs = bl[np.isin(api.thread[bl], np.unique(api.thread[mine]))]
+        syncs = bl[np.isin(api.thread[bl], unique_sorted(api.thread[mine]))]
         world = gw.build_world(trace, it_s, it_e, device, mine, syncs, int(round(latency_us * 1e3)))
         if world is not None:
             check = round(float(np.abs(gw.retime(world, None, 0)[0] - (world.it_e - world.it_s)).max()) / 1e6, 6)

@@ -33,7 +33,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
-from launchtui.trace.arrays import index_type
+from launchtui.trace.arrays import index_type, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 
 CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
@@ -158,7 +158,7 @@ def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray, blocking: np.
     if not len(blocking) or not len(calls):
         return out
     th = api.thread[calls]
-    for thread in np.unique(api.thread[blocking]).tolist():   # per syncing thread
+    for thread in unique_sorted(api.thread[blocking]).tolist():   # per syncing thread
         mine = np.flatnonzero(th == thread)
         if not len(mine):
             continue
@@ -208,7 +208,7 @@ class GapCauses:
         mig = self.migration
         parts = [(g0[~att & ~mig], g1[~att & ~mig], "unattributed"), (g0[mig], g1[mig], "migration"),
                  (cd[att], g1[att], "dependency"), (g0[sy], cd[sy], "sync")]
-        for code in np.unique(self.tail[normal]).tolist():
+        for code in unique_sorted(self.tail[normal]).tolist():
             m = normal & (self.tail == code)
             parts.append((ct[m], cd[m], CAUSES[code]))
         return parts
@@ -345,7 +345,7 @@ def _migrations(trace: Trace, op: np.ndarray, att: np.ndarray) -> np.ndarray:
     out = np.zeros(len(op), bool)
     if cand.any():
         o = op[cand]
-        uniq = np.unique(ops.full_name[o])
+        uniq = unique_sorted(ops.full_name[o])
         um = uniq[[("Unified" in names[int(u)]) for u in uniq.tolist()]]
         out[cand] = (ops.kind[o] == OP_MEMCPY) & np.isin(ops.full_name[o], um)
     return out
@@ -368,7 +368,7 @@ def _tail_causes(trace: Trace, op: np.ndarray, call: np.ndarray, cold_calls: np.
     if len(copy):     # the copy calls' gaps only
         names = trace.strings
         opn, cc = ops.full_name[op[copy]], c[copy]
-        uniq = np.unique(opn)
+        uniq = unique_sorted(opn)
         pageable = uniq[[("Pageable" in names[int(u)]) for u in uniq.tolist()]]
         typed = uniq[[("->" in names[int(u)]) for u in uniq.tolist()]]       # the name says the memory kind
         long_call = (api.end[cc] - api.start[cc]) > CONFIG.spike_us * 1e3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.arrays import index_type
+from launchtui.trace.arrays import index_type, unique_sorted
 
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -410,7 +410,7 @@ class RangeMax:
             length = bh[f] - bl[f]
             k = np.floor(np.log2(length)).astype(np.int64)
             r = np.empty(len(f), dtype=res.dtype)
-            for kk in np.unique(k).tolist():   # at most log2(N/B) distinct levels
+            for kk in unique_sorted(k).tolist():   # at most log2(N/B) distinct levels
                 sel = k == kk
                 lev = self.levels[kk]
                 a = bl[f][sel]

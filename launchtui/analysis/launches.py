@@ -13,7 +13,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.index import trace_index
 from launchtui.analysis.select import WHOLE, Selection, op_mask
 from launchtui.trace import names as nm
-from launchtui.trace.arrays import nonzero_index
+from launchtui.trace.arrays import nonzero_index, unique_sorted
 from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import API_LAUNCH, OP_KERNEL, Trace
 
@@ -220,9 +220,9 @@ def _split_key_table(trace: Trace, k, g, mixed, base, span: int):
         if dense:
             present[key] = True
         else:
-            found.append(np.unique(key))
+            found.append(unique_sorted(key))
     if not dense:
-        return np.unique(np.concatenate(found)), None
+        return unique_sorted(np.concatenate(found)), None
     lut = np.cumsum(present, dtype=np.int64)
     lut -= 1
     return np.flatnonzero(present), lut

@@ -43,7 +43,7 @@ def correlation_density(trace: Trace) -> float | None:
         return None
     pid, corr = api.pid[ok], api.corr[ok]
     out = None
-    for p in np.unique(pid).tolist():   # per process (few)
+    for p in unique_sorted(pid).tolist():   # per process (few)
         c = corr[pid == p]
         if len(c) < MIN_CALLS:
             continue

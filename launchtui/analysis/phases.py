@@ -190,7 +190,7 @@ def main_thread(trace: Trace, ops: np.ndarray, base_depth: int, iter_starts=None
         marks = rg.thread[pp & (rg.depth == base_depth - 1) & (at[j] == rg.start)]
         if len(marks):
             return int(np.argmax(np.bincount(marks)))
-    cand = np.unique(rg.thread[pp & (rg.depth == base_depth)])
+    cand = unique_sorted(rg.thread[pp & (rg.depth == base_depth)])
     if not len(cand):
         return -1
     th = trace.api.thread[trace.ops.api[ops[trace.ops.api[ops] >= 0]]]

@@ -12,7 +12,7 @@ from launchtui.analysis import iterations as itr
 from launchtui.analysis import idle_causes as ic
 from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses, Latency
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
-from launchtui.trace.arrays import nonzero_index
+from launchtui.trace.arrays import nonzero_index, unique_sorted
 
 UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launches is not steady state
 TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
@@ -222,7 +222,7 @@ def sync_blocked_while_busy(trace, calls: np.ndarray, busy, it: itr.Iterations, 
     that waits on busy GPU work caps how far the CPU runs ahead, even when the GPU never idles.
     `blocking`: cpu_busy.host_blocking_calls(trace)."""
     api = trace.api
-    threads = np.unique(api.thread[calls]) if len(calls) else np.zeros(0, np.int64)
+    threads = unique_sorted(api.thread[calls]) if len(calls) else np.zeros(0, np.int64)
     b = np.flatnonzero(blocking)
     b = b[np.isin(api.thread[b], threads)]
     if not len(b) or busy is None:

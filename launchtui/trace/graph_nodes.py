@@ -24,6 +24,7 @@ import numpy as np
 
 from launchtui.trace.graph_ids import graph_launch_ops, match_rows
 from launchtui.trace.model import Trace
+from launchtui.trace.arrays import unique_sorted
 
 # the node table; up to Nsight 2022.4 the node rows were in CUDA_GRAPH_EVENTS (same columns)
 TABLES = ("CUDA_GRAPH_NODE_EVENTS", "CUDA_GRAPH_EVENTS")
@@ -103,7 +104,7 @@ def _creating_calls(trace: Trace, gtid: np.ndarray, t: np.ndarray) -> np.ndarray
     th = np.where(keys[order][pos] == gtid, order[pos], -1)
     by_thread = np.argsort(api.thread, kind="stable")   # api rows are in start order: stays so per thread
     bounds = np.searchsorted(api.thread[by_thread], np.arange(len(keys) + 1))
-    for x in np.unique(th[th >= 0]).tolist():   # per creating thread
+    for x in unique_sorted(th[th >= 0]).tolist():   # per creating thread
         rows = by_thread[bounds[x]:bounds[x + 1]]
         mine = np.flatnonzero(th == x)
         s, e = api.start[rows], api.end[rows]
@@ -127,7 +128,7 @@ def _api_nodes(trace: Trace, call: np.ndarray, node: np.ndarray, why: Counter) -
     first = np.r_[True, call[order][1:] != call[order][:-1]] if len(order) else np.zeros(0, bool)
     out[call[order[first]]] = node[order[first]]
     if (~first).any():
-        why[U_SHARED_CALL] = int(len(np.unique(call[order[~first]])))
+        why[U_SHARED_CALL] = int(len(unique_sorted(call[order[~first]])))
     return out
 
 

@@ -225,7 +225,7 @@ def _nest_equal_ranges(rg) -> None:
     tie = equal_runs(rg.start, rg.end, rg.thread)
     if not len(tie):
         return
-    members = np.unique(np.concatenate([tie, tie + 1]))
+    members = unique_sorted(np.concatenate([tie, tie + 1]))
     block = np.cumsum(~np.isin(members, tie + 1))
     dom = rg.domain[members]
     by_depth = np.lexsort((rg.depth[members], dom, block))

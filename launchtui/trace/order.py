@@ -95,7 +95,7 @@ def time_order(start, end, *tie_keys, names=(), strings: StringTable | None = No
 def _order_ties(s, order, keys, names, strings) -> None:
     """Sort `order`'s runs of equal `s` by the keys, then the names' string values, in place."""
     tie = np.flatnonzero(s[1:] == s[:-1])
-    members = np.unique(np.concatenate([tie, tie + 1]))   # positions in runs of equal start
+    members = unique_sorted(np.concatenate([tie, tie + 1]))   # positions in runs of equal start
     run = np.cumsum(~np.isin(members, tie + 1))           # a new run where not tied to the one before
     rows = order[members]
     cols = [run] + [_take(k, rows) for k in keys]
@@ -107,7 +107,7 @@ def _order_ties(s, order, keys, names, strings) -> None:
             same &= c[1:] == c[:-1]
         t2 = np.flatnonzero(same)
         if len(t2):
-            m2 = np.unique(np.concatenate([t2, t2 + 1]))
+            m2 = unique_sorted(np.concatenate([t2, t2 + 1]))
             run2 = np.cumsum(~np.isin(m2, t2 + 1))
             r2 = rows[o[m2]]
             ranks = [string_ranks(strings, _take(k, r2)) for k in names]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from launchtui import heap
+from launchtui.trace.arrays import unique_sorted
 
 
 def matching_names(trace, text: str) -> np.ndarray:
     """String ids whose text contains `text`, case-insensitively (a loop per distinct name)."""
     t = text.lower()
-    ids = np.unique(np.concatenate([trace.ops.name, trace.ops.full_name]))
+    ids = unique_sorted(np.concatenate([trace.ops.name, trace.ops.full_name]))
     ids = ids[ids >= 0]
     return np.array([i for i in ids.tolist() if t in trace.strings[i].lower()], np.int64)
 
