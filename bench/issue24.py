@@ -1,6 +1,7 @@
 """Issue 24's targets, each beside the previous pass (a stored results.json), and the gate that
-fails a run when cold `report` at 1M got more than 20 % slower than that pass, both normalised by
-the C scan measured in their own runs (so a slower or faster machine moves neither).
+fails a run when cold `report` at 1M got more than 20 % slower than that pass: timed against the
+pass's own commit in the same run where the run has that A/B (bench/ab_gate.py), else each run
+normalised by its own C scan (which the host's stretches move: bench/MISSED.md).
 
 Used by bench/run.py; see bench/README.md ("Issue 24").
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-GATE = 1.20          # cold `report` 1M / C scan may grow at most this much against the previous pass
+GATE = 1.20          # cold `report` 1M may grow at most this much against the previous pass
 WARM_SIZES = ("200k", "1m", "5m", "20m")
 TARGET_WARM_SIZES = ("200k", "1m", "5m")
 
@@ -129,6 +130,27 @@ def rows(res: dict, previous: dict | None) -> list[dict]:
 
 
 def gate(res: dict, previous: dict | None) -> tuple[bool, str]:
+    """(passed, one line): cold `report` 1M at most +20 % against the previous pass. Judged by the
+    run's same-run A/B of the previous pass's commit against this tree (bench/ab_gate.py) when it
+    has one; else by the ratio of the two runs' `report` / C scan ratios, which moves with the
+    host (bench/MISSED.md), and the line says which."""
+    ab = res.get("ab_gate") or {}
+    if ab.get("status") == "ok":
+        med = ab["median_wall_s"]
+        return ab["ratio"] <= GATE, (
+            f"bench gate: cold report 1M, this tree against {ab['baseline']} in the same run "
+            f"({ab['rounds']} interleaved pairs): median {med['this tree']:.3f} s against {med['baseline']:.3f} s "
+            f"({ab['ratio']:.2f}×, limit {GATE:.2f}×); across runs: {_across_runs(res, previous)}")
+    ok, line = _gate_across_runs(res, previous)
+    return ok, line + (f" (same-run A/B {ab['status']})" if ab.get("status") else "")
+
+
+def _across_runs(res: dict, previous: dict | None) -> str:
+    """The cross-run figure, shown beside the A/B and not judged."""
+    return _gate_across_runs(res, previous)[1].removeprefix("bench gate: ")
+
+
+def _gate_across_runs(res: dict, previous: dict | None) -> tuple[bool, str]:
     """(passed, one line): cold `report` 1M / C scan against the previous pass's, at most +20 %."""
     def norm(r):
         n1 = (r or {}).get("files", {}).get("nsys_1m")

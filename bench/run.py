@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+import ab_gate
 import floors    # bench/ is the script's directory, first on sys.path
 import issue24
 
@@ -1036,6 +1037,9 @@ def main(argv=None) -> int:
     p.add_argument("--tui-timeout", type=float, default=180, help="seconds per TUI latency run (180); one retry")
     p.add_argument("--profile-sizes", nargs="*", default=["1m", "5m"], help="sizes to cProfile (default 1m 5m)")
     p.add_argument("--regen", action="store_true", help="regenerate the cached data")
+    p.add_argument("--gate-rounds", type=int, default=7,
+                   help="interleaved pairs of the +20 %% gate's A/B against the previous pass's commit (7; 0: "
+                        "judge by the ratio of the two runs' ratios, which moves with the host)")
     p.add_argument("--previous", default=str(BENCH / "results.json"),
                    help="the previous pass's results.json: issue 24's targets beside it, and the +20 %% gate")
     p.add_argument("--out", help="where RESULTS.md / results.json go (default: bench/ for a full run, "
@@ -1089,6 +1093,10 @@ def main(argv=None) -> int:
         res["growth"] = growth(res)
         res["targets"] = targets(res)
         (outdir / "results.json").write_text(json.dumps(res, indent=1, default=str))  # partial progress
+    if data.get(("nsys", "1m")) and a.gate_rounds > 0 and previous is not None:
+        log(f"gate: cold report 1M, the previous pass's commit against this tree, {a.gate_rounds} interleaved pairs")
+        res["ab_gate"] = ab_gate.measure(previous, data[("nsys", "1m")][0], run_child, a.gate_rounds, PY)
+        log(f"  {res['ab_gate'].get('status')}: median wall {res['ab_gate'].get('median_wall_s')}")
     res["loadavg_end"] = os.getloadavg()
     res["source_hash_end"] = source_hash()
     res["total_s"] = round(time.perf_counter() - t_start, 1)

@@ -75,3 +75,49 @@ def test_the_user_time_marginal_is_shown_beside_the_wall_time_one_and_never_judg
     user = rows["Nsight 20M: user-time marginal, 5M→20M / 1M→5M (not a target)"]
     assert (user["measured"], user["status"]) == (1.0, "measured")       # 0.7 µs/event both steps
     assert user["detail"] == "user µs/event 1M→5M 0.7, 5M→20M 0.7"
+
+
+def ab(this, base, rounds=5, status="ok"):
+    return {"status": status, "baseline": "abc1234", "rounds": rounds,
+            "median_wall_s": {"this tree": this, "baseline": base}, "ratio": round(this / base, 3)}
+
+
+def test_a_same_run_ab_judges_the_gate_and_the_cross_run_ratio_is_only_shown():
+    """The two runs' ratios moved 2.08x -> 2.71x with no code change (bench/MISSED.md): with an A/B
+    of the previous pass's commit in the same run, that A/B decides."""
+    prev = run(2.0, 1.0)
+    now = run(2.7, 1.0)                                      # +35 % across runs: the host's stretch
+    now["ab_gate"] = ab(1.25, 1.24)
+    ok, line = issue24.gate(now, prev)
+    assert ok and "against abc1234 in the same run (5 interleaved pairs)" in line and "1.01×" in line
+    assert "across runs: cold report 1M is 2.7× the C scan against 2.0×" in line
+    now["ab_gate"] = ab(1.55, 1.24)                          # +25 % against the same commit
+    ok, line = issue24.gate(now, prev)
+    assert not ok and "1.25×, limit 1.20×" in line
+    assert issue24.gate(run(2.0, 1.0) | {"ab_gate": ab(1.30, 1.10)}, prev)[0]   # +18 %
+
+
+def test_without_an_ab_the_gate_falls_back_and_says_why():
+    prev = run(2.0, 1.0)
+    now = run(2.2, 1.0)
+    now["ab_gate"] = {"status": "not measured: the previous pass names no commit this checkout has"}
+    ok, line = issue24.gate(now, prev)
+    assert ok and line.startswith("bench gate: cold report 1M is 2.2× the C scan")
+    assert line.endswith("(same-run A/B not measured: the previous pass names no commit this checkout has)")
+    now["ab_gate"] = {"status": "not measured: x"}
+    assert not issue24.gate(run(2.5, 1.0) | {"ab_gate": now["ab_gate"]}, prev)[0]
+
+
+def test_the_ab_baseline_is_the_previous_pass_commit_without_its_dirty_note():
+    spec = importlib.util.spec_from_file_location("ab_gate", BENCH / "ab_gate.py")
+    ab_gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab_gate)
+    import subprocess
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BENCH.parent, capture_output=True,
+                          text=True).stdout.strip()
+    if not head:
+        import pytest
+        pytest.skip("not a git checkout")
+    assert ab_gate.baseline_commit({"machine": {"git": head + " + uncommitted changes in launchtui/"}}) == head
+    assert ab_gate.baseline_commit({"machine": {"git": "0000000"}}) is None
+    assert ab_gate.baseline_commit({"machine": {}}) is None and ab_gate.baseline_commit(None) is None
