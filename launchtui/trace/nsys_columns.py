@@ -1,6 +1,6 @@
 """Column work of the Nsight reader (trace/nsys_sqlite.py) that needs no SQLite: the GPU ops put in
-time order in place, and thread ids interned per part. Both go block by block, so their temporaries
-are a block long, not a column long."""
+time order in place, and each part's rows numbered by thread. Both go block by block, so their
+temporaries are a block long, not a column long."""
 from __future__ import annotations
 
 from dataclasses import fields
