@@ -35,11 +35,12 @@ def baseline_commit(previous: dict | None) -> str | None:
 
 def _prepare(rev: str, where: Path, py: str) -> str | None:
     """A worktree of `rev` at `where` with the C reader as this tree's (copied when its sources are
-    unchanged, else built there) and byte-compiled; None when ready, else why not."""
+    those of this working tree, which built it; else built there) and byte-compiled (bench/run.py
+    compiles this tree before it measures); None when ready, else why not."""
     r = _git("worktree", "add", "--detach", str(where), rev)
     if r.returncode != 0:
         return f"git worktree add failed: {r.stderr.strip()[-200:]}"
-    changed = _git("diff", "--quiet", rev, "HEAD", "--", *C_SOURCES).returncode != 0
+    changed = _git("diff", "--quiet", rev, "--", *C_SOURCES).returncode != 0   # rev against the working tree
     if changed:
         b = subprocess.run([py, "setup.py", "-q", "build_ext", "--inplace"], cwd=where, capture_output=True, text=True)
         if b.returncode != 0:
@@ -48,8 +49,7 @@ def _prepare(rev: str, where: Path, py: str) -> str | None:
         for so in (ROOT / "launchtui" / "trace").glob("_sqlite_scan*.so"):
             shutil.copy2(so, where / "launchtui" / "trace" / so.name)
     # without byte-code, every run of the baseline would compile the package from source (~0.25 s)
-    for tree in (where, ROOT):
-        subprocess.run([py, "-m", "compileall", "-q", str(tree / "launchtui")], capture_output=True)
+    subprocess.run([py, "-m", "compileall", "-q", str(where / "launchtui")], capture_output=True)
     return None
 
 
