@@ -207,10 +207,12 @@ def _tui_parser() -> argparse.ArgumentParser:
     _selection_args(p)
     return p
 
-def build_parser() -> dict[str, argparse.ArgumentParser]:
-    """One parser per subcommand (SUBCOMMANDS; "tui" is bare `launchtui TRACE`)."""
-    return add_capture({"info": _info_parser(), "report": _report_parser(), "record": _record_parser(),
-                        "export": _export_parser(), "diff": _diff_parser(), "cache": _cache_parser(), "tui": _tui_parser()})
+def build_parser(cmd: str) -> argparse.ArgumentParser:
+    """The parser of subcommand `cmd` (SUBCOMMANDS; "tui" is bare `launchtui TRACE`). Only the one a
+    run uses is built: building all seven took ~4 ms of every command's start."""
+    makers = {"info": _info_parser, "report": _report_parser, "record": _record_parser, "export": _export_parser,
+              "diff": _diff_parser, "cache": _cache_parser, "tui": _tui_parser}
+    return add_capture(cmd, makers[cmd]())
 
 
 def _report_options(args):
@@ -435,7 +437,6 @@ def cmd_tui(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parsers = build_parser()
     if argv and argv[0] in SUBCOMMANDS:
         cmd, rest = argv[0], argv[1:]
     else:
@@ -444,26 +445,24 @@ def main(argv: list[str] | None = None) -> int:
                "cache": cmd_cache, "tui": cmd_tui}[cmd]
 
     def run() -> int:  # argument errors too are one line (inside the guard)
-        ranks = _ranks_command(cmd, argv)
-        if ranks:
-            return _ranks_main(*ranks)
+        parser = build_parser(cmd)
+        if _is_ranks_command(cmd, rest, parser):
+            return _ranks_main(cmd, rest)
         heap.one_arena()   # before the command's threads allocate (the TUI's load worker takes it over)
         from launchtui.session import cached_output
-        return cached_output(cmd, parsers[cmd].parse_args(rest), handler, _emit)
+        return cached_output(cmd, parser.parse_args(rest), handler, _emit)
     return _guard(run)
 
 
-def _ranks_command(cmd: str, argv: list[str]) -> tuple[str, list[str]] | None:
-    """(command, args) when report/record/the TUI get a directory, several traces or a glob."""
-    if argv and argv[0] == "record":
-        cmd = "record"
-    rest = argv[1:] if cmd != "tui" else argv
+def _is_ranks_command(cmd: str, rest: list[str], parser: argparse.ArgumentParser) -> bool:
+    """Whether report/record/the TUI got a directory, several traces or a glob (`rest`: the
+    arguments after the subcommand)."""
     if cmd not in ("report", "record", "tui") or not rest or {"-h", "--help", "--version"} & set(rest):
-        return None
+        return False
     from launchtui.cli_ranks import RANKS_VALUE_OPTIONS, positionals
     from launchtui.ranks.discover import is_multi
-    traces = positionals(build_parser()[cmd], rest, RANKS_VALUE_OPTIONS)
-    return (cmd, rest) if traces and is_multi(traces) else None
+    traces = positionals(parser, rest, RANKS_VALUE_OPTIONS)
+    return bool(traces) and is_multi(traces)
 
 
 def _ranks_main(cmd: str, rest: list[str]) -> int:

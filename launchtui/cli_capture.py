@@ -6,11 +6,11 @@ CAPTURE_HELP = ("a capture trace of the same program (graph captures with their 
                 "replayed kernel with the op, range and call site it was captured from")
 
 
-def add_capture(parsers: dict) -> dict:
-    """`--capture` on the commands that show replays."""
-    for cmd in ("report", "record", "tui"):
-        parsers[cmd].add_argument("--capture", metavar="CAPTURE_TRACE", help=CAPTURE_HELP)
-    return parsers
+def add_capture(cmd: str, parser):
+    """`parser`, with `--capture` when `cmd` is a command that shows replays."""
+    if cmd in ("report", "record", "tui"):
+        parser.add_argument("--capture", metavar="CAPTURE_TRACE", help=CAPTURE_HELP)
+    return parser
 
 
 def with_capture(doc: dict, trace, args) -> str:

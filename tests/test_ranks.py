@@ -176,12 +176,13 @@ def test_dask_worker_killed_mid_run_still_completes(job8, pool_doc):
 def test_ranks_are_found_with_options_in_any_order(argv, job8):
     """The directory is found wherever it stands among the options, and an option's value (an
     address, a number) is never taken for a trace."""
-    from launchtui.cli import _ranks_command
+    from launchtui.cli import _is_ranks_command, build_parser
     argv = [str(job8[0]) if a == "DIR" else a for a in argv]
     cmd = argv[0] if argv[0] in ("report", "record") else "tui"
-    assert _ranks_command(cmd, argv) == (cmd, argv[1:] if cmd != "tui" else argv)
-    single = [a if a != str(job8[0]) else str(next(job8[0].glob("*.json*"))) for a in argv]
-    assert _ranks_command(cmd, single) is None, "one file stays a single-trace command"
+    rest = argv[1:] if cmd != "tui" else argv
+    assert _is_ranks_command(cmd, rest, build_parser(cmd))
+    single = [a if a != str(job8[0]) else str(next(job8[0].glob("*.json*"))) for a in rest]
+    assert not _is_ranks_command(cmd, single, build_parser(cmd)), "one file stays a single-trace command"
 
 
 @pytest.mark.slow
