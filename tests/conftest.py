@@ -102,6 +102,32 @@ def sample(rel: str) -> Path:
     return p
 
 
+def _run_root(tmp_path_factory) -> Path:
+    """This run's temporary root: shared by its xdist workers (their base temps' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory, name: str, build):
+    """`build(folder)`'s result (paths in `folder`), built once per run: the first xdist worker to ask
+    makes the folder, the others wait on a lock and reuse it. For generated inputs that tests only
+    read: the generator is deterministic, so each worker would have written the same bytes."""
+    import fcntl
+    import pickle
+    import shutil
+    root = _run_root(tmp_path_factory)
+    folder, done = root / f"built-{name}", root / f"built-{name}.pickle"
+    with open(root / f"built-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # released when the file closes
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        shutil.rmtree(folder, ignore_errors=True)   # left half-made by a worker that failed
+        folder.mkdir()
+        out = build(folder)
+        done.write_bytes(pickle.dumps(out))
+        return out
+
+
 _MODEL_CACHE_ENV = "LAUNCHTUI_TEST_MODEL_CACHE"   # this run's shared model cache (_shared_model_cache)
 
 
@@ -109,9 +135,7 @@ _MODEL_CACHE_ENV = "LAUNCHTUI_TEST_MODEL_CACHE"   # this run's shared model cach
 def _shared_model_cache(tmp_path_factory):
     """One model cache for the whole run, shared by its xdist workers (their base temps' parent):
     `sample_model` reads each sample once per run, not once per test."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    d = root / "shared-model-cache"
+    d = _run_root(tmp_path_factory) / "shared-model-cache"
     d.mkdir(mode=0o700, exist_ok=True)
     os.environ[_MODEL_CACHE_ENV] = str(d)   # read by both module copies (`conftest`, `tests.conftest`)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from chrome_helpers import cli, cli_json, diff, export, load, ns, unexpected
+from conftest import built_once
 from launchtui.analysis.chrome_export import IDLE_TID
 from launchtui.analysis.idle_causes import CAUSES
 from launchtui.trace.load import open_trace
@@ -21,10 +22,8 @@ OP_CAT = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    from fixtures.synth import make_trace_files
-    d = tmp_path_factory.mktemp("chrome")
-    return make_trace_files(d, variants=["nsys:modern", "nsys:textid", "nsys:negative_ts", "kineto:modern",
-                                         "kineto:legacy2021", "kineto:shuffled"])
+    from fixtures import synth
+    return built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all"))
 
 
 @pytest.fixture(scope="module")

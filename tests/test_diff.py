@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import sample_model
+from conftest import built_once, sample_model
 from fixtures import pairs
 from launchtui.analysis.diff import METRICS
 from launchtui.analysis.diff_inputs import diff_document, record_of
@@ -18,9 +18,11 @@ OPTIM_KERNELS = {"vectorized_elementwise_kernel<CUDAFunctor_add>", "elementwise_
 
 @pytest.fixture(scope="module")
 def pair_files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pairs")
-    out = {p: pairs.write_pair(d, p) for p in pairs.PAIRS}
-    out["fused_nsys"] = pairs.write_pair(d / "nsys", "fused", "nsys")
+    def build(d):
+        out = {p: pairs.write_pair(d, p) for p in pairs.PAIRS}
+        out["fused_nsys"] = pairs.write_pair(d / "nsys", "fused", "nsys")
+        return out
+    out = dict(built_once(tmp_path_factory, "diff-pairs", build))
     out["fused_cross"] = (out["fused_nsys"][0], out["fused"][1])
     return out
 

@@ -16,6 +16,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
+from conftest import built_once
 from fixtures import synth
 from fixtures.model import KERNEL_TYPES, KINETO_VARIANTS, NSYS_VARIANTS
 from fixtures.simulate import run_simulation
@@ -28,8 +29,7 @@ def w():
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, w):
-    d = tmp_path_factory.mktemp("synth")
-    return synth.make_trace_files(d, variants="all")
+    return built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all"))
 
 
 def _ro(path):
