@@ -2,7 +2,9 @@
 LocalCluster), bad input, and real samples assembled into a job directory."""
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import shutil
@@ -24,12 +26,23 @@ from launchtui.ranks.job import results_only, run_job
 pytestmark = pytest.mark.serial
 
 
-def _cli(*args, env_cache: Path | None = None):
-    env = dict(os.environ)
+def _cli(*args, env_cache: Path | None = None) -> subprocess.CompletedProcess:
+    """`launchtui ARGS` in this process (the job's pool forks from it; a Python start and launchtui's
+    imports per call were most of these tests' time): its status and what it wrote."""
+    from launchtui.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    own = os.environ.get("XDG_CACHE_HOME")
     if env_cache is not None:
-        env["XDG_CACHE_HOME"] = str(env_cache)
-    return subprocess.run([sys.executable, "-m", "launchtui", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=120)
+        os.environ["XDG_CACHE_HOME"] = str(env_cache)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main([str(a) for a in args])
+    finally:
+        if own is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = own
+    return subprocess.CompletedProcess(["launchtui", *map(str, args)], rc, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")

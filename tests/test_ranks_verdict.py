@@ -247,15 +247,12 @@ def test_dlrm_is_one_host_bound_job(dlrm):
 
 
 @pytest.mark.samples
-def test_record_dir_json_has_per_rank_levels(tmp_path):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-    p = subprocess.run([sys.executable, "-m", "launchtui", "record", str(sample("kineto/dlrm_8ranks")), "--workers",
-                        "2"], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+def test_record_dir_json_has_per_rank_levels(capsys):
+    from launchtui.cli import main
+    rc = main(["record", str(sample("kineto/dlrm_8ranks")), "--workers", "2"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    doc = json.loads(out)
     for r in doc["ranks"]:
         assert {"launch_bound_level", "host_bound_share", "dominant_idle_cause", "conclusion"} <= set(r)
         assert r["conclusion"].startswith((r["launch_bound_level"] or "cannot judge") + ":")
