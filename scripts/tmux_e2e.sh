@@ -17,6 +17,9 @@ fail=0
 command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
 [ -d "$samples" ] || { echo "SKIP: samples not found at $samples"; exit 77; }
 export XDG_CACHE_HOME="$(mktemp -d)"
+# the TUI sizes itself from its pane; exported COLUMNS/LINES (pytest-xdist's workers set 80x24)
+# would override the pane's size (Textual asks shutil.get_terminal_size, which reads them first)
+unset COLUMNS LINES
 tm() { tmux -L "$sock" "$@"; }
 trap 'tm kill-server 2>/dev/null; rm -rf "$XDG_CACHE_HOME"' EXIT
 

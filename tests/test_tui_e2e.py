@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.samples, pytest.mark.tui, pytest.mark.serial, pytest.mark.slow]
+pytestmark = [pytest.mark.samples, pytest.mark.tui, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 
