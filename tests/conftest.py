@@ -5,6 +5,7 @@ A test that reads ../shared carries the `samples` marker and reaches the folder 
 LAUNCHTUI_REQUIRE_SHARED=1 (CI), so that CI cannot mistake "absent" for "passed"."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -148,10 +149,19 @@ def sample_model(rel: str):
     reading: a test that changes how a file is read reads it itself."""
     from launchtui.trace.load import open_trace
     path = sample(rel)
-    own = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = os.environ[_MODEL_CACHE_ENV]
-    try:
+    with cache_home(os.environ[_MODEL_CACHE_ENV]):
         return open_trace(path)
+
+
+@contextlib.contextmanager
+def cache_home(folder):
+    """$XDG_CACHE_HOME set to `folder` inside the block (unchanged when None), then as it was (the
+    test's own, from _isolated_cache)."""
+    own = os.environ.get("XDG_CACHE_HOME")
+    if folder is not None:
+        os.environ["XDG_CACHE_HOME"] = str(folder)
+    try:
+        yield
     finally:
         if own is None:
             os.environ.pop("XDG_CACHE_HOME", None)

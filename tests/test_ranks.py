@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, sample
+from conftest import ROOT, cache_home, sample
 from fixtures.ranks import launches_per_iter, make_ranks, rank_config
 from launchtui.errors import TraceError
 from launchtui.output import dumps
@@ -31,17 +31,8 @@ def _cli(*args, env_cache: Path | None = None) -> subprocess.CompletedProcess:
     imports per call were most of these tests' time): its status and what it wrote."""
     from launchtui.cli import main
     out, err = io.StringIO(), io.StringIO()
-    own = os.environ.get("XDG_CACHE_HOME")
-    if env_cache is not None:
-        os.environ["XDG_CACHE_HOME"] = str(env_cache)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in args])
-    finally:
-        if own is None:
-            os.environ.pop("XDG_CACHE_HOME", None)
-        else:
-            os.environ["XDG_CACHE_HOME"] = own
+    with cache_home(env_cache), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in args])
     return subprocess.CompletedProcess(["launchtui", *map(str, args)], rc, out.getvalue(), err.getvalue())
 
 
