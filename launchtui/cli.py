@@ -207,6 +207,7 @@ def _tui_parser() -> argparse.ArgumentParser:
     _selection_args(p)
     return p
 
+
 def build_parser(cmd: str) -> argparse.ArgumentParser:
     """The parser of subcommand `cmd` (SUBCOMMANDS; "tui" is bare `launchtui TRACE`). Only the one a
     run uses is built: building all seven took ~4 ms of every command's start."""

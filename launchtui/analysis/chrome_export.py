@@ -41,8 +41,8 @@ from launchtui.analysis.index import trace_index
 from launchtui.analysis.record import record_with_streams
 from launchtui.analysis.record_options import RecordOptions
 from launchtui.analysis.select import WHOLE, Selection, op_mask
-from launchtui.trace.model import OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP, Trace
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.model import OVERHEAD_COMMAND_BUFFER_FULL, RANGE_PUSHPOP, Trace
 
 FORMAT = "chrome"
 IDLE_TID = 2**31 - 2        # the per-device track of the idle gaps by cause (no CUDA stream id is this)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.select import Selection
-from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 CAPTURE_TRACE_SHARE = 0.5   # captured calls >= this share of the launched work (definitions §12): a capture trace
 _BEGIN, _END, _INSTANTIATE = "StreamBeginCapture", "StreamEndCapture", "GraphInstantiate"

@@ -28,9 +28,9 @@ from launchtui.analysis import graphs as gr
 from launchtui.analysis.graphs_join_ids import node_id_sources
 from launchtui.analysis import nvtx, sources
 from launchtui.analysis.select import WHOLE
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.launch_names import LaunchNames, read_launch_names
 from launchtui.trace.model import OP_KERNEL, Trace
-from launchtui.trace.arrays import unique_sorted
 
 BY_SEQUENCE, BY_SET, BY_COUNT = "kernel sequence", "kernel set", "node count"
 BY_SUBSEQUENCE = "kernel subsequence (nodes missing from the replay)"

@@ -13,8 +13,8 @@ from launchtui.analysis.cpu_busy import host_blocking_calls
 from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
 from launchtui.analysis.prose import UNNAMED_PHASE, short
-from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 MAX_EAGER, MAX_GRAPHED = 5, 3
 

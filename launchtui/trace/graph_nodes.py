@@ -22,9 +22,9 @@ from collections import Counter
 
 import numpy as np
 
+from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.graph_ids import graph_launch_ops, match_rows
 from launchtui.trace.model import Trace
-from launchtui.trace.arrays import unique_sorted
 
 # the node table; up to Nsight 2022.4 the node rows were in CUDA_GRAPH_EVENTS (same columns)
 TABLES = ("CUDA_GRAPH_NODE_EVENTS", "CUDA_GRAPH_EVENTS")
