@@ -78,3 +78,19 @@ def record_notifications(app) -> list[str]:
         return orig(message, *a, **kw)
     app.notify = notify
     return seen
+
+
+def small_synth(tmp_path_factory) -> dict:
+    """The default synthetic workload as Nsight and Kineto files (built once per run, conftest.built_once),
+    its ground truth, and the Nsight trace opened without the cache: what test_tui*.py drive the app on."""
+    from conftest import built_once
+    from fixtures.synth import ground_truth, simulate, write_kineto_json, write_nsys_sqlite
+    from launchtui.trace.load import open_trace
+    w = simulate()
+
+    def build(d):
+        return {"nsys": write_nsys_sqlite(w, d / "synth.sqlite", variant="modern"),
+                "kineto": write_kineto_json(w, d / "synth.json.gz", variant="modern")}
+    files = built_once(tmp_path_factory, "tui-synth", build)
+    return {"dir": files["nsys"].parent, **files, "w": w, "gt": ground_truth(w, "nsys", "modern"),
+            "trace": open_trace(files["nsys"], use_cache=False)}
