@@ -129,6 +129,13 @@ def built_once(tmp_path_factory, name: str, build):
         return out
 
 
+def synth_all(tmp_path_factory) -> dict:
+    """Every variant of the default synthetic workload (fixtures.synth.make_trace_files), written once
+    per run: {(format, variant): path}."""
+    from fixtures import synth
+    return built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all"))
+
+
 _MODEL_CACHE_ENV = "LAUNCHTUI_TEST_MODEL_CACHE"   # this run's shared model cache (_shared_model_cache)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from chrome_helpers import cli, cli_json, diff, export, load, ns, unexpected
-from conftest import built_once
+from conftest import synth_all
 from launchtui.analysis.chrome_export import IDLE_TID
 from launchtui.analysis.idle_causes import CAUSES
 from launchtui.trace.load import open_trace
@@ -22,8 +22,7 @@ OP_CAT = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    from fixtures import synth
-    return built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all"))
+    return synth_all(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

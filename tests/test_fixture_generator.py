@@ -1,7 +1,9 @@
-"""Tests for the synthetic trace generator (fixtures/synth.py) and its ground truth.
+"""Tests for the synthetic trace generator (fixtures/synth.py) and its ground truth: the simulation,
+the Nsight exports, big mode and the shuffled layouts.
 
-The small readers here (SQL join, JSON + Decimal) are deliberately independent of launchtui: they
-check that what the writers put in the files agrees with the ground truth the simulation computed.
+The small readers here and in tests/synth_readers.py (SQL join, JSON + Decimal) are deliberately
+independent of launchtui: they check that what the writers put in the files agrees with the ground
+truth the simulation computed. The Kineto traces: test_fixture_kineto.py.
 """
 
 from __future__ import annotations
@@ -9,17 +11,15 @@ from __future__ import annotations
 import collections
 import gzip
 import json
-import re
-import sqlite3
-from decimal import Decimal
 
 import numpy as np
 import pytest
 
-from conftest import built_once
+from conftest import synth_all
 from fixtures import synth
-from fixtures.model import KERNEL_TYPES, KINETO_VARIANTS, NSYS_VARIANTS
+from fixtures.model import KERNEL_TYPES, NSYS_VARIANTS
 from fixtures.simulate import run_simulation
+from synth_readers import gt_table, ro
 
 
 @pytest.fixture(scope="module")
@@ -29,28 +29,12 @@ def w():
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, w):
-    return built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all"))
-
-
-def _ro(path):
-    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    return synth_all(tmp_path_factory)
 
 
 def _tables(path):
-    with _ro(path) as con:
+    with ro(path) as con:
         return {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
-
-
-def _load_kineto(path):
-    raw = gzip.open(path, "rb").read().decode("utf-8")
-    return raw, json.loads(raw, parse_float=Decimal)
-
-
-def _ns(x) -> int:
-    """µs token (int or Decimal) -> exact int ns; fails if it is not a whole number of ns."""
-    v = Decimal(x) * 1000
-    assert v == v.to_integral_value(), x
-    return int(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +89,7 @@ def test_demo_matches_generator(tmp_path):
     # content, not container bytes: another zlib/SQLite build may pack the same data differently
     # (same-machine byte identity is test_writers_are_byte_identical)
     assert gzip.open(demo / "demo.json.gz").read() == gzip.open(paths["kineto"]).read()
-    with _ro(demo / "demo.sqlite") as a, _ro(paths["nsys"]) as b:
+    with ro(demo / "demo.sqlite") as a, ro(paths["nsys"]) as b:
         assert list(a.iterdump()) == list(b.iterdump())
     assert (demo / "demo.sqlite").stat().st_size <= 2_200_000
     assert (demo / "demo.json.gz").stat().st_size <= 1_100_000
@@ -256,7 +240,7 @@ def test_nsys_variant_tables(files, variant):
     if variant == "legacy2021":
         assert not {"META_DATA_EXPORT", "EXPORT_META_DATA", "PROCESSES"} & t
         assert "UnwindMethodType" in t
-        with _ro(files[("nsys", variant)]) as con:
+        with ro(files[("nsys", variant)]) as con:
             cols = {r[1] for r in con.execute("pragma table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             gcols = [r[1] for r in con.execute("pragma table_info(TARGET_INFO_GPU)")]
         assert "mangledName" not in cols and "shortName" in cols
@@ -272,14 +256,14 @@ def test_nsys_variant_tables(files, variant):
     if variant == "no_cuda":
         assert not cupti and not any(x.startswith("TARGET_INFO_CUDA") for x in t)
         assert {"NVTX_EVENTS", "ThreadNames"} <= t
-    with _ro(files[("nsys", variant)]) as con:
+    with ro(files[("nsys", variant)]) as con:
         assert not con.execute("select count(*) from sqlite_master where type='index'").fetchone()[0]
         for name in t:  # every table present has rows (lazy export)
             assert con.execute(f"select count(*) from {name}").fetchone()[0] > 0, name
 
 
 def test_nsys_textid_and_negative(files, w):
-    with _ro(files[("nsys", "textid")]) as con:
+    with ro(files[("nsys", "textid")]) as con:
         n_text = con.execute("select count(*) from NVTX_EVENTS where eventType=59 and "
                              "text is not null").fetchone()[0]
         rows = con.execute("select s.value, e.domainId from NVTX_EVENTS e join StringIds s on "
@@ -288,7 +272,7 @@ def test_nsys_textid_and_negative(files, w):
     assert n_text == 0 and len(rows) == len(w.ranges["start"])
     assert {d for _, d in rows} == {2} and dom[2] == "synth_app"
     assert {v for v, _ in rows} >= {"forward", "backward", "Optimizer.step#AdamW.step"}
-    with _ro(files[("nsys", "negative_ts")]) as con:
+    with ro(files[("nsys", "negative_ts")]) as con:
         neg = con.execute("select count(*) from CUPTI_ACTIVITY_KIND_KERNEL where start<0"
                           ).fetchone()[0]
         dc = con.execute("select start from NVTX_EVENTS where eventType=75").fetchone()[0]
@@ -308,7 +292,7 @@ def _nsys_table(path, suffix=""):
       join StringIds n on n.id = r.nameId
       where n.value like 'cudaLaunch%' or n.value like 'cuLaunch%'"""
     agg = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
-    with _ro(path) as con:
+    with ro(path) as con:
         for dev, name, a0, a1, k0, k1 in con.execute(sql):
             g = agg[(dev, name)]
             g[0] += 1
@@ -320,20 +304,13 @@ def _nsys_table(path, suffix=""):
     return agg
 
 
-def _gt_table(gt):
-    return {(r["device_id"], r["kernel_name"]): [r["launch_count"], r["sum_api_ns"],
-                                                  r["queue_count"], r["sum_queue_ns"],
-                                                  r["sum_kernel_ns"]]
-            for r in gt["kernel_table"]}
-
-
 @pytest.mark.parametrize("variant", ["modern", "suffixed", "legacy2021", "negative_ts"])
 def test_nsys_file_agrees_with_ground_truth(files, w, variant):
     path = files[("nsys", variant)]
     got = _nsys_table(path, "_V3" if variant == "suffixed" else "")
     gt = synth.ground_truth(w, "nsys", variant)
-    assert {k: v for k, v in got.items()} == _gt_table(gt)
-    with _ro(path) as con:
+    assert {k: v for k, v in got.items()} == gt_table(gt)
+    with ro(path) as con:
         sfx = "_V3" if variant == "suffixed" else ""
         n_k = con.execute(f"select count(*) from CUPTI_ACTIVITY_KIND_KERNEL{sfx}").fetchone()[0]
         n_r = con.execute(f"select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME{sfx}").fetchone()[0]
@@ -352,7 +329,7 @@ def test_nsys_file_agrees_with_ground_truth(files, w, variant):
 def test_nsys_graph_and_overhead_rows(files, w):
     gt = synth.ground_truth(w, "nsys", "modern")
     (g,) = gt["graph"]
-    with _ro(files[("nsys", "modern")]) as con:
+    with ro(files[("nsys", "modern")]) as con:
         rows = con.execute("select correlationId, graphNodeId from CUPTI_ACTIVITY_KIND_KERNEL "
                            "where graphNodeId is not null").fetchall()
         api = con.execute("select s.value from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s "
@@ -378,116 +355,6 @@ def test_nsys_graph_and_overhead_rows(files, w):
 
 # ---------------------------------------------------------------------------------------------
 # Kineto files
-
-TS_RE = re.compile(r'"(ts|dur)": (-?[0-9][0-9.eE+-]*)')
-
-
-@pytest.mark.parametrize("variant", ["modern", "absolute", "shuffled"])
-def test_kineto_ts_tokens_are_exact(files, variant):
-    raw, _ = _load_kineto(files[("kineto", variant)])
-    toks = TS_RE.findall(raw)
-    assert len(toks) > 10_000
-    lossy = 0
-    for _, tok in toks:
-        assert re.fullmatch(r"\d+\.\d{3}", tok), tok
-        ns = _ns(tok)
-        a, b = tok.split(".")
-        assert ns == int(a) * 1000 + int(b)
-        lossy += round(float(tok) * 1000) != ns
-    if variant == "absolute":
-        assert lossy > 0  # the float64 trap is really there
-        assert any(len(tok.split(".")[0]) == 16 for _, tok in toks)
-    else:
-        assert lossy == 0
-
-
-def test_kineto_legacy_tokens(files):
-    raw, d = _load_kineto(files[("kineto", "legacy2021")])
-    for _, tok in TS_RE.findall(raw):
-        assert re.fullmatch(r"\d+", tok), tok
-    ev = d["traceEvents"]
-    cats = {e.get("cat") for e in ev}
-    assert {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"} <= cats
-    assert not {"python_function", "cpu_op", "kernel", "user_annotation"} & cats
-    assert "baseTimeNanoseconds" not in d
-    k = next(e for e in ev if e.get("cat") == "Kernel")
-    assert isinstance(k["tid"], str) and k["tid"].startswith("stream ")
-    rt = next(e for e in ev if e.get("cat") == "Runtime")
-    assert isinstance(rt["pid"], str) and isinstance(rt["tid"], str)
-
-
-def _kineto_table(d):
-    """Independent reader: correlation join of runtime/driver launch events and kernels."""
-    ev = d["traceEvents"]
-    rt_cats = {"cuda_runtime", "cuda_driver", "runtime"}
-    api = {}
-    for e in ev:
-        if e.get("ph") == "X" and str(e.get("cat", "")).lower() in rt_cats:
-            api[e["args"]["correlation"]] = (e["name"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]))
-    agg = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
-    short = {k.demangled: k.short for k in KERNEL_TYPES}
-    for e in ev:
-        if e.get("ph") != "X" or str(e.get("cat", "")).lower() != "kernel":
-            continue
-        ts, dur = _ns(e["ts"]), _ns(e["dur"])
-        if ts == 0 and dur == 0:
-            continue  # artefact
-        a = api.get(e["args"]["correlation"])
-        if a is None or not (a[0].startswith("cudaLaunch") or a[0].startswith("cuLaunch")):
-            continue
-        g = agg[(e["args"]["device"], short[e["name"]])]
-        g[0] += 1
-        g[1] += a[2] - a[1]
-        if ts - a[2] >= 0:
-            g[2] += 1
-            g[3] += ts - a[2]
-        g[4] += dur
-    return agg
-
-
-@pytest.mark.parametrize("variant", KINETO_VARIANTS)
-def test_kineto_file_agrees_with_ground_truth(files, w, variant):
-    _, d = _load_kineto(files[("kineto", variant)])
-    gt = synth.ground_truth(w, "kineto", variant)
-    assert dict(_kineto_table(d)) == _gt_table(gt)
-    ev = d["traceEvents"]
-    cat = collections.Counter(str(e.get("cat")) for e in ev if e.get("ph") == "X")
-    kc = gt["kineto"]
-    n_kernel = cat["kernel"] + cat["Kernel"]
-    assert n_kernel == kc["kernel_events_in_file"] == gt["counts"]["kernels"] + 2
-    assert cat["python_function"] == kc["python_function"]
-    assert cat["gpu_user_annotation"] == kc["gpu_user_annotation"]
-    assert len(ev) == kc["trace_events"]
-    zero = [e for e in ev if str(e.get("cat")).lower() == "kernel" and _ns(e["ts"]) == 0]
-    assert len(zero) == 2
-    if variant == "legacy2021":
-        assert gt["meta"]["truncated_to_us"]
-        assert all(r["span_start_ns"] % 1000 == 0 for r in gt["kernel_table"])
-    else:
-        assert cat["python_function"] >= 3 * gt["counts"]["kernels"] * 0.9
-        assert cat["cuda_driver"] == kc["driver_events"] > 0
-        graph = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] ==
-                 "cudaGraphLaunch"]
-        assert len(graph) == 1 and graph[0]["args"]["cbid"] == 311
-        n = sum(1 for e in ev if e.get("cat") == "kernel" and
-                e["args"]["correlation"] == graph[0]["args"]["correlation"])
-        assert n == w.cfg.graph_kernels
-    # time order: real traces are not sorted; ours are not either
-    ts = [_ns(e["ts"]) for e in ev if e.get("ph") == "X" and e.get("cat") != "Trace"]
-    assert ts != sorted(ts)
-    assert 4242 in gt["counts"]["processes_with_api"] and 5151 not in \
-        gt["counts"]["processes_with_api"]
-
-
-def test_kineto_base_time(files, w):
-    _, d = _load_kineto(files[("kineto", "modern")])
-    gt = synth.ground_truth(w, "kineto", "modern")
-    base = d["baseTimeNanoseconds"]
-    first = gt["window"]["first_kernel_start_ns"]
-    # the same instant on the Nsight capture clock, through the session's UTC epoch
-    nsys_first = synth.ground_truth(w, "nsys", "modern")["window"]["first_kernel_start_ns"]
-    assert base + first == w.cfg.session_epoch_ns + nsys_first
-    assert len(str(first // 1000)) == 13
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +386,7 @@ def test_big_mode_replication(tmp_path):
     steps = [n for n in b.range_names if n.startswith("ProfilerStep#")]
     assert len(steps) == w.cfg.iterations * b.replicas
     p = synth.write_nsys_sqlite(b, tmp_path / "big.sqlite")
-    with _ro(p) as con:
+    with ro(p) as con:
         assert con.execute("select count(*) from CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] == n_k
     p = synth.write_kineto_json(b, tmp_path / "big.json")
     json.loads(p.read_text())
@@ -533,7 +400,7 @@ _NAMED_KERNELS = ("SELECT k.start, k.end, k.correlationId, s.value FROM CUPTI_AC
 
 
 def _rows(path, sql):
-    with _ro(path) as con:
+    with ro(path) as con:
         return con.execute(sql).fetchall()
 
 
@@ -556,22 +423,6 @@ def test_sqlite_layouts_keep_the_events(files, tmp_path, how):
         assert sorted(ids) == [i for (i,) in _rows(src, "SELECT id FROM StringIds ORDER BY id")]
         assert _rows(a, "SELECT id, value FROM StringIds ORDER BY id") != \
             _rows(src, "SELECT id, value FROM StringIds ORDER BY id")
-
-
-def test_kineto_layout_keeps_every_event_byte_for_byte(files, tmp_path):
-    import msgspec
-
-    from fixtures import layout
-    src = files[("kineto", "modern")]
-    a = layout.shuffle_kineto(src, tmp_path / "a.json.gz", seed=3)
-    b = layout.shuffle_kineto(src, tmp_path / "b.json.gz", seed=3)
-    assert a.read_bytes() == b.read_bytes()
-
-    def events(p):
-        doc = msgspec.json.decode(gzip.decompress(p.read_bytes()), type=dict[str, msgspec.Raw])
-        return [bytes(e) for e in msgspec.json.decode(doc["traceEvents"], type=list[msgspec.Raw])], list(doc)
-    (ea, ka), (es, ks) = events(a), events(src)
-    assert ka == ks and ea != es and sorted(ea) == sorted(es)
 
 
 def test_make_trace_files_shuffled_keeps_the_ground_truth(tmp_path, w):

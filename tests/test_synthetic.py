@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fixtures.synth as synth
-from conftest import built_once
+from conftest import built_once, synth_all
 from launchtui.analysis import nvtx
 from launchtui.analysis.backpressure import Options, backpressure
 from launchtui.analysis.launches import kernel_groups, launched_kernels, small_kernel_table
@@ -27,7 +27,7 @@ WITH_KERNELS = [("nsys", v) for v in synth.NSYS_VARIANTS if v not in ("no_kernel
 
 @pytest.fixture(scope="session")
 def files(tmp_path_factory):
-    out = dict(built_once(tmp_path_factory, "synth-all", lambda d: synth.make_trace_files(d, variants="all")))
+    out = dict(synth_all(tmp_path_factory))
     relaid = built_once(tmp_path_factory, "synth-relaid", lambda d: synth.make_trace_files(
         d, variants=RELAID, shuffle=7, permute_ids=7))
     out.update({(f, v + SHUFFLED): p for (f, v), p in relaid.items()})
