@@ -200,8 +200,7 @@ def execute(case: Case, seeds: dict, families: tuple, work: Path, timeout: float
     return {"index": case.index, **spec, "runs": runs}
 
 
-
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cases", type=int, default=200, help="number of cases (default 200)")
@@ -226,6 +225,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="summary and reproducers (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep every case's files")
     ap.add_argument("--quiet", action="store_true")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
     a = ap.parse_args(argv)
     RUNNER["kind"] = a.runner
     if a.merge:
@@ -240,9 +244,26 @@ def main(argv=None) -> int:
         ap.error(f"--case: a --cover campaign has cases 0-{len(plan) - 1}")
     out = a.out or Path(tempfile.mkdtemp(prefix=f"launchtui-fuzz-{a.seed}-"))
     out.mkdir(parents=True, exist_ok=True)
-    work = out / "cases"
     seeds = collect_seeds(out / "seeds", None if a.no_samples else a.samples, a.big, a.max_seed_bytes)
     t0 = time.monotonic()
+    results = run_campaign(a, plan, families, seeds, out / "cases", t0)
+    for runner in _OPEN_RUNNERS:
+        runner.close()
+    _OPEN_RUNNERS.clear()
+    results.sort(key=lambda r: r["index"])
+    summary = summarize(results, out, a.seed, time.monotonic() - t0)
+    summary["out"] = str(out)
+    print_summary(summary)
+    print(f"summary: {out / 'summary.json'}")
+    return 1 if summary["defect_runs"] else 0
+
+
+def run_campaign(a: argparse.Namespace, plan: list, families: tuple, seeds: dict, work: Path,
+                 t0: float) -> list[dict]:
+    """Run the cases `a` asks for, at most a.jobs at a time, and return their results in the order
+    they finish. --case and --cover name their cases; the random campaign runs a.cases cases from
+    a.start, or until a.minutes have passed since t0. SIGTERM/Ctrl-C stop it early: the results then
+    hold the cases finished so far."""
     deadline = t0 + a.minutes * 60 if a.minutes else None
     indices = [a.case] if a.case is not None else list(range(len(plan))) if a.cover else None
 
@@ -273,26 +294,23 @@ def main(argv=None) -> int:
                 break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in finished:  # a slow case does not hold the others back
-                done = f.result()
-                results.append(done)
-                if len(results) % 100 == 0:
-                    print(f"{len(results)} cases done in {time.monotonic() - t0:.0f} s", flush=True)
-                bad = [r for r in done["runs"] if r["class"] not in OK_CLASSES]
-                if bad and not a.quiet:
-                    print(f"case {done['index']} {done['family']} ({done['desc']}): "
-                          + "; ".join(f"{r['class']} {r['sig']}" for r in bad), flush=True)
+                _record_case(f.result(), results, t0, a.quiet)
     except KeyboardInterrupt:
         print(f"stopped early: {len(results)} cases finished", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
-    for runner in _OPEN_RUNNERS:
-        runner.close()
-    _OPEN_RUNNERS.clear()
-    results.sort(key=lambda r: r["index"])
-    summary = summarize(results, out, a.seed, time.monotonic() - t0)
-    summary["out"] = str(out)
-    print_summary(summary)
-    print(f"summary: {out / 'summary.json'}")
-    return 1 if summary["defect_runs"] else 0
+    return results
+
+
+def _record_case(done: dict, results: list[dict], t0: float, quiet: bool) -> None:
+    """Add a finished case to `results`; print progress every 100 cases and, unless quiet, the
+    case's defects."""
+    results.append(done)
+    if len(results) % 100 == 0:
+        print(f"{len(results)} cases done in {time.monotonic() - t0:.0f} s", flush=True)
+    bad = [r for r in done["runs"] if r["class"] not in OK_CLASSES]
+    if bad and not quiet:
+        print(f"case {done['index']} {done['family']} ({done['desc']}): "
+              + "; ".join(f"{r['class']} {r['sig']}" for r in bad), flush=True)
 
 
 if __name__ == "__main__":

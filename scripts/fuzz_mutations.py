@@ -88,6 +88,8 @@ VALUES = ["'abc'", "'12abc'", "1.5", "-1", "0", "9223372036854775807", "-9223372
 
 
 def mut_sqlite(rng: random.Random, seed: Path, d: Path, kind: str | None = None) -> tuple[Path, str]:
+    """A copy of `seed` with one schema or value surprise in a table picked at random, or with its true
+    state left in a -wal file or rolled back by a hot journal (`kind` drawn unless given)."""
     out = d / seed.name
     shutil.copyfile(seed, out)
     kind = kind or rng.choice(SQLITE_KINDS)
@@ -102,77 +104,92 @@ def mut_sqlite(rng: random.Random, seed: Path, d: Path, kind: str | None = None)
     c = rng.choice(cols) if cols else None
     desc = kind
     try:
-        if kind == "rename-col" and c:
-            con.execute(f'ALTER TABLE "{t}" RENAME COLUMN "{c}" TO "{c}_x"')
-            desc = f"rename {t}.{c}"
-        elif kind == "drop-col" and c and len(cols) > 1:
-            con.execute(f'ALTER TABLE "{t}" DROP COLUMN "{c}"')
-            desc = f"drop {t}.{c}"
-        elif kind == "drop-table":
-            con.execute(f'DROP TABLE "{t}"')
-            desc = f"drop {t}"
-        elif kind == "rename-table":
-            new = rng.choice([t + "_V9", t.lower(), "X" + t])
-            con.execute(f'ALTER TABLE "{t}" RENAME TO "{new}"')
-            desc = f"rename {t} -> {new}"
-        elif kind == "swap-meta":
-            names = set(tables)
-            if "META_DATA_EXPORT" in names:
-                con.execute('ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA'
-                            if "EXPORT_META_DATA" not in names else 'DROP TABLE META_DATA_EXPORT')
-            elif "EXPORT_META_DATA" in names:
-                con.execute('ALTER TABLE EXPORT_META_DATA RENAME TO META_DATA_EXPORT')
-            if rng.random() < 0.5:
-                m = "META_DATA_EXPORT" if "META_DATA_EXPORT" in {r[0] for r in con.execute(
-                    "SELECT name FROM sqlite_master")} else "EXPORT_META_DATA"
-                try:
-                    con.execute(f'ALTER TABLE "{m}" RENAME COLUMN name TO key')
-                except sqlite3.OperationalError:
-                    pass
-        elif kind in ("nulls", "nulls-schema") and c:
-            where = rng.choice(["1", "rowid % 7 = 0", "rowid = 1"])
-            if kind == "nulls-schema":
-                _null_despite_schema(con, t, c, where)
-            else:
-                con.execute(f'CREATE TABLE "_fz" AS SELECT * FROM "{t}"')
-                con.execute(f'UPDATE "_fz" SET "{c}" = NULL WHERE {where}')
-                con.execute(f'DROP TABLE "{t}"')
-                con.execute(f'ALTER TABLE "_fz" RENAME TO "{t}"')
-            desc = f"{kind} {t}.{c} where {where}"
-        elif kind == "values" and c:
-            v = rng.choice(VALUES)
-            where = rng.choice(["1", "rowid % 5 = 0", "rowid = 1"])
-            con.execute("PRAGMA ignore_check_constraints=ON")
-            try:
-                con.execute(f'UPDATE "{t}" SET "{c}" = {v} WHERE {where}')
-            except sqlite3.IntegrityError:
-                _null_despite_schema(con, t, c, where)
-            desc = f"{t}.{c} = {v} where {where}"
-        elif kind == "bad-utf8":
-            tt = next((x for x in tables if x.startswith("StringIds")), t)
-            col = "value" if tt.startswith("StringIds") else c
-            con.execute(f'UPDATE "{tt}" SET "{col}" = CAST(x\'41ff42fe\' AS TEXT) WHERE rowid % 3 = 0')
-            desc = f"invalid UTF-8 in {tt}.{col}"
-        elif kind == "empty-table":
-            con.execute(f'DELETE FROM "{t}"')
-            desc = f"empty {t}"
-        elif kind == "thread-names":
-            v = rng.choice(["1.5", "'12abc'", "-3", "1e300", "x'00'"])
-            if "ThreadNames" in tables:
-                con.execute(f"UPDATE ThreadNames SET nameId = {v}")
-            desc = f"ThreadNames.nameId = {v}"
-        elif kind == "epoch":
-            v = rng.choice(["9e999", "-9e999", "'abc'", "1e30", "1.5"])
-            if "TARGET_INFO_SESSION_START_TIME" in tables:
-                con.execute(f"UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = {v}")
-            desc = f"utcEpochNs = {v}"
-        elif kind in ("wal", "journal"):
+        if kind in ("wal", "journal"):
             con.close()
             return _side_file_state(rng, out, kind), kind + " state (rows deleted, not checkpointed)"
+        desc = _mutate_tables(rng, con, tables, t, cols, c, kind)
     except sqlite3.Error as e:
         desc += f" (mutation failed: {e})"
     con.close()
     return out, desc
+
+
+def _mutate_tables(rng: random.Random, con, tables: dict, t: str, cols: list, c: str | None, kind: str) -> str:
+    """Apply the schema or value mutation `kind` to table `t` (column `c`, picked by the caller) and
+    describe it. A kind whose precondition fails (no column, a single column to drop) changes nothing
+    and is described by its name; a failing statement raises sqlite3.Error to the caller, which adds
+    it to that name."""
+    if kind == "rename-col" and c:
+        con.execute(f'ALTER TABLE "{t}" RENAME COLUMN "{c}" TO "{c}_x"')
+        return f"rename {t}.{c}"
+    if kind == "drop-col" and c and len(cols) > 1:
+        con.execute(f'ALTER TABLE "{t}" DROP COLUMN "{c}"')
+        return f"drop {t}.{c}"
+    if kind == "drop-table":
+        con.execute(f'DROP TABLE "{t}"')
+        return f"drop {t}"
+    if kind == "rename-table":
+        new = rng.choice([t + "_V9", t.lower(), "X" + t])
+        con.execute(f'ALTER TABLE "{t}" RENAME TO "{new}"')
+        return f"rename {t} -> {new}"
+    if kind == "swap-meta":
+        _swap_meta_tables(rng, con, set(tables))
+        return kind
+    if kind in ("nulls", "nulls-schema") and c:
+        where = rng.choice(["1", "rowid % 7 = 0", "rowid = 1"])
+        if kind == "nulls-schema":
+            _null_despite_schema(con, t, c, where)
+        else:
+            con.execute(f'CREATE TABLE "_fz" AS SELECT * FROM "{t}"')
+            con.execute(f'UPDATE "_fz" SET "{c}" = NULL WHERE {where}')
+            con.execute(f'DROP TABLE "{t}"')
+            con.execute(f'ALTER TABLE "_fz" RENAME TO "{t}"')
+        return f"{kind} {t}.{c} where {where}"
+    if kind == "values" and c:
+        v = rng.choice(VALUES)
+        where = rng.choice(["1", "rowid % 5 = 0", "rowid = 1"])
+        con.execute("PRAGMA ignore_check_constraints=ON")
+        try:
+            con.execute(f'UPDATE "{t}" SET "{c}" = {v} WHERE {where}')
+        except sqlite3.IntegrityError:
+            _null_despite_schema(con, t, c, where)
+        return f"{t}.{c} = {v} where {where}"
+    if kind == "bad-utf8":
+        tt = next((x for x in tables if x.startswith("StringIds")), t)
+        col = "value" if tt.startswith("StringIds") else c
+        con.execute(f'UPDATE "{tt}" SET "{col}" = CAST(x\'41ff42fe\' AS TEXT) WHERE rowid % 3 = 0')
+        return f"invalid UTF-8 in {tt}.{col}"
+    if kind == "empty-table":
+        con.execute(f'DELETE FROM "{t}"')
+        return f"empty {t}"
+    if kind == "thread-names":
+        v = rng.choice(["1.5", "'12abc'", "-3", "1e300", "x'00'"])
+        if "ThreadNames" in tables:
+            con.execute(f"UPDATE ThreadNames SET nameId = {v}")
+        return f"ThreadNames.nameId = {v}"
+    if kind == "epoch":
+        v = rng.choice(["9e999", "-9e999", "'abc'", "1e30", "1.5"])
+        if "TARGET_INFO_SESSION_START_TIME" in tables:
+            con.execute(f"UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = {v}")
+        return f"utcEpochNs = {v}"
+    return kind
+
+
+def _swap_meta_tables(rng: random.Random, con, names: set) -> None:
+    """Give the export's metadata table the other Nsight version's name (META_DATA_EXPORT <->
+    EXPORT_META_DATA), and on a coin flip rename its `name` column to `key`."""
+    if "META_DATA_EXPORT" in names:
+        con.execute('ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA'
+                    if "EXPORT_META_DATA" not in names else 'DROP TABLE META_DATA_EXPORT')
+    elif "EXPORT_META_DATA" in names:
+        con.execute('ALTER TABLE EXPORT_META_DATA RENAME TO META_DATA_EXPORT')
+    if rng.random() < 0.5:
+        m = "META_DATA_EXPORT" if "META_DATA_EXPORT" in {r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master")} else "EXPORT_META_DATA"
+        try:
+            con.execute(f'ALTER TABLE "{m}" RENAME COLUMN name TO key')
+        except sqlite3.OperationalError:
+            pass
 
 
 def _side_file_state(rng, db: Path, kind: str) -> Path:
