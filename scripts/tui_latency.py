@@ -105,7 +105,8 @@ def stalls(gaps: list) -> dict:
 
 
 async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool) -> dict:
-    from textual import events
+    """The figures of this module's docstring for the app on `path` at `size` (columns, rows), with
+    SEQUENCE pressed `repeat` times once the screen is complete."""
     from textual.app import App
 
     from launchtui import heap
@@ -113,119 +114,158 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
 
     frames: list[float] = []
     orig_display = App._display
-
-    def display(self, screen, renderable):
-        if renderable is not None and not self._batch_count:
-            if hasattr(renderable, "render_segments"):
-                renderable.render_segments(self.console)   # the bytes a terminal would get
-            frames.append(time.perf_counter())
-        return orig_display(self, screen, renderable)
-
-    App._display = display
+    App._display = _recording_display(orig_display, frames)
     heap.one_arena()   # glibc's policy as `launchtui TRACE` sets it (cli.main); the app's load worker takes it over
     args = SimpleNamespace(trace=path, trim=None, device="all", nvtx=None, no_cache=no_cache)
     app = LaunchApp(args)
     out: dict = {"trace": path, "size": f"{size[0]}x{size[1]}"}
     t_app = time.perf_counter()
     async with app.run_test(size=size) as pilot:
-        ticks = asyncio.get_running_loop().create_task(_loop_ticks(gaps := []))
-        while not frames:
-            await asyncio.sleep(0.001)
-        out["first_frame_s"] = round(frames[0] - T_START, 3)
-        out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
-        # interactive: the main view shows the timeline drawn from its lanes (keys pan and zoom it)
-        # while the verdict and table still fill; complete: the table filled (its phase column too),
-        # the verdict shown and the idle row done (definitions.md §T10). table_rows_s: the first
-        # time the table shows rows; fill_stages_s: when each stage of the progress line landed.
-        fill_keys: list[float] = []
-        next_key, key_n, shown = None, 0, None
-        while app.busy or any(w.group == "verdict" and not w.is_finished for w in app.workers):
-            if app.error_message:
-                raise SystemExit(f"launchtui: {app.error_message}")
-            main = app.main if app.main is not None and app.main.is_mounted else None
-            if main is not None and shown is None and "lanes" in main.fill.times:
-                shown = max(app.timings["loaded"], main.fill.times["lanes"])
-                await _frame_after(frames, shown)
-                next_key = time.perf_counter() + 0.2
-            if main is not None and "table_rows_s" not in out and main.table.rows:
-                out["table_rows_s"] = round(time.perf_counter() - T_START, 3)
-            if next_key is not None and time.perf_counter() >= next_key:   # a key during the fill
-                lat = await _key_latency(app, frames, "l" if key_n % 2 == 0 else "h")
-                if lat is not None:
-                    fill_keys.append(lat)
-                key_n += 1
-                next_key = time.perf_counter() + 0.3
-            await asyncio.sleep(0.005)
-        if app.error_message:   # the load failed before any worker ran: no frame is coming
-            raise SystemExit(f"launchtui: {app.error_message}")
-        done = await _frame_after(frames, time.perf_counter())   # the frame of the complete screen
-        out["complete_s"] = round(done - T_START, 3)
-        out["complete_after_app_start_s"] = round(done - t_app, 3)
-        ticks.cancel()
-        out["loop_stalls_until_complete"] = stalls(gaps)
-        # the first frame written after the view was pushed with its lanes drawn
-        shown = max(app.timings["loaded"], app.main.fill.times.get("lanes", app.timings["loaded"]))
-        first = next((f for f in frames if f > shown), frames[-1])
-        out["interactive_s"] = round(first - T_START, 3)
-        out["interactive_after_app_start_s"] = round(first - t_app, 3)
-        out["fill_stages_s"] = {k: round(v - T_START, 3) for k, v in app.main.fill.times.items()}
-        out["keys_during_fill_first_repaint"] = summary(fill_keys)
-        tr = app.loaded.trace
-        out["gpu_ops"] = len(tr.ops)
-        out["api_calls"] = len(tr.api)
-        out["kernels"] = int((tr.ops.kind == 0).sum())
-        out["load_timings_s"] = {k: round(v, 3) for k, v in app.loaded.timings.items()}
+        await _measure_fill(app, frames, t_app, out)
         await pilot.pause(0.2)
-
-        per_key: dict[str, list] = {}
-        first_all, settled_all, nav_first, nav_settled, tl_cpu = [], [], [], [], []
-        for _ in range(repeat):
-            for key in SEQUENCE:
-                await pilot.pause(0.03)
-                char = key if len(key) == 1 else None
-                n0 = len(frames)
-                t0 = time.perf_counter()
-                app._driver.send_message(events.Key(key, char))
-                # wait for the first frame, then for 60 ms of quiet (and idle workers)
-                deadline = t0 + 10
-                while len(frames) == n0 and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.0005)
-                if len(frames) == n0:
-                    continue            # the key changed nothing on screen (e.g. no more marks)
-                first = (frames[n0] - t0) * 1e3
-                while True:
-                    last = len(frames)
-                    await asyncio.sleep(0.06)
-                    busy = app.busy or any(not w.is_finished for w in app.workers)
-                    if len(frames) == last and not busy:
-                        break
-                settled = (frames[-1] - t0) * 1e3
-                per_key.setdefault(key, []).append((first, settled))
-                first_all.append(first)
-                settled_all.append(settled)
-                if key not in SELECTION_KEYS:
-                    nav_first.append(first)
-                    nav_settled.append(settled)
-        # timeline CPU cost of one full uncached repaint (the per-frame binning + strips)
-        tl = app.main.timeline
-        for _ in range(20):
-            tl._cache.clear()
-            t = time.perf_counter()
-            for y in range(tl.size.height):
-                tl.render_line(y)
-            tl_cpu.append((time.perf_counter() - t) * 1e3)
-        out["key_to_first_repaint"] = summary(first_all)
-        out["key_to_settled"] = summary(settled_all)
-        out["navigation_keys_first_repaint"] = summary(nav_first)
-        out["navigation_keys_settled"] = summary(nav_settled)
-        out["timeline_full_render_cpu"] = summary(tl_cpu)
-        out["timeline_rows"] = len(tl.rows)
-        out["per_key_median_ms"] = {k: {"first": round(statistics.median(a for a, _ in v), 1),
-                                        "settled": round(statistics.median(b for _, b in v), 1)}
-                                    for k, v in per_key.items()}
+        await _measure_key_sequence(app, pilot, frames, repeat, out)
         await pilot.press("q")
     App._display = orig_display
     return out
+
+
+def _recording_display(orig_display, frames: list):
+    """App._display that appends the time of each frame written to `frames`, after encoding it to the
+    bytes a terminal would get, then draws as `orig_display` does."""
+    def display(self, screen, renderable):
+        if renderable is not None and not self._batch_count:
+            if hasattr(renderable, "render_segments"):
+                renderable.render_segments(self.console)   # the bytes a terminal would get
+            frames.append(time.perf_counter())
+        return orig_display(self, screen, renderable)
+    return display
+
+
+async def _measure_fill(app, frames: list, t_app: float, out: dict) -> None:
+    """From the app's start to the complete screen: first frame, table rows, complete, the loop's
+    stalls until then, interactive, the fill's stages, keys pressed during the fill, and the trace's
+    size, into `out` (in that order: it is the order of the printed JSON)."""
+    ticks = asyncio.get_running_loop().create_task(_loop_ticks(gaps := []))
+    while not frames:
+        await asyncio.sleep(0.001)
+    out["first_frame_s"] = round(frames[0] - T_START, 3)
+    out["first_frame_after_app_start_s"] = round(frames[0] - t_app, 3)
+    fill_keys = await _keys_during_fill(app, frames, out)
+    if app.error_message:   # the load failed before any worker ran: no frame is coming
+        raise SystemExit(f"launchtui: {app.error_message}")
+    done = await _frame_after(frames, time.perf_counter())   # the frame of the complete screen
+    out["complete_s"] = round(done - T_START, 3)
+    out["complete_after_app_start_s"] = round(done - t_app, 3)
+    ticks.cancel()
+    out["loop_stalls_until_complete"] = stalls(gaps)
+    # the first frame written after the view was pushed with its lanes drawn
+    shown = max(app.timings["loaded"], app.main.fill.times.get("lanes", app.timings["loaded"]))
+    first = next((f for f in frames if f > shown), frames[-1])
+    out["interactive_s"] = round(first - T_START, 3)
+    out["interactive_after_app_start_s"] = round(first - t_app, 3)
+    out["fill_stages_s"] = {k: round(v - T_START, 3) for k, v in app.main.fill.times.items()}
+    out["keys_during_fill_first_repaint"] = summary(fill_keys)
+    tr = app.loaded.trace
+    out["gpu_ops"] = len(tr.ops)
+    out["api_calls"] = len(tr.api)
+    out["kernels"] = int((tr.ops.kind == 0).sum())
+    out["load_timings_s"] = {k: round(v, 3) for k, v in app.loaded.timings.items()}
+
+
+async def _keys_during_fill(app, frames: list, out: dict) -> list[float]:
+    """Wait until the fill is complete, pressing l / h every 0.3 s from 0.2 s after the timeline is
+    shown; their key-to-first-repaint latencies (ms). Sets out["table_rows_s"] when rows appear."""
+    # interactive: the main view shows the timeline drawn from its lanes (keys pan and zoom it)
+    # while the verdict and table still fill; complete: the table filled (its phase column too),
+    # the verdict shown and the idle row done (definitions.md §T10). table_rows_s: the first
+    # time the table shows rows; fill_stages_s: when each stage of the progress line landed.
+    fill_keys: list[float] = []
+    next_key, key_n, shown = None, 0, None
+    while app.busy or any(w.group == "verdict" and not w.is_finished for w in app.workers):
+        if app.error_message:
+            raise SystemExit(f"launchtui: {app.error_message}")
+        main = app.main if app.main is not None and app.main.is_mounted else None
+        if main is not None and shown is None and "lanes" in main.fill.times:
+            shown = max(app.timings["loaded"], main.fill.times["lanes"])
+            await _frame_after(frames, shown)
+            next_key = time.perf_counter() + 0.2
+        if main is not None and "table_rows_s" not in out and main.table.rows:
+            out["table_rows_s"] = round(time.perf_counter() - T_START, 3)
+        if next_key is not None and time.perf_counter() >= next_key:   # a key during the fill
+            lat = await _key_latency(app, frames, "l" if key_n % 2 == 0 else "h")
+            if lat is not None:
+                fill_keys.append(lat)
+            key_n += 1
+            next_key = time.perf_counter() + 0.3
+        await asyncio.sleep(0.005)
+    return fill_keys
+
+
+async def _measure_key_sequence(app, pilot, frames: list, repeat: int, out: dict) -> None:
+    """SEQUENCE pressed `repeat` times on the complete screen: first-repaint and settled latencies,
+    overall, for the navigation keys and per key, and the timeline's full-repaint CPU cost."""
+    per_key: dict[str, list] = {}
+    first_all, settled_all, nav_first, nav_settled = [], [], [], []
+    for _ in range(repeat):
+        for key in SEQUENCE:
+            await pilot.pause(0.03)
+            timed = await _time_key(app, frames, key)
+            if timed is None:
+                continue            # the key changed nothing on screen (e.g. no more marks)
+            first, settled = timed
+            per_key.setdefault(key, []).append((first, settled))
+            first_all.append(first)
+            settled_all.append(settled)
+            if key not in SELECTION_KEYS:
+                nav_first.append(first)
+                nav_settled.append(settled)
+    tl = app.main.timeline
+    tl_cpu = _timeline_render_cpu(tl)
+    out["key_to_first_repaint"] = summary(first_all)
+    out["key_to_settled"] = summary(settled_all)
+    out["navigation_keys_first_repaint"] = summary(nav_first)
+    out["navigation_keys_settled"] = summary(nav_settled)
+    out["timeline_full_render_cpu"] = summary(tl_cpu)
+    out["timeline_rows"] = len(tl.rows)
+    out["per_key_median_ms"] = {k: {"first": round(statistics.median(a for a, _ in v), 1),
+                                    "settled": round(statistics.median(b for _, b in v), 1)}
+                                for k, v in per_key.items()}
+
+
+async def _time_key(app, frames: list, key: str) -> tuple[float, float] | None:
+    """(ms to the first frame after posting `key`, ms to the last frame before 60 ms of quiet with
+    idle workers); None when no frame came within 10 s."""
+    from textual import events
+    char = key if len(key) == 1 else None
+    n0 = len(frames)
+    t0 = time.perf_counter()
+    app._driver.send_message(events.Key(key, char))
+    # wait for the first frame, then for 60 ms of quiet (and idle workers)
+    deadline = t0 + 10
+    while len(frames) == n0 and time.perf_counter() < deadline:
+        await asyncio.sleep(0.0005)
+    if len(frames) == n0:
+        return None
+    first = (frames[n0] - t0) * 1e3
+    while True:
+        last = len(frames)
+        await asyncio.sleep(0.06)
+        busy = app.busy or any(not w.is_finished for w in app.workers)
+        if len(frames) == last and not busy:
+            break
+    return first, (frames[-1] - t0) * 1e3
+
+
+def _timeline_render_cpu(tl) -> list[float]:
+    """The timeline's CPU cost of one full uncached repaint (the per-frame binning + strips), ms, 20 times."""
+    tl_cpu = []
+    for _ in range(20):
+        tl._cache.clear()
+        t = time.perf_counter()
+        for y in range(tl.size.height):
+            tl.render_line(y)
+        tl_cpu.append((time.perf_counter() - t) * 1e3)
+    return tl_cpu
 
 
 def main(argv=None) -> int:
