@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import fixtures.synth as synth
+from cli_helpers import demo_copy
 from conftest import SHARED, sample
 from fixtures.nsys_writer import STRING_IDS
 from launchtui.analysis.launches import kernel_groups
@@ -73,24 +74,13 @@ def test_any_numbering_matches_the_ground_truth(tmp_path, numbering):
 
 
 # --- ids with no StringIds row: shown, counted, never silently "" ---------------------------------
-def _demo_copy(tmp_path, *sql):
-    p = tmp_path / "t.sqlite"
-    shutil.copy(synth.DEMO_DIR / "demo.sqlite", p)
-    con = sqlite3.connect(p)
-    for q in sql:
-        con.execute(q)
-    con.commit()
-    con.close()
-    return p
-
-
 def test_a_missing_kernel_name_is_shown_by_id_and_counted(tmp_path):
     con = sqlite3.connect(synth.DEMO_DIR / "demo.sqlite")
     sid, n = con.execute("SELECT shortName, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY shortName "
                          "ORDER BY count(*) DESC LIMIT 1").fetchone()
     gone = con.execute("SELECT value FROM StringIds WHERE id = ?", (sid,)).fetchone()[0]
     con.close()
-    trace = read_trace(_demo_copy(tmp_path, f"DELETE FROM StringIds WHERE id = {sid}"))
+    trace = read_trace(demo_copy(tmp_path, f"DELETE FROM StringIds WHERE id = {sid}"))
     names = [trace.strings[int(i)] for i in trace.ops.name]
     assert names.count(f"<string {sid}>") == n and gone not in names and "" not in names
     assert trace.source.extra["skipped"] == {
@@ -103,7 +93,7 @@ def test_missing_api_and_thread_names_are_counted(tmp_path):
                                  "ORDER BY count(*) LIMIT 1").fetchone()
     thr_sid, n_thr = con.execute("SELECT nameId, count(*) FROM ThreadNames GROUP BY nameId LIMIT 1").fetchone()
     con.close()
-    p = _demo_copy(tmp_path, f"DELETE FROM StringIds WHERE id IN ({api_sid}, {thr_sid})",
+    p = demo_copy(tmp_path, f"DELETE FROM StringIds WHERE id IN ({api_sid}, {thr_sid})",
                    "UPDATE ThreadNames SET nameId = 'x' WHERE rowid = "
                    f"(SELECT max(rowid) FROM ThreadNames WHERE nameId != {thr_sid})")
     skipped = read_trace(p).source.extra["skipped"]
@@ -116,7 +106,7 @@ def test_kernel_ids_past_the_packed_halves_read_apart(tmp_path):
     """One kernel's name ids moved above 2^32 and its device/stream above 2^31: the table is read
     with the pairs apart (no overflow, no mis-split); a deviceId past int32 is skipped and counted."""
     big = 2**40 + 7
-    p = _demo_copy(tmp_path, f"INSERT INTO StringIds VALUES ({big}, 'moved_kernel')",
+    p = demo_copy(tmp_path, f"INSERT INTO StringIds VALUES ({big}, 'moved_kernel')",
                    f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = {big}, demangledName = {big}, "
                    f"streamId = {2**33 + 5} WHERE rowid = 10",
                    f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {2**31} WHERE rowid = 11")
@@ -137,7 +127,7 @@ def test_api_ids_that_do_not_pack_read_apart(tmp_path, change):
     big = 2**31 + 7
     edit = (f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = {big} WHERE rowid = 10" if change == "name" else
             "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = NULL WHERE rowid = 10")
-    p = _demo_copy(tmp_path, f"INSERT INTO StringIds SELECT {big}, value FROM StringIds WHERE id = "
+    p = demo_copy(tmp_path, f"INSERT INTO StringIds SELECT {big}, value FROM StringIds WHERE id = "
                              "(SELECT nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid = 10)", edit)
     base, trace = read_trace(synth.DEMO_DIR / "demo.sqlite"), read_trace(p)
     names = lambda t: sorted(t.strings[int(i)] for i in t.api.name)   # noqa: E731
