@@ -32,11 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# a pan / zoom / row / jump / sort / selection sequence; keys as Textual names
+# a pan / zoom / row / jump / sort / selection sequence; keys as Textual names. The table is left
+# with shift+tab, back to the timeline: a trace with Python call stacks has a third pane (the
+# sources) after the table, and a second tab would start the next round there, where the timeline's
+# keys change nothing
 SEQUENCE = (
     ["l"] * 8 + ["h"] * 4 + ["plus"] * 4 + ["L", "H"] + ["minus"] * 2 + ["j", "j", "k"]
     + ["b", "b", "B", "0", "g", "G", "0"]
-    + ["tab", "5", "2", "5", "s", "1", "tab"]
+    + ["tab", "5", "2", "5", "s", "1", "shift+tab"]
     + ["O", "right_square_bracket", "left_square_bracket", "escape"]
     + ["t", "d", "d", "0"]
 )
@@ -120,12 +123,14 @@ async def measure(path: str, size: tuple[int, int], repeat: int, no_cache: bool)
     app = LaunchApp(args)
     out: dict = {"trace": path, "size": f"{size[0]}x{size[1]}"}
     t_app = time.perf_counter()
-    async with app.run_test(size=size) as pilot:
-        await _measure_fill(app, frames, t_app, out)
-        await pilot.pause(0.2)
-        await _measure_key_sequence(app, pilot, frames, repeat, out)
-        await pilot.press("q")
-    App._display = orig_display
+    try:
+        async with app.run_test(size=size) as pilot:
+            await _measure_fill(app, frames, t_app, out)
+            await pilot.pause(0.2)
+            await _measure_key_sequence(app, pilot, frames, repeat, out)
+            await pilot.press("q")
+    finally:   # an in-process caller gets Textual back as it was, even after a failed load
+        App._display = orig_display
     return out
 
 
@@ -205,13 +210,14 @@ async def _measure_key_sequence(app, pilot, frames: list, repeat: int, out: dict
     """SEQUENCE pressed `repeat` times on the complete screen: first-repaint and settled latencies,
     overall, for the navigation keys and per key, and the timeline's full-repaint CPU cost."""
     per_key: dict[str, list] = {}
-    first_all, settled_all, nav_first, nav_settled = [], [], [], []
+    first_all, settled_all, nav_first, nav_settled, unchanged = [], [], [], [], []
     for _ in range(repeat):
         for key in SEQUENCE:
             await pilot.pause(0.03)
             timed = await _time_key(app, frames, key)
-            if timed is None:
-                continue            # the key changed nothing on screen (e.g. no more marks)
+            if timed is None:   # the key changed nothing on screen (e.g. no more marks): counted, not timed
+                unchanged.append(key)
+                continue
             first, settled = timed
             per_key.setdefault(key, []).append((first, settled))
             first_all.append(first)
@@ -227,6 +233,7 @@ async def _measure_key_sequence(app, pilot, frames: list, repeat: int, out: dict
     out["navigation_keys_settled"] = summary(nav_settled)
     out["timeline_full_render_cpu"] = summary(tl_cpu)
     out["timeline_rows"] = len(tl.rows)
+    out["keys_without_a_frame"] = {"n": len(unchanged), "of": repeat * len(SEQUENCE), "keys": unchanged}
     out["per_key_median_ms"] = {k: {"first": round(statistics.median(a for a, _ in v), 1),
                                     "settled": round(statistics.median(b for _, b in v), 1)}
                                 for k, v in per_key.items()}

@@ -1,5 +1,6 @@
-"""scripts/tui_latency.py's event-loop stall figure: a handler or a GIL-holding worker that stops
-the loop shows in `loop_stalls_until_complete`, which the key timings cannot see."""
+"""scripts/tui_latency.py's event-loop stall figure (a handler or a GIL-holding worker that stops
+the loop shows in `loop_stalls_until_complete`, which the key timings cannot see), and its key
+sequence, which must leave every round where it began."""
 from __future__ import annotations
 
 import asyncio
@@ -49,7 +50,11 @@ def test_the_wait_for_a_frame_ends_when_the_app_draws_nothing_more():
 
 @pytest.mark.tui
 @pytest.mark.slow
-def test_a_handler_that_blocks_the_loop_shows_as_a_stall(monkeypatch):
+def test_a_handler_that_blocks_the_loop_shows_as_a_stall_and_every_round_starts_on_the_timeline(monkeypatch):
+    """The stall figure, and the key sequence's visit to the table: on a trace with Python call
+    stacks (a third pane, the sources, after the table) it comes back to the timeline, so the next
+    round's keys change the screen. Leaving the table with a second tab once started round 2 in the
+    sources pane, where eight keys drew nothing and each waited out the 10 s limit."""
     from launchtui import heap
     from launchtui.tui.fill_progress import FillView
     s = _script()
@@ -59,10 +64,16 @@ def test_a_handler_that_blocks_the_loop_shows_as_a_stall(monkeypatch):
         time.sleep(0.4)          # on the event loop's thread: nothing else runs meanwhile
         return real(self)
     monkeypatch.setattr(FillView, "start", blocking_start)
+    table = s.SEQUENCE.index("tab")
+    visit = s.SEQUENCE[table:s.SEQUENCE.index("shift+tab", table) + 1]
+    assert "5" in visit and "tab" not in visit[1:]
+    monkeypatch.setattr(s, "SEQUENCE", visit + ["j"])
     try:
-        out = asyncio.run(s.measure(str(ROOT / "fixtures" / "demo" / "demo.sqlite"), (120, 40), 0, True))
+        out = asyncio.run(s.measure(str(ROOT / "fixtures" / "demo" / "demo.json.gz"), (120, 40), 2, True))
     finally:
         heap.default_large_blocks()      # the script sets the arena as cli.main does
     st = out["loop_stalls_until_complete"]
     assert st["longest_ms"] >= 390 and st["over_100ms"] >= 1 and st["seconds_in_those"] >= 0.4
     assert st["seconds_in_those"] < out["complete_s"]
+    assert out["keys_without_a_frame"] == {"n": 0, "of": 2 * len(visit + ["j"]), "keys": []}
+    assert out["key_to_first_repaint"]["n"] == 2 * len(visit + ["j"])
