@@ -233,7 +233,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     RUNNER["kind"] = a.runner
     if a.merge:
-        total = merge_summaries([json.loads(p.read_text()) for p in a.merge])
+        try:
+            total = merge_summaries([json.loads(p.read_text()) for p in a.merge])
+        except (OSError, ValueError, KeyError, TypeError) as e:   # a missing, foreign or mismatched summary
+            ap.error(f"--merge: {e}")
         print_summary(total)
         return 1 if total["defect_runs"] else 0
     families = tuple(f for f in a.families.split(",") if f)

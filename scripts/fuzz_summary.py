@@ -73,8 +73,15 @@ def _ranges(ix: list[int]) -> list[list[int]]:
 
 
 def merge_summaries(parts: list[dict]) -> dict:
-    """One campaign's summary from the summaries of its parts (same seed, disjoint indices)."""
-    assert len({p["seed"] for p in parts}) == 1, "parts of one campaign share a seed"
+    """One campaign's summary from the summaries of its parts (same seed, disjoint indices); ValueError
+    when they are not parts of one campaign: their sum would count cases twice or mix campaigns."""
+    seeds = sorted({p["seed"] for p in parts})
+    if len(seeds) != 1:
+        raise ValueError(f"the parts come from different seeds ({', '.join(map(str, seeds))}): "
+                         "one campaign's parts share its seed")
+    seen = [i for p in parts for a, b in p.get("indices", []) for i in range(a, b + 1)]
+    if len(seen) != len(set(seen)):
+        raise ValueError(f"the parts overlap: {len(seen) - len(set(seen))} case indices are in more than one")
     fam: dict = defaultdict(Counter)
     sigs: dict = {}
     for p in parts:

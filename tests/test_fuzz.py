@@ -44,6 +44,29 @@ def test_fixed_seed_campaign_has_no_defects(tmp_path):
     assert classes == {"ok", "clean-error"}, "both outcomes occur, nothing else"
 
 
+def test_merge_adds_up_the_parts_of_one_campaign_and_refuses_others(tmp_path, capsys):
+    """`--merge` sums the parts of one seed's campaign; parts of two seeds, or parts that share a case,
+    are refused in one line (exit 2), not summed into a wrong total."""
+    def part(name, seed, lo, hi, runs):
+        doc = {"seed": seed, "cases": hi - lo + 1, "indices": [[lo, hi]], "runs": runs, "elapsed_s": 1.0,
+               "defect_runs": 0, "defect_cases": 0, "by_family": {"nsys": {"ok": runs}}, "kinds": ["nsys/x"],
+               "signatures": []}
+        (tmp_path / name).write_text(json.dumps(doc))
+        return str(tmp_path / name)
+    a, b = part("a.json", 3, 0, 59, 120), part("b.json", 3, 60, 139, 160)
+    assert fuzz.main(["--merge", a, b]) == 0
+    total = fuzz.merge_summaries([json.loads(open(x).read()) for x in (a, b)])
+    assert (total["cases"], total["runs"], total["indices"]) == (140, 280, [[0, 139]])
+    capsys.readouterr()
+    for others, needle in (([part("c.json", 4, 140, 149, 10)], "different seeds (3, 4)"),
+                           ([part("d.json", 3, 50, 69, 40)], "overlap: 10 case indices"),
+                           ([str(tmp_path / "absent.json")], "absent.json")):
+        with pytest.raises(SystemExit) as e:
+            fuzz.main(["--merge", a, *others])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and needle in err[-1] and "Traceback" not in "".join(err), err
+
+
 def test_classifier_catches_each_defect_kind():
     c = fuzz.classify
     assert c(None, "", "", True, False, False)[0] == "hang"
