@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sqlite3
 
 import numpy as np
 
 import fixtures.synth as synth
+from cli_helpers import demo_copy
 from launchtui.analysis.info import render_info, trace_info
 from launchtui.analysis.record import build_record
 from launchtui.analysis.record_markdown import render_markdown
@@ -18,19 +18,6 @@ from launchtui.analysis.report import build_report, render_text
 from launchtui.trace.load import read_trace
 
 DEMO = synth.DEMO_DIR / "demo.sqlite"
-
-
-def _copy(tmp_path, *sql, writable_schema=False):
-    p = tmp_path / "t.sqlite"
-    shutil.copy(DEMO, p)
-    con = sqlite3.connect(p)
-    if writable_schema:
-        con.execute("PRAGMA writable_schema=ON")
-    for q in sql:
-        con.execute(q)
-    con.commit()
-    con.close()
-    return p
 
 
 def _shown_everywhere(trace, reason: str, n: int) -> None:
@@ -49,7 +36,7 @@ def test_nvtx_ranges_without_an_end_are_counted_and_texts_stay_aligned(tmp_path)
     rows = con.execute("SELECT rowid, text FROM NVTX_EVENTS WHERE eventType = 59 ORDER BY rowid").fetchall()
     con.close()
     open_rows = [r for r, _ in rows[1::50]]
-    p = _copy(tmp_path, f"UPDATE NVTX_EVENTS SET end = NULL WHERE rowid IN ({','.join(map(str, open_rows))})")
+    p = demo_copy(tmp_path, f"UPDATE NVTX_EVENTS SET end = NULL WHERE rowid IN ({','.join(map(str, open_rows))})")
     base, trace = read_trace(DEMO), read_trace(p)
     assert len(trace.ranges) == len(base.ranges) - len(open_rows)
     want = sorted(t for r, t in rows if r not in open_rows)
@@ -67,7 +54,7 @@ def test_nvtx_texts_line_up_when_a_row_is_dropped(tmp_path):
     names = sorted(t for (t,) in con.execute("SELECT text FROM NVTX_EVENTS WHERE eventType = 59"))
     sql = con.execute("SELECT sql FROM sqlite_master WHERE name = 'NVTX_EVENTS'").fetchone()[0]
     con.close()
-    p = _copy(tmp_path, "CREATE TABLE n2 AS SELECT * FROM NVTX_EVENTS", f"UPDATE n2 SET start = NULL WHERE rowid = {rowid}",
+    p = demo_copy(tmp_path, "CREATE TABLE n2 AS SELECT * FROM NVTX_EVENTS", f"UPDATE n2 SET start = NULL WHERE rowid = {rowid}",
               "DROP TABLE NVTX_EVENTS", "ALTER TABLE n2 RENAME TO NVTX_EVENTS")
     con = sqlite3.connect(p)
     con.execute("PRAGMA writable_schema=ON")
