@@ -8,7 +8,7 @@ import json
 import shutil
 import sqlite3
 
-from conftest import ROOT
+from fixtures.synth import DEMO_DIR
 from launchtui.cli import main
 
 
@@ -45,7 +45,7 @@ def kineto_doc(n=6):
 def demo_copy(tmp_path, *sql, writable_schema=False):
     """fixtures/demo/demo.sqlite copied into `tmp_path` and changed by the statements `sql`."""
     p = tmp_path / "t.sqlite"
-    shutil.copy(ROOT / "fixtures/demo/demo.sqlite", p)
+    shutil.copy(DEMO_DIR / "demo.sqlite", p)
     con = sqlite3.connect(p)
     if writable_schema:
         con.execute("PRAGMA writable_schema=ON")
