@@ -1,3 +1,3 @@
-from launchtui.cli import main
+from launchtui.entry import main
 
-raise SystemExit(main())
+main()

@@ -436,7 +436,10 @@ def cmd_tui(args) -> int:
     return run_app(args)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, restore_heap: bool = True) -> int:
+    """The CLI (`argv`: the arguments after `launchtui`, else sys.argv's). `restore_heap`: leave glibc's
+    policy as found once done (`_guard`), for a run in a process that goes on; the command's own
+    process, which ends next, skips it (launchtui/entry.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         cmd, rest = argv[0], argv[1:]
@@ -452,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         heap.one_arena()   # before the command's threads allocate (the TUI's load worker takes it over)
         from launchtui.session import cached_output
         return cached_output(cmd, parser.parse_args(rest), handler, _emit)
-    return _guard(run)
+    return _guard(run, restore_heap)
 
 
 def _is_ranks_command(cmd: str, rest: list[str], parser: argparse.ArgumentParser) -> bool:
@@ -471,7 +474,7 @@ def _ranks_main(cmd: str, rest: list[str]) -> int:
     return ranks_main(cmd, rest)
 
 
-def _guard(run) -> int:
+def _guard(run, restore_heap: bool = True) -> int:
     try:
         return run()
     except TraceError as e:
@@ -485,4 +488,5 @@ def _guard(run) -> int:
     except BrokenPipeError:
         return 0
     finally:   # an in-process run (tests, scripts) leaves glibc's policy as it found it
-        heap.default_large_blocks()
+        if restore_heap:
+            heap.default_large_blocks()
