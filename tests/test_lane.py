@@ -113,18 +113,22 @@ def test_lane_fits_needs_two_cpus_and_a_trace_under_the_bound(trace, monkeypatch
 
 
 # ---- the record with a lane: the same JSON, whoever computes its deferred parts ----------------
-def _json(command: str, path, monkeypatch, capsys, lane: bool) -> tuple[str, int]:
-    """`COMMAND --json --no-cache` with the lane lent or not; the JSON and how many computations
-    were offered to the lane (which thread then runs each is the scheduler's choice)."""
+def _json(command: str, path, monkeypatch, capsys, lane: bool) -> tuple[str, int, int]:
+    """`COMMAND --json --no-cache` with the lane lent or not; the JSON, how many computations
+    were offered to the lane (which thread then runs each is the scheduler's choice) and how many
+    blocks of gaps the record's gap figures took."""
+    from launchtui.analysis import record_idle as ri
     from launchtui.cli import main
-    offered = []
+    offered, blocks = [], []
     with monkeypatch.context() as m:
         m.setattr(shared_mod, "lane_fits", lambda trace: lane)
         real = shared_mod._Lane.offer
         m.setattr(shared_mod._Lane, "offer", lambda self, d: offered.append(d) or real(self, d))
+        block = ri._gap_block
+        m.setattr(ri, "_gap_block", lambda *a: blocks.append(len(a[2])) or block(*a))
         assert main([command, str(path), "--json", "--no-cache"]) == 0
     _wait_lane_idle()
-    return capsys.readouterr().out, len(offered)
+    return capsys.readouterr().out, len(offered), len(blocks)
 
 
 @pytest.mark.parametrize("scenario", ["profiler_step", "limit_700", "graphs"])
@@ -136,12 +140,15 @@ def test_json_same_with_and_without_the_lane(tmp_path, monkeypatch, capsys, scen
     else:
         path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS[scenario]), tmp_path / "t.sqlite")
     monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)   # the report's record beside it
-    alone, alone_offers = _json(command, path, monkeypatch, capsys, lane=False)
-    helped, helped_offers = _json(command, path, monkeypatch, capsys, lane=True)
+    alone, alone_offers, alone_blocks = _json(command, path, monkeypatch, capsys, lane=False)
+    helped, helped_offers, helped_blocks = _json(command, path, monkeypatch, capsys, lane=True)
     doc = json.loads(alone)
     record = doc if command == "record" else doc["record"]
-    # cold starts, top kernels, gapless figures, the what-if's inputs, and the graphs' part when any
-    assert (alone_offers, helped_offers) == (0, 4 + ("graphs" in record))
+    # cold starts, top kernels, gapless figures, the what-if's inputs, the graphs' part when any, and
+    # the gaps in up to LANE_PIECES blocks (one block without the lane)
+    from launchtui.analysis.record_idle import LANE_PIECES
+    assert (alone_offers, alone_blocks) == (0, 1) and 1 < helped_blocks <= LANE_PIECES
+    assert helped_offers == 4 + ("graphs" in record) + helped_blocks
     assert '"top"' in helped and '"streams"' in helped
     assert helped == alone
     for _ in range(3):                        # whoever computes each part, the same bytes

@@ -362,11 +362,29 @@ def test_split_by_functor_equals_grouping_each_launch_by_its_row_name(case, bloc
     assert split_by_functor(case, sp).count.tolist() == sp.count.tolist()   # nothing left to split
 
 
-@pytest.mark.parametrize("block", [1, 5, 1 << 20])
-def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block):
+def _on_threads(threads: list, names: list):
+    """A `defer` that computes each block at once on a thread of its own (all at the same time,
+    finishing in any order); `names`: the thread each block ran on."""
+    import threading
+
+    from launchtui.analysis.shared import Deferred
+
+    def defer(compute):
+        d = Deferred(lambda: (names.append(threading.current_thread().name), compute())[1])
+        threads.append(threading.Thread(target=d.run, name=f"block-{len(threads)}"))
+        threads[-1].start()
+        return d
+    return defer
+
+
+@pytest.mark.parametrize("block,lane", [(1, None), (5, None), (1 << 20, None), (1 << 20, "threads"),
+                                        (1 << 20, "shared")])
+def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block, lane):
     """record_idle.gap_figures (the gaps' causes a block at a time) gives what the causes of all the
     gaps at once give: idle by cause per iteration, the steady iterations, §V7's launch-limit
-    figures and by_phase's gaps (host-bound and launch ns and ending op per steady gap)."""
+    figures and by_phase's gaps (host-bound and launch ns and ending op per steady gap). With a
+    helper lane (`defer`) the gaps go in LANE_PIECES blocks: computed on threads of their own at
+    once, or on a command's lane (analysis/shared.py), the figures are the same."""
     from launchtui.analysis import idle_causes as ic
     from launchtui.analysis import iterations as itr
     from launchtui.analysis import record_idle as ri
@@ -381,8 +399,20 @@ def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block):
     per = whole.measure_in(it.start, it.end)
     steady, excluded = ri.steady_iterations(per, f.idle_ns, f.launches)
     nxt = ic.ending_ops(case, on, g.end)
+    threads, names, defer = [], [], None
+    if lane == "threads":
+        defer = _on_threads(threads, names)
+    elif lane == "shared":
+        from launchtui.analysis.shared import Shared
+        shared = Shared(case)
+        shared.lend_lane()
+        defer = shared.defer
     got = ri.gap_figures(case, it, calls, g.start, g.end, nxt, whole.latency, None, blocking,
-                         ri.steady_of(case, it, g.start, g.end, nxt, f.idle_ns, f.launches), block=block)
+                         ri.steady_of(case, it, g.start, g.end, nxt, f.idle_ns, f.launches), block=block, defer=defer)
+    for t in threads:
+        t.join()
+    if lane == "threads":   # every block on a thread of its own, none on the caller's
+        assert len(g.start) >= ri.LANE_PIECES and sorted(names) == [f"block-{i}" for i in range(ri.LANE_PIECES)]
     assert got.facts.steady.tolist() == steady.tolist() and got.facts.excluded == excluded
     assert {c: v.tolist() for c, v in got.facts.per_it.items()} == {c: v.tolist() for c, v in per.items()}
     k = it.index_of(whole.g0)

@@ -225,7 +225,6 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     latency µs)`, begun once the steady iterations are known). `cold`: cold_start.cold_start."""
     primary = doc["device_id"]
     calls = devs[primary]
-    lo, hi = int(it.start.min()), int(it.end.max())
     on = ex.device_ops(trace, primary)
     latency = ic.device_latency(trace, primary, lambda: ic.by_stream(trace, on))
     first = int(trace.ops.start[on].min())
@@ -237,7 +236,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
                                                  cold.result(), blocking))
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
-    gaps = ex.device_gaps(trace, primary, min(lo, first), hi, calls, ending=False)
+    gaps = ex.device_gaps(trace, primary, min(int(it.start.min()), first), int(it.end.max()), calls, ending=False)
     f = ex.per_iteration(trace, primary, it.start, it.end, np.zeros(len(it), np.int64), gaps, calls)
     sync_busy = ri.sync_blocked_while_busy(trace, calls, gaps.busy, it, blocking)
     gaps.busy = None    # the last reader of the busy set
@@ -245,7 +244,8 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
     steady = ri.steady_of(trace, it, gaps.start, gaps.end, nxt, f.idle_ns, f.launches)
     whatif = whatif_of(steady[1], latency.to_json()["us"])
-    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, steady)
+    g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, steady,
+                       defer=shared.defer if shared.lane_lent() else None)
     del gaps, nxt    # the phase keys below are the peak (20M)
     facts, per_cause = g.facts, g.facts.per_it
     f.exposed_ns = per_cause["launch"].astype(np.int64)

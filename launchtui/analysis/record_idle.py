@@ -18,6 +18,7 @@ UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launch
 TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
 MAX_PHASES = 5
 GAP_BLOCK = 1 << 20         # gaps whose causes exist at a time
+LANE_PIECES = 6             # blocks of the gaps with a helper lane: shared out between threads
 
 
 @dataclass
@@ -72,45 +73,75 @@ def steady_of(trace, it: itr.Iterations, g0: np.ndarray, g1: np.ndarray, nxt: np
     return steady_iterations({"unattributed": iv.measure_in(g0[un], g1[un], it.start, it.end)}, idle_ns, launches)
 
 
+@dataclass
+class _BlockFigures:
+    """One block of gaps' part of GapFigures: sums over its gaps, and its gaps by_phase reads."""
+    per: dict[str, np.ndarray]     # cause -> ns per iteration
+    in_flight: np.ndarray          # ns per iteration of launch calls in flight in the gaps
+    tails: int
+    copy_ns: int
+    phase_cols: tuple              # (host-bound, launch, ending op) of its steady gaps ended by an op
+
+
 def gap_figures(trace, it: itr.Iterations, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray, nxt: np.ndarray,
                 latency: Latency, cold_calls: np.ndarray, blocking: np.ndarray,
-                steady_excluded: tuple[np.ndarray, list[dict]], block: int = GAP_BLOCK) -> GapFigures:
+                steady_excluded: tuple[np.ndarray, list[dict]], block: int = GAP_BLOCK, defer=None) -> GapFigures:
     """The gaps [g0, g1) of the device (disjoint, sorted), `nxt` their ending ops
     (idle_causes.ending_ops), `calls` its launch calls, taken a block of gaps at a time: one
     block's causes exist at once (20M: ten million gaps, eight columns each, were the record's
     peak); every figure is a sum over gaps, so the blocks add up to the whole. `steady_excluded`:
-    the steady iterations and the excluded ones (steady_of); each block keeps what they need."""
+    the steady iterations and the excluded ones (steady_of); each block keeps what they need.
+    `defer` (analysis/shared.py `Shared.defer`, with a helper lane): the gaps in LANE_PIECES
+    blocks, each computed by whichever thread is free first, this one taking those not begun in
+    order, so the record's longest stage is not left to one CPU while the other idles. The sums are
+    exact and the blocks' gaps kept in gap order: the same figures whoever computes which block."""
     api = trace.api
-    starts, ends = it.start, it.end
     steady, excluded = steady_excluded
     flight = iv.union(api.start[calls], api.end[calls])
-    per = {c: np.zeros(len(starts), np.int64) for c in CAUSES}
-    in_flight = np.zeros(len(starts), np.int64)
+
+    def one(i: int) -> _BlockFigures:
+        return _gap_block(trace, it, g0[i:i + block], g1[i:i + block], nxt[i:i + block], flight, latency,
+                          cold_calls, blocking, steady)
+    if defer is None:   # one block at a time, summed before the next is computed (20M: the peak)
+        results = (one(i) for i in range(0, len(g0), block))
+    else:
+        block = max(-(-len(g0) // LANE_PIECES), 1)
+        pending = [defer(lambda i=i: one(i)) for i in range(0, len(g0), block)]
+        results = (pending.pop(0).result() for _ in range(len(pending)))   # each let go once summed
+    per = {c: np.zeros(len(it.start), np.int64) for c in CAUSES}
+    in_flight = np.zeros(len(it.start), np.int64)
     tails = copy_ns = n = 0
     # by_phase's gaps, filled block by block (pages untouched past the steady gaps cost nothing)
     hb, lp, ending = np.empty(len(g0), np.int64), np.empty(len(g0), np.int64), np.empty(len(g0), nxt.dtype)
-    for i in range(0, len(g0), block):
-        b0, b1 = g0[i:i + block], g1[i:i + block]
-        a = np.searchsorted(flight[1], b0[0], side="right")     # the flight over the block's span
-        z = np.searchsorted(flight[0], b1[-1], side="left")
-        f = (flight[0][a:z], flight[1][a:z])
-        c = ic.causes_of(trace, nxt[i:i + block], b0, b1, latency, f, cold_calls, blocking)
-        for cause, v in c.measure_in(starts, ends).items():
+    for f in results:
+        for cause, v in f.per.items():
             per[cause] += v
-        in_flight += iv.measure_both_in(f, (b0, b1), starts, ends)
-        k = it.index_of(b0)
-        t, cp = _limit_tails(trace, c, k, steady)
-        tails, copy_ns = tails + t, copy_ns + cp
-        inside = (k >= 0) & (c.op >= 0)
-        inside[inside] = steady[k[inside]]
-        m = int(inside.sum())
-        hb[n:n + m] = c.host_bound_per_gap()[inside]
-        lp[n:n + m] = c.launch_per_gap()[inside]
-        ending[n:n + m] = c.op[inside]
+        in_flight += f.in_flight
+        tails, copy_ns = tails + f.tails, copy_ns + f.copy_ns
+        m = len(f.phase_cols[0])
+        for out, col in zip((hb, lp, ending), f.phase_cols):
+            out[n:n + m] = col
         n += m
     facts = IdleFacts(per, steady, excluded, latency)
     return GapFigures(facts, _launch_limit(facts, in_flight, tails, copy_ns),
                       PhaseGaps(hb[:n], lp[:n], ending[:n], latency.ns))
+
+
+def _gap_block(trace, it: itr.Iterations, b0: np.ndarray, b1: np.ndarray, nxt: np.ndarray, flight: tuple,
+               latency: Latency, cold_calls: np.ndarray, blocking: np.ndarray, steady: np.ndarray) -> _BlockFigures:
+    """gap_figures' figures of one block of gaps [b0, b1) with ending ops `nxt`."""
+    a = np.searchsorted(flight[1], b0[0], side="right")     # the flight over the block's span
+    z = np.searchsorted(flight[0], b1[-1], side="left")
+    f = (flight[0][a:z], flight[1][a:z])
+    c = ic.causes_of(trace, nxt, b0, b1, latency, f, cold_calls, blocking)
+    per = c.measure_in(it.start, it.end)
+    in_flight = iv.measure_both_in(f, (b0, b1), it.start, it.end)
+    k = it.index_of(b0)
+    tails, copy_ns = _limit_tails(trace, c, k, steady)
+    inside = (k >= 0) & (c.op >= 0)
+    inside[inside] = steady[k[inside]]
+    cols = (c.host_bound_per_gap()[inside], c.launch_per_gap()[inside], c.op[inside])
+    return _BlockFigures(per, in_flight, tails, copy_ns, cols)
 
 
 def _limit_tails(trace, c: GapCauses, k: np.ndarray, steady: np.ndarray) -> tuple[int, int]:
