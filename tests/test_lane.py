@@ -144,11 +144,13 @@ def test_json_same_with_and_without_the_lane(tmp_path, monkeypatch, capsys, scen
     helped, helped_offers, helped_blocks = _json(command, path, monkeypatch, capsys, lane=True)
     doc = json.loads(alone)
     record = doc if command == "record" else doc["record"]
-    # cold starts, top kernels, gapless figures, the what-if's inputs, the graphs' part when any, and
-    # the gaps in up to LANE_PIECES blocks (one block without the lane)
+    # cold starts, top kernels, the gapless figures in three parts, by_phase's keys, the what-if's
+    # inputs, the graphs' part when any, the gaps in up to LANE_PIECES blocks (one block without the
+    # lane) and each phase the what-if re-times
     from launchtui.analysis.record_idle import LANE_PIECES
     assert (alone_offers, alone_blocks) == (0, 1) and 1 < helped_blocks <= LANE_PIECES
-    assert helped_offers == 4 + ("graphs" in record) + helped_blocks
+    retimed = [r for r in (record["graph_whatif"] or {}).get("phases", []) if r["status"] in ("estimate", "no_stretch")]
+    assert helped_offers == 7 + ("graphs" in record) + helped_blocks + len(retimed)
     assert '"top"' in helped and '"streams"' in helped
     assert helped == alone
     for _ in range(3):                        # whoever computes each part, the same bytes

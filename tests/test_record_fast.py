@@ -382,7 +382,8 @@ def _on_threads(threads: list, names: list):
 def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block, lane):
     """record_idle.gap_figures (the gaps' causes a block at a time) gives what the causes of all the
     gaps at once give: idle by cause per iteration, the steady iterations, §V7's launch-limit
-    figures and by_phase's gaps (host-bound and launch ns and ending op per steady gap). With a
+    figures and by_phase's gaps (host-bound and launch ns per steady gap, whose ending ops
+    steady_gap_ops gives in the same order). With a
     helper lane (`defer`) the gaps go in LANE_PIECES blocks: computed on threads of their own at
     once, or on a command's lane (analysis/shared.py), the figures are the same."""
     from launchtui.analysis import idle_causes as ic
@@ -420,7 +421,7 @@ def test_gap_figures_by_block_equal_the_whole_gaps_causes(case, block, lane):
     inside[inside] = steady[k[inside]]
     assert got.phase_gaps.host_bound.tolist() == whole.host_bound_per_gap()[inside].tolist()
     assert got.phase_gaps.launch.tolist() == whole.launch_per_gap()[inside].tolist()
-    assert got.phase_gaps.ending.tolist() == whole.op[inside].tolist()
+    assert ri.steady_gap_ops(it, g.start, nxt, steady).tolist() == whole.op[inside].tolist()
     tails = (whole.tail == 0) & (whole.cut_dep > whole.cut_tail) & (whole.call >= 0) & ~whole.sync & (k >= 0)
     tails[tails] = steady[k[tails]]
     kind = case.api.kind[whole.call[tails]]

@@ -130,10 +130,11 @@ def whatif_inputs(trace: Trace, it: Iterations, device: int, calls: np.ndarray, 
     return Sampled(len(pick), kind, key, texts, n_ops, k_of, world, check)
 
 
-def graph_whatif(inputs: Callable[[], Sampled | None], doc: dict) -> dict | None:
+def graph_whatif(inputs: Callable[[], Sampled | None], doc: dict, defer=None) -> dict | None:
     """The record's `graph_whatif` (§12.5) from its inputs (`inputs()`: whatif_inputs' value, asked
     for only when the record has idle figures to re-time, else None) and the record's figures (idle
-    by cause and its phases, the graphs' replays, the Amdahl bound)."""
+    by cause and its phases, the graphs' replays, the Amdahl bound). `defer` (Shared.defer, with a
+    helper lane): each phase's re-timing on whichever thread is free (each fills its own row)."""
     ib = doc.get("idle_by_cause")
     if not ib or doc.get("too_little"):
         return None
@@ -146,14 +147,15 @@ def graph_whatif(inputs: Callable[[], Sampled | None], doc: dict) -> dict | None
            "self_check_ms": None, "phases": rows}
     todo = [r for r in rows if r["status"] == "estimate"]
     if todo:
-        _estimate_all(s, doc, out, todo)
+        _estimate_all(s, doc, out, todo, defer)
     for r in rows:
         r.pop("_key")
     return out
 
 
-def _estimate_all(s: Sampled, doc: dict, out: dict, todo: list) -> None:
-    """Re-time the sampled iterations' world for each phase to estimate."""
+def _estimate_all(s: Sampled, doc: dict, out: dict, todo: list, defer=None) -> None:
+    """Re-time the sampled iterations' world for each phase to estimate: in turn, or each deferred
+    (`defer`) and all awaited. The world is only read; each row is its own phase's."""
     W = s.world
     cost, per_node, cost_src = _graph_cost(doc)
     lo_gap, hi_gap, gap_src = _node_gaps(doc, W.queued_gap)
@@ -162,8 +164,14 @@ def _estimate_all(s: Sampled, doc: dict, out: dict, todo: list) -> None:
                 "node_gap_us": [round(lo_gap / 1e3, 3), round(hi_gap / 1e3, 3)], "node_gap_source": gap_src,
                 "self_check_ms": s.self_check_ms})
     key = np.where(s.kind == API_LAUNCH, s.key, -2)
-    for r in todo:
-        _estimate(r, W, key == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
+    jobs = [lambda r=r: _estimate(r, W, key == r["_key"], (cost, per_node), (lo_gap, hi_gap), now, doc["amdahl_bound"])
+            for r in todo]
+    if defer is None:
+        for job in jobs:
+            job()
+    else:
+        for pending in [defer(job) for job in jobs]:
+            pending.result()
 
 
 def _phase_rows(kind, key, n_ops, k_of, n_it: int, texts: list, by_phase: list[dict]) -> list[dict]:

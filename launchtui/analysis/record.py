@@ -213,7 +213,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if eager is not None:
         eager.result()
         doc["graphs"] = graphs
-    doc["graph_whatif"] = graph_whatif(whatif.result, doc)   # §12.5
+    doc["graph_whatif"] = graph_whatif(whatif.result, doc, shared.defer if shared.lane_lent() else None)   # §12.5
     _judge(doc)
     return doc, streams
 
@@ -232,8 +232,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     blocking = cpu_busy.host_blocking_calls(trace)    # once: the gap causes, syncs and thread CPU read it
     # what needs no gap first, so nothing per gap is held while it runs (20M: the record's peak),
     # or beside the gaps on a helper lane
-    side = shared.defer(lambda: _gapless_figures(trace, it, devs, primary, opt, shared.spikes(WHOLE, opt.backpressure),
-                                                 cold.result(), blocking))
+    side = _gapless_figures(trace, it, devs, primary, opt, shared, cold, blocking)
     # gaps from the device's first op: the gap an iteration starts in is judged from where the GPU
     # went idle (a sync that drained it before the iteration began), then measured inside it
     gaps = ex.device_gaps(trace, primary, min(int(it.start.min()), first), int(it.end.max()), calls, ending=False)
@@ -243,22 +242,22 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     h = ex.gap_histogram(gaps, it.start, it.end)
     nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
     steady = ri.steady_of(trace, it, gaps.start, gaps.end, nxt, f.idle_ns, f.launches)
+    lane = shared.defer if shared.lane_lent() else None
+    # offered before the what-if's inputs: by_phase reads the keys first, the what-if runs last
+    keys = _phase_keys(trace, it, gaps.start, nxt, steady[0], calls, opt.phase_level, latency.ns, lane)
     whatif = whatif_of(steady[1], latency.to_json()["us"])
     g = ri.gap_figures(trace, it, calls, gaps.start, gaps.end, nxt, latency, cold.result().calls, blocking, steady,
-                       defer=shared.defer if shared.lane_lent() else None)
-    del gaps, nxt    # the phase keys below are the peak (20M)
+                       defer=lane)
+    del gaps, nxt    # without a lane the phase keys are computed below: the peak (20M)
     facts, per_cause = g.facts, g.facts.per_it
     f.exposed_ns = per_cause["launch"].astype(np.int64)
-    phases = ri.by_phase(trace, g.phase_gaps, it, facts.steady, calls, opt.phase_level)
+    phases = ri.by_phase(g.phase_gaps, keys.result, facts.steady)
     g.phase_gaps = None
     idle = ri.idle_json(facts, it, f.iteration_ns, f.idle_ns, primary, phases, sync_busy)
-    streams, syncs, limits, thread_cpu, api_totals = side.result()
+    streams, syncs, limits, thread_cpu, api_totals = side()
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = g.launch_limit
     share = facts.pooled(f.iteration_ns)
-    launch_api_ms = sum(r["total_ms"] for r in api_totals)
-    n_it = max(len(it), 1)
-    sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / n_it
     med_launches, med_iter = float(np.median(f.launches)), float(np.median(f.iteration_ns))
     rule_ms = med_launches * LAUNCH_COST_US / 1e3
     doc.update({
@@ -275,15 +274,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
         "backpressure": any(s.queue_class == "saturated" for s in streams),
         "cpu_stalls": sum(s.cpu_stalls for s in streams),
         "syncs": syncs,
-        "cross_checks": {
-            "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, SUB_MS_DIGITS),
-                                         "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / n_it / 1e6, 3),
-                                         "host_bound_per_iteration_ms":
-                                             round(float(facts.host_bound_ns().sum()) / n_it / 1e6, 3)}},
-            "api_totals": api_totals,
-            "launch_api_ms": round(launch_api_ms, 3),
-            "table_api_ms": None, "table_share_of_launch_api": None,   # _table_cross_check, this key order
-        },
+        "cross_checks": _cross_checks(primary, h, f, facts, len(it), api_totals),
         "launch_thread_cpu": thread_cpu,
     })
     doc["amdahl_bound"] = doc["gain"]["amdahl_bound"]
@@ -300,15 +291,46 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     return streams, whatif
 
 
-def _gapless_figures(trace: Trace, it: itr.Iterations, devs: dict, primary: int, opt: RecordOptions, sp: list,
-                     cold, blocking: np.ndarray) -> tuple:
-    """(stream verdicts, syncs, limits, launch-thread CPU, API totals): the record's figures that
-    read no gap, for device `primary`."""
+def _phase_keys(trace: Trace, it: itr.Iterations, g0: np.ndarray, nxt: np.ndarray, steady: np.ndarray,
+                calls: np.ndarray, level: int, latency_ns: int, lane) -> Deferred:
+    """by_phase's keys (record_idle.phase_keys), which read no gap figure: begun beside the gaps on
+    the helper lane (`lane`: Shared.defer), else computed when by_phase asks, once the gaps'
+    transients are gone (20M: the keys are the record's peak)."""
+    ending = [ri.steady_gap_ops(it, g0, nxt, steady)]   # phase_keys takes it: none else holds it then
+    return (lane or Deferred)(lambda: ri.phase_keys(trace, ending, it, steady, calls, level, latency_ns))
+
+
+def _cross_checks(primary: int, h: dict, f, facts: ri.IdleFacts, n_iterations: int, api_totals: list) -> dict:
+    """The record's cross_checks (definitions.md §V8): the device's idle gaps by size against the
+    exposed and host-bound time, and the launch calls' API totals; the top kernels' share of them
+    is filled in later (`_table_cross_check`)."""
+    n_it = max(n_iterations, 1)
+    sub_ms = (h["<10us"]["total_ms"] + h["10-100us"]["total_ms"] + h["0.1-1ms"]["total_ms"]) / n_it
+    return {
+        "idle_gaps": {str(primary): {"buckets": h, "sub_ms_per_iteration_ms": round(sub_ms, SUB_MS_DIGITS),
+                                     "exposed_per_iteration_ms": round(float(f.exposed_ns.sum()) / n_it / 1e6, 3),
+                                     "host_bound_per_iteration_ms":
+                                         round(float(facts.host_bound_ns().sum()) / n_it / 1e6, 3)}},
+        "api_totals": api_totals,
+        "launch_api_ms": round(sum(r["total_ms"] for r in api_totals), 3),
+        "table_api_ms": None, "table_share_of_launch_api": None,   # _table_cross_check, this key order
+    }
+
+
+def _gapless_figures(trace: Trace, it: itr.Iterations, devs: dict, primary: int, opt: RecordOptions, shared: Shared,
+                     cold: Deferred, blocking: np.ndarray) -> Callable[[], tuple]:
+    """The getter of (stream verdicts, syncs, limits, launch-thread CPU, API totals): the record's
+    figures that read no gap, for device `primary`. Three parts, each deferred on its own
+    (`shared.defer`): spread over whichever threads are free beside the gaps on a helper lane, else
+    computed now, in this order. `cold`: cold_start.cold_start, read by the queue classes."""
     calls = devs[primary]
     lo, hi = int(it.start.min()), int(it.end.max())
-    streams = classify(trace, it.start, it.end, opt.backpressure, set(devs), sp=sp, cold=cold)
-    return (streams, _syncs(trace, it, blocking), trace_limits(trace),
-            cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking), _api_totals(trace, it, calls))
+    streams = shared.defer(lambda: classify(trace, it.start, it.end, opt.backpressure, set(devs),
+                                            sp=shared.spikes(WHOLE, opt.backpressure), cold=cold.result()))
+    syncs_limits = shared.defer(lambda: (_syncs(trace, it, blocking), trace_limits(trace)))
+    cpu_api = shared.defer(lambda: (cpu_busy.launch_thread_cpu(trace, lo, hi, it.start, it.end, blocking),
+                                    _api_totals(trace, it, calls)))
+    return lambda: (streams.result(), *syncs_limits.result(), *cpu_api.result())
 
 
 def _table_cross_check(doc: dict, table_api_ns: float) -> None:

@@ -4,6 +4,7 @@ record's self-checks (docs/definitions.md §V2, §V7, §V9)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class _BlockFigures:
     in_flight: np.ndarray          # ns per iteration of launch calls in flight in the gaps
     tails: int
     copy_ns: int
-    phase_cols: tuple              # (host-bound, launch, ending op) of its steady gaps ended by an op
+    phase_cols: tuple              # (host-bound, launch) ns of its steady gaps ended by an op
 
 
 def gap_figures(trace, it: itr.Iterations, calls: np.ndarray, g0: np.ndarray, g1: np.ndarray, nxt: np.ndarray,
@@ -112,19 +113,19 @@ def gap_figures(trace, it: itr.Iterations, calls: np.ndarray, g0: np.ndarray, g1
     in_flight = np.zeros(len(it.start), np.int64)
     tails = copy_ns = n = 0
     # by_phase's gaps, filled block by block (pages untouched past the steady gaps cost nothing)
-    hb, lp, ending = np.empty(len(g0), np.int64), np.empty(len(g0), np.int64), np.empty(len(g0), nxt.dtype)
+    hb, lp = np.empty(len(g0), np.int64), np.empty(len(g0), np.int64)
     for f in results:
         for cause, v in f.per.items():
             per[cause] += v
         in_flight += f.in_flight
         tails, copy_ns = tails + f.tails, copy_ns + f.copy_ns
         m = len(f.phase_cols[0])
-        for out, col in zip((hb, lp, ending), f.phase_cols):
+        for out, col in zip((hb, lp), f.phase_cols):
             out[n:n + m] = col
         n += m
     facts = IdleFacts(per, steady, excluded, latency)
     return GapFigures(facts, _launch_limit(facts, in_flight, tails, copy_ns),
-                      PhaseGaps(hb[:n], lp[:n], ending[:n], latency.ns))
+                      PhaseGaps(hb[:n], lp[:n]))
 
 
 def _gap_block(trace, it: itr.Iterations, b0: np.ndarray, b1: np.ndarray, nxt: np.ndarray, flight: tuple,
@@ -140,7 +141,7 @@ def _gap_block(trace, it: itr.Iterations, b0: np.ndarray, b1: np.ndarray, nxt: n
     tails, copy_ns = _limit_tails(trace, c, k, steady)
     inside = (k >= 0) & (c.op >= 0)
     inside[inside] = steady[k[inside]]
-    cols = (c.host_bound_per_gap()[inside], c.launch_per_gap()[inside], c.op[inside])
+    cols = (c.host_bound_per_gap()[inside], c.launch_per_gap()[inside])
     return _BlockFigures(per, in_flight, tails, copy_ns, cols)
 
 
@@ -185,45 +186,70 @@ def gain(share: float) -> dict:
 
 @dataclass
 class PhaseGaps:
-    """The gaps by_phase reads (ended by an op, inside a steady iteration): per gap its host-bound
-    ns, its launch ns and its ending op. Taken before the phase keys, so the gap causes can go
-    first (20M: the keys over every launched op are the record's peak)."""
+    """The gaps by_phase reads (ended by an op, inside a steady iteration, in gap order: those of
+    `steady_gap_ops`): per gap its host-bound ns and its launch ns."""
     host_bound: np.ndarray
     launch: np.ndarray
-    ending: np.ndarray
-    latency_ns: int
 
 
-def by_phase(trace, gaps: PhaseGaps, it: itr.Iterations, steady: np.ndarray, calls: np.ndarray,
-             level: int = 1) -> list[dict]:
-    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations
-    (`gaps`: phase_gaps): the fixes are ranked by the time they address, not taken from the top
-    kernel row. Each phase also says how many of its kernel launches ran dry (the op started within
-    L + DRY_SLACK_NS of its call's return): a phase whose launches run dry sets its own pace on the
-    CPU (§V9)."""
+@dataclass
+class PhaseKeys:
+    """by_phase's phases (phases.attributed_phase_keys, one key space): the key of each steady gap's
+    ending op (`steady_gap_ops`) and of each steady launched op, the keys' texts, and per launch
+    whether it ran dry."""
+    gap: np.ndarray
+    launch: np.ndarray
+    texts: list
+    dry: np.ndarray
+
+
+def steady_gap_ops(it: itr.Iterations, g0: np.ndarray, nxt: np.ndarray, steady: np.ndarray) -> np.ndarray:
+    """The ops ending the gaps by_phase reads (gaps starting at `g0`, ending ops `nxt`, -1 none):
+    those ended by an op inside a steady iteration, in gap order."""
+    k = it.index_of(g0)
+    inside = (k >= 0) & (nxt >= 0)
+    inside[inside] = steady[k[inside]]
+    return nxt[inside]
+
+
+def phase_keys(trace, ending: list, it: itr.Iterations, steady: np.ndarray, calls: np.ndarray, level: int,
+               latency_ns: int) -> PhaseKeys:
+    """The phase of each steady gap's ending op (`ending`: [steady_gap_ops], taken from the list so
+    that nothing else holds it while the keys, the peak, are built) and of each kernel launch
+    inside a steady iteration. Reads no gap figure: it may compute beside gap_figures."""
     from launchtui.analysis.stream_calls import DRY_SLACK_NS
-    hb, launch_part, ending = gaps.host_bound, gaps.launch, gaps.ending
-    if not len(ending) or not hb.sum():
-        return []
+    ops_ending = ending.pop()
     launched = _steady_launched_ops(trace, calls, it, steady)
     a = trace.ops.api[launched]
-    dry = (trace.ops.start[launched] - trace.api.end[a]) <= gaps.latency_ns + DRY_SLACK_NS
+    dry = (trace.ops.start[launched] - trace.api.end[a]) <= latency_ns + DRY_SLACK_NS
     del a
     # one array of both op sets, nothing else per op held while the phase keys (the peak) are built
-    ops = np.concatenate([ending, launched], dtype=launched.dtype)   # op indices: they fit the narrow one
-    n_ending = len(ending)
-    del ending, launched
-    gaps.ending = None     # the caller's reference goes too
+    ops = np.concatenate([ops_ending, launched], dtype=launched.dtype)   # op indices: they fit the narrow one
+    n_ending = len(ops_ending)
+    del ops_ending, launched
     main = main_thread(trace, ops, it.base_depth, it.start)
     keys, texts, _ = attributed_phase_keys(trace, ops, it.base_depth, level, main)
     del ops
-    gk, lk = keys[:n_ending], keys[n_ending:]
+    return PhaseKeys(keys[:n_ending], keys[n_ending:], texts, dry)
+
+
+def by_phase(gaps: PhaseGaps, keys: Callable[[], PhaseKeys], steady: np.ndarray) -> list[dict]:
+    """Host-bound time per phase (§V5) of the op each gap waited for, inside the steady iterations
+    (`gaps`: phase_gaps; `keys()`: their phases, asked for only when there is host-bound time):
+    the fixes are ranked by the time they address, not taken from the top kernel row. Each phase
+    also says how many of its kernel launches ran dry (the op started within L + DRY_SLACK_NS of
+    its call's return): a phase whose launches run dry sets its own pace on the CPU (§V9)."""
+    hb, launch_part = gaps.host_bound, gaps.launch
+    if not len(hb) or not hb.sum():
+        return []
+    pk = keys()
+    gk, lk, texts = pk.gap, pk.launch, pk.texts
     n_steady = max(int(steady.sum()), 1)
     width = len(texts) + 1
     total = np.bincount(gk + 1, weights=hb, minlength=width)
     launch = np.bincount(gk + 1, weights=launch_part, minlength=width)
     n_launch = np.bincount(lk + 1, minlength=width)
-    n_dry = np.bincount(lk + 1, weights=dry, minlength=width)
+    n_dry = np.bincount(lk + 1, weights=pk.dry, minlength=width)
     names = [None] + list(texts)
     all_hb = float(hb.sum())
     order = sorted(range(len(total)), key=lambda i: (-total[i], names[i] or ""))
