@@ -197,7 +197,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         top, cold = shared.defer(top_part), shared.defer(cold_part)
     # beside the gaps on a helper lane; else computed where their results are read, after the gaps
     # (20M: their transients never meet the gaps')
-    later = shared.defer if shared.lane_lent() else Deferred
+    later = shared.lane_defer() or Deferred
     # the record's own copy of the graphs' facts: only this computation touches it until its result
     eager = None if graphs is None else later(lambda: in_record(trace, graphs, unrecorded, it, primary, devs[primary]))
     doc.update({"device_id": primary, "devices": devices, "iterations": it.to_json(),
@@ -213,7 +213,7 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
     if eager is not None:
         eager.result()
         doc["graphs"] = graphs
-    doc["graph_whatif"] = graph_whatif(whatif.result, doc, shared.defer if shared.lane_lent() else None)   # §12.5
+    doc["graph_whatif"] = graph_whatif(whatif.result, doc, shared.lane_defer())   # §12.5
     _judge(doc)
     return doc, streams
 
@@ -242,7 +242,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     h = ex.gap_histogram(gaps, it.start, it.end)
     nxt = ic.ending_ops(trace, ex.device_ops(trace, primary), gaps.end)
     steady = ri.steady_of(trace, it, gaps.start, gaps.end, nxt, f.idle_ns, f.launches)
-    lane = shared.defer if shared.lane_lent() else None
+    lane = shared.lane_defer()
     # offered before the what-if's inputs: by_phase reads the keys first, the what-if runs last
     keys = _phase_keys(trace, it, gaps.start, nxt, steady[0], calls, opt.phase_level, latency.ns, lane)
     whatif = whatif_of(steady[1], latency.to_json()["us"])

@@ -139,8 +139,7 @@ def _gap_block(trace, it: itr.Iterations, b0: np.ndarray, b1: np.ndarray, nxt: n
     in_flight = iv.measure_both_in(f, (b0, b1), it.start, it.end)
     k = it.index_of(b0)
     tails, copy_ns = _limit_tails(trace, c, k, steady)
-    inside = (k >= 0) & (c.op >= 0)
-    inside[inside] = steady[k[inside]]
+    inside = _steady_ended(k, c.op, steady)
     cols = (c.host_bound_per_gap()[inside], c.launch_per_gap()[inside])
     return _BlockFigures(per, in_flight, tails, copy_ns, cols)
 
@@ -206,10 +205,15 @@ class PhaseKeys:
 def steady_gap_ops(it: itr.Iterations, g0: np.ndarray, nxt: np.ndarray, steady: np.ndarray) -> np.ndarray:
     """The ops ending the gaps by_phase reads (gaps starting at `g0`, ending ops `nxt`, -1 none):
     those ended by an op inside a steady iteration, in gap order."""
-    k = it.index_of(g0)
-    inside = (k >= 0) & (nxt >= 0)
+    return nxt[_steady_ended(it.index_of(g0), nxt, steady)]
+
+
+def _steady_ended(k: np.ndarray, op: np.ndarray, steady: np.ndarray) -> np.ndarray:
+    """Per gap (`k`: its iteration, -1 none; `op`: its ending op, -1 none): ended by an op inside a
+    steady iteration, the gaps by_phase reads."""
+    inside = (k >= 0) & (op >= 0)
     inside[inside] = steady[k[inside]]
-    return nxt[inside]
+    return inside
 
 
 def phase_keys(trace, ending: list, it: itr.Iterations, steady: np.ndarray, calls: np.ndarray, level: int,

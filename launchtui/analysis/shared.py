@@ -185,6 +185,11 @@ class Shared:
         """Whether `defer` hands work to a helper lane (else it computes at once, in order)."""
         return self._lane is not None
 
+    def lane_defer(self) -> Callable[[Callable[[], Any]], Deferred] | None:
+        """`defer` when a helper lane is lent, else None: for a stage that splits its work only when
+        another thread can take part of it, and otherwise computes it as before."""
+        return self.defer if self._lane is not None else None
+
     def wait_helping(self, pending: Future):
         """`pending.result()`, this thread running the lane's offered work meanwhile: a thread that
         would only wait lends its CPU to the stage it waits for."""
