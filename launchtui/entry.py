@@ -20,7 +20,12 @@ import os
 import sys
 import threading
 
-from launchtui.cli import main as cli_main
+# Set before numpy loads (through cli's imports): OpenBLAS otherwise starts a worker per core that
+# busy-waits ~2^28 cycles once started (its thread timeout), ~0.1 s of one core taken from the read's
+# scans, for BLAS calls no analysis makes (bench/MISSED.md). A user's own setting is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from launchtui.cli import main as cli_main  # noqa: E402 - after the setting above
 
 
 def _flush_output() -> None:

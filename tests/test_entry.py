@@ -20,8 +20,8 @@ from test_heap import RESTORED, SET, libc  # noqa: F401  (libc: the fake glibc f
 DEMO = ROOT / "fixtures" / "demo" / "demo.sqlite"
 
 
-def _python(code: str, *args, **kw) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _python(code: str, *args, env=None, **kw) -> subprocess.CompletedProcess:
+    env = env or dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=120, **kw)
 
@@ -104,3 +104,20 @@ def test_the_command_leaves_glibc_as_it_ends_and_in_process_runs_put_it_back(lib
     del libc.calls[:]
     assert main(["report", str(DEMO), "--json", "--no-cache"]) == 0
     assert libc.calls == SET + RESTORED and not heap.recycling()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_the_command_process_starts_no_blas_workers():
+    """OpenBLAS would start a worker per core with numpy, each busy-waiting ~0.1 s of CPU once started,
+    for BLAS calls no analysis makes: the command's process loads numpy with one BLAS thread."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    probe = """
+        import os, sys
+        import launchtui.entry, numpy
+        print(os.environ["OPENBLAS_NUM_THREADS"], len(os.listdir("/proc/self/task")))
+        """
+    done = _python(probe, env=dict(env, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1"]   # the setting, and no thread but the main one
+    kept = _python(probe, env=dict(env, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="2"))
+    assert kept.stdout.split()[0] == "2"       # a user's own setting stays
