@@ -129,14 +129,21 @@ def _ops(rng, sizes, tie_across=False, unsorted=None):
     ((5000, 300, 40), False, None, True), ((5000, 0, 40), False, None, True), ((0, 300, 40), False, None, True),
     ((5000,), False, None, False), ((5000, 300, 40), True, None, False), ((5000, 300, 40), False, 2, False),
     ((30, 3000, 5), False, None, True)])
-def test_gpu_tables_merged_in_finalize_order(monkeypatch, sizes, tie, unsorted, moves):
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_gpu_tables_merged_in_finalize_order(monkeypatch, sizes, tie, unsorted, moves, cpus):
     """The reader's in-place merge of the GPU tables gives exactly finalize's order (a stable sort
     by start, end, device, stream of the tables' rows in table order), with blocks smaller than a
-    table; it leaves the ops as they are on a start tie across tables or an unsorted table."""
+    table, its columns moved on one thread or, with two CPUs, half of them on a second; it leaves
+    the ops as they are on a start tie across tables or an unsorted table."""
+    import threading
     from dataclasses import fields
     from launchtui.trace import nsys_columns
     from launchtui.trace.join import time_order
     monkeypatch.setattr(nsys_columns, "BLOCK", 256)
+    monkeypatch.setattr(nsys_columns, "MOVE_BESIDE_ROWS", 0)
+    monkeypatch.setattr(nsys_columns, "usable_cpus", lambda: cpus)
+    movers, real_move = set(), nsys_columns._move
+    monkeypatch.setattr(nsys_columns, "_move", lambda *a: movers.add(threading.current_thread().name) or real_move(*a))
     ops, spans = _ops(np.random.default_rng(sum(sizes)), sizes, tie, unsorted)
     before = {f.name: getattr(ops, f.name).copy() for f in fields(ops)}
     order = np.lexsort((ops.stream, ops.device, ops.end, ops.start))   # stable: ties in table order
@@ -145,3 +152,5 @@ def test_gpu_tables_merged_in_finalize_order(monkeypatch, sizes, tie, unsorted, 
         want = before[f.name][order] if moves else before[f.name]
         np.testing.assert_array_equal(getattr(ops, f.name), want, err_msg=f.name)
     assert (time_order(ops.start, ops.end, ops.device, ops.stream)[0] is None) == (moves or len(sizes) == 1)
+    if moves and sizes[0]:   # a first table to move: on this thread, and with two CPUs beside it
+        assert len(movers) == cpus and threading.current_thread().name in movers
