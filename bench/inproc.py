@@ -261,7 +261,8 @@ def _mark_index_steps(mark) -> None:
             mark(stage)
             return out
         return run
-    index.build_queue_series = marked(index.build_queue_series, "typed index: queue series, depth before launch")
+    work = index.QueueSeriesWork
+    work.result = marked(work.result, "typed index: queue series, depth before launch")
     index._op_ranges = marked(index._op_ranges, "typed index: NVTX lookup, op ranges")
 
 

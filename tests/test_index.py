@@ -79,31 +79,68 @@ def test_index_is_built_once_and_frozen():
 
 @pytest.mark.parametrize("case", ["demo", "generated"])
 def test_queue_series_beside_the_rest_builds_the_same_index(case, monkeypatch, tmp_path):
-    """The queue series on a second thread (build_index under SPLIT_MAX_OPS with two CPUs) gives
-    the index, and the string ids interned for it, that one thread gives; and it ran elsewhere."""
+    """The queue series' streams shared by the index's two threads (build_index under SPLIT_MAX_OPS
+    with two CPUs: the helper begins them, the index's own thread takes those left once its other
+    parts are done) give the index, and the string ids interned for it, that one thread gives."""
+    from launchtui.analysis import queue_series as qs
     path = DEMO
     if case == "generated":   # two devices, graph launches (the replay-as-one maximum), a burst
         from fixtures import record_cases as rc
         from fixtures import synth
         path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "g.sqlite")
     built = {}
+    real = qs.QueueSeriesWork._one_stream
     for cpus in (1, 2):
         monkeypatch.setattr(ix, "usable_cpus", lambda cpus=cpus: cpus)
         trace = open_trace(path, use_cache=False)
         threads = []
-        orig = ix.build_queue_series
-        monkeypatch.setattr(ix, "build_queue_series", lambda t: threads.append(threading.current_thread().name) or orig(t))
+        both = threading.Barrier(cpus, timeout=30)   # with two threads, each takes a stream first
+
+        def one_stream(self, g, sel):
+            if len(threads) < cpus:
+                threads.append(threading.current_thread().name)
+                both.wait()
+            real(self, g, sel)
+        monkeypatch.setattr(qs.QueueSeriesWork, "_one_stream", one_stream)
         arrays = ix.build_index(trace).to_arrays()
-        monkeypatch.setattr(ix, "build_queue_series", orig)
         built[cpus] = (arrays, list(trace.strings.values), threads)
     (one, strings_one, on_one), (two, strings_two, on_two) = built[1], built[2]
-    assert on_one == ["MainThread"] and len(on_two) == 1 and on_two[0].startswith("launchtui-index")
+    assert on_one == ["MainThread"]
+    assert sorted(on_two)[0] == "MainThread" and sorted(on_two)[1].startswith("launchtui-index")
     assert strings_one == strings_two and one.keys() == two.keys()
     for k in one:
         assert one[k].dtype == two[k].dtype and np.array_equal(one[k], two[k]), k
     assert len(one["qs.meta"]) >= 2 and (one["depth_before_launch"] >= 0).any()
     if case == "generated":
         assert (one["qs.meta"][:, 5] > 0).any() and len(set(one["qs.meta"][:, 0])) == 2
+
+
+def test_a_deep_stream_widens_the_depths_while_another_thread_writes_its_own(monkeypatch):
+    """Two streams on two threads: one passes SMALL_DEPTH (the depths become int32) while the other
+    writes its int16 depths; every depth is exact either way."""
+    from launchtui.analysis import queue_series as qs
+    from launchtui.trace.model import API_LAUNCH
+    from test_engine_units import make_trace
+    n, m = 20_000, 300
+    late = 30 * n   # the shallow stream's calls, each op started before the next call
+    api = [(0, 1, i, i + 1, i, API_LAUNCH) for i in range(n)]
+    api += [(0, 1, late + 10 * j, late + 10 * j + 1, n + j, API_LAUNCH) for j in range(m)]
+    ops = [(0, 7, 10 * n + 2 * i, 10 * n + 2 * i + 1, i, 1) for i in range(n)]   # deep: all launched first
+    ops += [(0, 9, late + 10 * j + 2, late + 10 * j + 3, n + j, 1) for j in range(m)]
+    monkeypatch.setattr(ix, "usable_cpus", lambda: 2)
+    both, real, threads = threading.Barrier(2, timeout=30), qs.QueueSeriesWork._one_stream, []
+
+    def one_stream(self, g, sel):
+        threads.append(threading.current_thread().name)
+        both.wait()
+        real(self, g, sel)
+    monkeypatch.setattr(qs.QueueSeriesWork, "_one_stream", one_stream)
+    idx = trace_index(make_trace(api, ops))
+    assert len(set(threads)) == 2
+    assert idx.depth_before_launch.dtype == np.int32
+    by_stream = {s.stream: s for s in idx.queue_series}
+    assert by_stream[7].v.dtype == np.int32 and by_stream[9].v.dtype == np.int16
+    assert sorted(idx.depth_before_launch.tolist()) == sorted(list(range(n)) + [0] * m)
 
 
 def test_round_trip_through_arrays():

@@ -26,14 +26,14 @@ The public functions `queue.stream_series`, `queue.depth_before_launch`, `nvtx.o
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
-from launchtui.analysis.queue_series import StreamSeries, build_queue_series
+from launchtui.analysis.queue_series import QueueSeriesWork, StreamSeries
 from launchtui.cpus import usable_cpus
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace import names as nm
@@ -170,19 +170,22 @@ SPLIT_MAX_OPS = 2_000_000
 
 
 def build_index(trace: Trace) -> TraceIndex:
-    """The index: the queue series on a second thread when there is a CPU for it and the trace is
-    small enough (SPLIT_MAX_OPS), as its numpy work releases the GIL, else first on this one;
-    interning stays on this thread."""
+    """The index: the queue series begun on a second thread when there is a CPU for it and the
+    trace is small enough (SPLIT_MAX_OPS), as its numpy work releases the GIL, and finished by both
+    threads once this one's parts are done; else first on this one. Interning stays on this thread."""
+    work = QueueSeriesWork(trace)
     with ThreadPoolExecutor(1, thread_name_prefix="launchtui-index") as pool:   # a thread only on submit
-        if usable_cpus() >= 2 and len(trace.ops) <= SPLIT_MAX_OPS:
-            queue_part = pool.submit(build_queue_series, trace)
-        else:
-            queue_part = Future()
-            queue_part.set_result(build_queue_series(trace))
+        beside = usable_cpus() >= 2 and len(trace.ops) <= SPLIT_MAX_OPS
+        helper = pool.submit(work.work) if beside else None
+        if helper is None:
+            work.work()
         nvtx_idx = _nvtx_index(trace)
         names, by_full_name = _distinguishing_name_table(trace)
         op_ranges = _op_ranges(trace, nvtx_idx)
-        series, dbl = queue_part.result()
+        if helper is not None:
+            work.work()   # the streams the helper has not begun
+            helper.result()
+    series, dbl = work.result()
     return TraceIndex(tuple(series), dbl, nvtx_idx, op_ranges, names, trace.ops.api,
                       op_full_name=trace.ops.full_name if by_full_name else None,
                       category_source=(trace.ops, trace.strings))

@@ -3,6 +3,7 @@ its launch call (definitions.md §5, §6): the queue half of the trace's index (
 built once, then read-only."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,46 +169,91 @@ def _stream_groups(device: np.ndarray, stream: np.ndarray):
 
 def build_queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
     """Depth series for every stream, and per op the depth before its launch call (int16 up to
-    SMALL_DEPTH, else int32)."""
-    ops, api = trace.ops, trace.api
-    out: list[StreamSeries] = []
-    dbl = np.full(len(ops), -1, np.int16)   # int32 once a depth passes SMALL_DEPTH
-    unmatched = ops.api < 0
-    if not unmatched.all():
-        # (device, stream) groups over all ops (no gathered copies of the matched ones); unmatched
-        # ops go to an extra last group, and a stream with no matched op is skipped
-        skeys, grp, dev_of, stream_of = _stream_groups(ops.device, ops.stream)
+    SMALL_DEPTH, else int32), on this thread (`QueueSeriesWork` shares the streams out)."""
+    work = QueueSeriesWork(trace)
+    work.work()
+    return work.result()
+
+
+class QueueSeriesWork:
+    """`build_queue_series` one stream at a time, the largest first, on every thread that calls
+    `work`: the index's helper begins it beside the index's other parts, and the index's own thread
+    takes the streams left once those are done (two streams of 500k ops each at 1M kernels, where
+    the helper alone ran ~50 ms after the other parts ended). Each stream's series and depths are
+    its own, whoever computes them; the depths are written in turn (`_lock`), as each stream ends,
+    so no more than one stream's depths per thread is held."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.dbl = np.full(len(trace.ops), -1, np.int16)   # int32 once a depth passes SMALL_DEPTH
+        self._lock = threading.Lock()
+        self._setup_lock = threading.Lock()
+        self._ready = False
+        self._todo: list[tuple[int, int, int, int]] = []   # (ops, group, lo, hi), the largest last
+        self._done: list[tuple[int, StreamSeries]] = []
+
+    def _setup(self) -> None:
+        """(device, stream) groups over all ops (no gathered copies of the matched ones); unmatched
+        ops go to an extra last group, and a stream with no matched op is skipped."""
+        ops = self.trace.ops
+        unmatched = ops.api < 0
+        if unmatched.all():
+            return
+        skeys, grp, self._dev_of, self._stream_of = _stream_groups(ops.device, ops.stream)
         grp[unmatched] = len(skeys)
         del unmatched
         by_stream = np.argsort(grp, kind="stable")
-        if len(by_stream) < 2**31:   # held through the loop below: 4 bytes per op, not 8
+        if len(by_stream) < 2**31:   # held while streams are left: 4 bytes per op, not 8
             by_stream = by_stream.astype(np.int32)
         bounds = np.zeros(len(skeys) + 1, np.int64)   # each stream's run in by_stream (unmatched last)
         np.cumsum(np.bincount(grp, minlength=len(skeys) + 1)[:-1], out=bounds[1:])
         del grp
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per stream
-            if lo == hi:
-                continue
-            sel = by_stream[lo:hi]                  # this stream's matched ops, in start order
-            calls = ops.api[sel]
-            t_last, v_last, point_mean, before, perm = _stream_depth(ops.start, sel, api.start, calls)
-            if dbl.dtype == np.int16 and len(before) and int(before.max()) > SMALL_DEPTH:
-                dbl = dbl.astype(np.int32)
-            dbl[sel if perm is None else sel[perm]] = before
-            del before, perm
-            is_graph = api.kind[calls] == API_GRAPH_LAUNCH
-            gmax = int(v_last.max())
-            if gmax <= SMALL_DEPTH:
-                v_last = v_last.astype(np.int16)
-            if is_graph.any():
-                # Counting each replay as one entry (retired when its first op starts) removes the
-                # replay's other ops: each was +1 from the launch call until its own start.
-                gi = np.nonzero(is_graph)[0]
-                first = unique_sorted(calls[gi], return_index=True)[1]
-                rest = np.delete(gi, first)
-                gmax = _max_without(t_last, v_last, api.start[calls[rest]], ops.start[sel[rest]])
-            out.append(StreamSeries(
-                device=dev_of(skeys[g]), stream=stream_of(skeys[g]), t=t_last, v=v_last,
-                point_mean=point_mean, points=2 * len(calls), max_graph_as_one=gmax,
-                graph_ops=int(is_graph.sum())))
-    return out, dbl
+        self._skeys, self._by_stream = skeys, by_stream
+        self._todo = sorted((int(hi - lo), g, int(lo), int(hi))
+                            for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo)
+
+    def work(self) -> None:
+        """Compute streams on this thread until none is left untaken (the first caller groups the
+        ops first; a caller arriving meanwhile waits for the groups)."""
+        with self._setup_lock:
+            if not self._ready:
+                self._setup()
+                self._ready = True
+        while True:
+            with self._lock:
+                if not self._todo:
+                    return
+                _, g, lo, hi = self._todo.pop()
+            self._one_stream(g, self._by_stream[lo:hi])   # this stream's matched ops, in start order
+
+    def result(self) -> tuple[list[StreamSeries], np.ndarray]:
+        """Once every stream is done (each `work` call has returned): the series in (device,
+        stream) order and the depths before launch."""
+        self._by_stream = None
+        return [s for _, s in sorted(self._done, key=lambda d: d[0])], self.dbl
+
+    def _one_stream(self, g: int, sel: np.ndarray) -> None:
+        ops, api = self.trace.ops, self.trace.api
+        calls = ops.api[sel]
+        t_last, v_last, point_mean, before, perm = _stream_depth(ops.start, sel, api.start, calls)
+        with self._lock:
+            if self.dbl.dtype == np.int16 and len(before) and int(before.max()) > SMALL_DEPTH:
+                self.dbl = self.dbl.astype(np.int32)
+            self.dbl[sel if perm is None else sel[perm]] = before
+        del before, perm
+        is_graph = api.kind[calls] == API_GRAPH_LAUNCH
+        gmax = int(v_last.max())
+        if gmax <= SMALL_DEPTH:
+            v_last = v_last.astype(np.int16)
+        if is_graph.any():
+            # Counting each replay as one entry (retired when its first op starts) removes the
+            # replay's other ops: each was +1 from the launch call until its own start.
+            gi = np.nonzero(is_graph)[0]
+            first = unique_sorted(calls[gi], return_index=True)[1]
+            rest = np.delete(gi, first)
+            gmax = _max_without(t_last, v_last, api.start[calls[rest]], ops.start[sel[rest]])
+        series = StreamSeries(device=self._dev_of(self._skeys[g]), stream=self._stream_of(self._skeys[g]),
+                              t=t_last, v=v_last, point_mean=point_mean, points=2 * len(calls),
+                              max_graph_as_one=gmax, graph_ops=int(is_graph.sum()))
+        with self._lock:
+            self._done.append((g, series))
