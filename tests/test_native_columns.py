@@ -406,3 +406,43 @@ def test_a_table_read_in_halves_on_two_threads_equals_one_read(tmp_path, monkeyp
 
 def _kept(rowid: int) -> bool:
     return not (rowid % 13 == 2 or 300 <= rowid <= 350)
+
+
+def _api_heavy(path: Path) -> Path:
+    """The export with a non-launch call (an event record) after each call: twice the API rows."""
+    con = sqlite3.connect(path)
+    sid = con.execute("SELECT max(id) + 1 FROM StringIds").fetchone()[0]
+    con.execute("INSERT INTO StringIds(id, value) VALUES (?, 'cudaEventRecord_v3020')", (sid,))
+    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
+    shifted = {"start": "end + 1", "end": "end + 2", "correlationId": "correlationId + 100000000", "nameId": str(sid)}
+    con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME({', '.join(cols)}) "
+                f"SELECT {', '.join(shifted.get(c, c) for c in cols)} FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("api_heavy", [False, True])
+def test_the_heavier_scan_is_the_one_read_in_halves(tmp_path, monkeypatch, api_heavy):
+    """The NVTX worker reads half of whichever scan weighs more (rows x values per row): the
+    kernels' in the generator's exports (one call per kernel), the API calls' where they
+    outnumber the kernels as in real exports; the trace is the one a read in whole tables gives."""
+    from launchtui.trace import nsys_sqlite
+    path = synth.write_nsys_sqlite(synth.simulate(), tmp_path / "t.sqlite")
+    if api_heavy:
+        _api_heavy(path)
+    monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 10**12)
+    whole = read_trace(path)
+    split, real = set(), sc.fetch_int_columns_in_halves
+
+    def halves(con, table, exprs, dropped, out, elsewhere):   # the tables whose upper half went elsewhere
+        spied = None if elsewhere is None else (lambda fn: split.add(table) or elsewhere(fn))
+        return real(con, table, exprs, dropped, out, spied)
+    monkeypatch.setattr(nsys_sqlite, "fetch_int_columns_in_halves", halves)
+    monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 100)
+    _same_trace(whole, read_trace(path))
+    assert ("CUPTI_ACTIVITY_KIND_RUNTIME" in split) == api_heavy
+    assert ("CUPTI_ACTIVITY_KIND_KERNEL" in split) == (not api_heavy)
+    reader = nsys_sqlite._Reader(path)
+    assert nsys_sqlite._api_heavier(reader) == api_heavy
+    reader.con.close()

@@ -29,7 +29,7 @@ from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_columns import merge_in_time_order, thread_ids
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             fetch_int_columns_in_halves, private_snapshot, side_files,
+                                             fetch_int_columns_in_halves, private_snapshot, rowid_span, side_files,
                                              snapshot_dir, table_capacity, table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
@@ -120,15 +120,17 @@ class _Reader:
         return {}
 
     # --- tables ----------------------------------------------------------
-    def read_api(self):
+    def read_api(self, elsewhere=None):
+        """The API calls' columns, names interned (main thread). `elsewhere`: reads the upper half
+        of a big table on another thread (sqlite_columns.fetch_int_columns_in_halves)."""
         if not self.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
             return None
         exprs = {"start": "start", "end": "end", "gtid": "globalTid"}
         try:   # the name id in the correlation-id column's high half: 8 bytes of fresh memory less per call
-            c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": Packed("nameId", "correlationId")})
+            c = self._api_ints({**exprs, "corr": Packed("nameId", "correlationId")}, elsewhere)
             ids, packed = halves(c["corr"])[0], True
         except Unpackable:   # a NULL, negative or large id: the two apart
-            c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": "correlationId", "name": "nameId"})
+            c = self._api_ints({**exprs, "corr": "correlationId", "name": "nameId"}, elsewhere)
             ids, packed = c.pop("name"), False
         name = self.names.map(ids, nm.api_display_name, (self.tables["CUPTI_ACTIVITY_KIND_RUNTIME"], "nameId"))
         del ids
@@ -137,6 +139,18 @@ class _Reader:
         kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
+
+    def _api_ints(self, exprs: dict, elsewhere) -> dict[str, np.ndarray]:
+        canon = "CUPTI_ACTIVITY_KIND_RUNTIME"
+        if elsewhere is None:
+            return self.ints(canon, exprs)
+        table = self.tables[canon]
+        cols = {k: np.empty(table_capacity(self.con, table), np.int64) for k in exprs}
+        n = len(fetch_int_columns_in_halves(self.con, table, exprs, self.dropped, cols, elsewhere)["start"])
+        for v in cols.values():
+            v.resize(n, refcheck=False)   # in place (the halves' views are gone)
+        self.progress(f"read {canon}", n)
+        return cols
 
     GPU_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
                   ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
@@ -359,11 +373,13 @@ def _read_tables(r: _Reader) -> tuple:
         finally:
             con.close()
 
+    api_heavier = _api_heavier(r)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        # the GPU-op scan is the longest: the NVTX worker reads half the kernel table once done
-        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw, lambda fn: pool.submit(on_own_connection, fn))
+        # the NVTX worker, once done, reads half of the longer scan: the kernels' or the API calls'
+        elsewhere = lambda fn: pool.submit(on_own_connection, fn)   # noqa: E731
+        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw, None if api_heavier else elsewhere)
         nvtx_future = pool.submit(on_own_connection, nsys_nvtx.read_raw, r)
-        api_part = r.read_api()
+        api_part = r.read_api(elsewhere if api_heavier else None)
         ovh_part = r.read_overheads()
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
@@ -371,6 +387,24 @@ def _read_tables(r: _Reader) -> tuple:
     ops = r.gpu_ops(gpu_raw)
     nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
     return api_part, ovh_part, ops, nvtx_part
+
+
+# values a row hands over to the scan: a kernel row 8 (two pairs packed into two columns), an API
+# call 5; their products with the rows weigh the two scans against each other (_api_heavier)
+KERNEL_ROW_VALUES, API_ROW_VALUES = 8, 5
+
+
+def _api_heavier(r: _Reader) -> bool:
+    """Whether the API table's scan outweighs the kernel table's: then the NVTX worker reads half of
+    it instead of half of the kernels, so neither the main thread (the API table) nor the kernel
+    worker ends long after the others. Exports hold 1.6-3.5x as many API calls as kernels in the
+    samples (syncs, copies, event records), the benchmark's generator one per kernel. Rowid spans
+    from the b-trees' ends; a table without one (sparse rowids) keeps the kernel split."""
+    if not (r.has("CUPTI_ACTIVITY_KIND_RUNTIME") and r.has("CUPTI_ACTIVITY_KIND_KERNEL")):
+        return False
+    api = rowid_span(r.con, r.tables["CUPTI_ACTIVITY_KIND_RUNTIME"])
+    kernels = rowid_span(r.con, r.tables["CUPTI_ACTIVITY_KIND_KERNEL"])
+    return api is not None and kernels is not None and api * API_ROW_VALUES > kernels * KERNEL_ROW_VALUES
 
 
 def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:

@@ -150,6 +150,13 @@ def _dense(lo, hi) -> bool:
     return type(lo) is int and type(hi) is int and hi - lo < CHUNK_ROWS * MAX_WINDOWS
 
 
+def rowid_span(con: sqlite3.Connection, table: str) -> int | None:
+    """How many rowids the table spans (an upper bound of its rows, read from the b-tree's ends);
+    None for an empty, a WITHOUT ROWID or a sparse table, whose size only a scan would tell."""
+    lo, hi = _rowid_bounds(con, table)
+    return hi - lo + 1 if _dense(lo, hi) else None
+
+
 def table_capacity(con: sqlite3.Connection, table: str, where: str = "") -> int:
     """At least as many rows as `fetch_int_columns(con, table, ..., where)` returns: the rowid span,
     else (empty, WITHOUT ROWID or sparse rowids) a count. Sizes the arrays it may fill (`out`)."""
