@@ -16,7 +16,7 @@ from launchtui.analysis import memo, nvtx
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
-from launchtui.trace.arrays import nonzero_index, unique_sorted
+from launchtui.trace.arrays import isin_int, median_of, nonzero_index, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
 from launchtui.trace.nesting import FEW_THREADS
@@ -160,7 +160,7 @@ def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
     uth = _threads_seen(th) if th.min() >= 0 else None
     if uth is not None and len(uth) <= FEW_THREADS:   # each thread's durations by a mask (np.median partitions that copy)
         for t in uth.tolist():
-            med[t] = np.median(dur if len(uth) == 1 else dur[th == t],
+            med[t] = median_of(dur if len(uth) == 1 else dur[th == t],
                                overwrite_input=len(uth) > 1)
         return med
     # group rows by thread (radix sort on few ids), then np.median (a partition, not a sort) per thread
@@ -169,7 +169,7 @@ def thread_launch_medians(trace: Trace, calls=None) -> np.ndarray:
     bounds = np.searchsorted(tg[o], np.arange(len(uth) + 1))
     ds = dur[o]
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):  # one iteration per thread
-        med[uth[i]] = np.median(ds[lo:hi], overwrite_input=True)
+        med[uth[i]] = median_of(ds[lo:hi], overwrite_input=True)
     return med
 
 
@@ -247,7 +247,7 @@ def _command_buffer_full(trace: Trace, calls: np.ndarray | None = None) -> np.nd
     thread, corr = (api.thread, api.corr) if calls is None else (api.thread[calls], api.corr[calls])
     key_api = thread.astype(np.int64) * (1 << 40) + corr
     key_ov = ov.thread[m].astype(np.int64) * (1 << 40) + ov.corr[m]
-    out[np.isin(key_api, key_ov)] = True
+    out[isin_int(key_api, key_ov)] = True
     return out
 
 

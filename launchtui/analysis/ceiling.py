@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+from launchtui.trace.arrays import median_of, unique_sorted
+
 DEEP_DEPTH = 64          # a queue this deep is far from the few entries a CPU stall happens at
 MIN_SLOW = 5             # fewer slow deep calls are too little to find a ceiling from
 BAND_MIN = 4             # the band's half-width at least this many entries
@@ -80,7 +82,7 @@ def find(depth: np.ndarray, slow: np.ndarray, cbf: np.ndarray, normal: Callable[
     out = Ceiling(slow_deep=len(cand), command_buffer_full=len(cbf))
     inb = cand[:0]
     if len(cand) >= MIN_SLOW:
-        out.depth = int(np.median(depth[cand]))
+        out.depth = int(median_of(depth[cand]))
         out.band = band_of(out.depth)
         inb = cand[(depth[cand] >= out.band[0]) & (depth[cand] <= out.band[1])]
         out.in_band = len(inb)
@@ -94,9 +96,9 @@ def find(depth: np.ndarray, slow: np.ndarray, cbf: np.ndarray, normal: Callable[
     elif len(cand):
         out.why_not = f"{len(cand)} slow launch calls at depth >= {DEEP_DEPTH} (fewer than {MIN_SLOW})"
     if out.clustered:
-        out.blocked = np.union1d(cbf, inb).astype(np.int64)
+        out.blocked = unique_sorted(np.concatenate([cbf, inb])).astype(np.int64)   # np.union1d
     elif len(cbf):
-        out.depth = int(np.median(depth[cbf]))
+        out.depth = int(median_of(depth[cbf]))
         out.band = band_of(out.depth)
         out.blocked = np.sort(cbf).astype(np.int64)
     return out

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.config import CONFIG
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, unique_sorted
 from launchtui.trace.grouping import DENSE_LIMIT, dense_groups
 from launchtui.trace.model import API_LAUNCH, Trace
 
@@ -151,7 +151,7 @@ def _slow_first_launches(trace: Trace, first: np.ndarray) -> np.ndarray:
         base = api.end[s]
         base -= api.start[s]
         del s
-        limit = max(floor, CONFIG.spike_factor * float(np.median(base, overwrite_input=True)) if len(base) else 0.0)
+        limit = max(floor, CONFIG.spike_factor * float(median_of(base, overwrite_input=True)) if len(base) else 0.0)
         del base
         keep[mine] = dur[mine] > limit
     del steady

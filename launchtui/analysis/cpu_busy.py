@@ -8,7 +8,7 @@ import numpy as np
 
 from launchtui.analysis import intervals as iv
 from launchtui.trace import names as nm
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, percentile_int, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 from launchtui.trace.registry import FACT_CPU_SAMPLING
 
@@ -62,7 +62,7 @@ def sample_interval(trace: Trace) -> int:
     same = s.thread[1:] == s.thread[:-1]
     gaps = (s.time[1:] - s.time[:-1])[same]
     gaps = gaps[gaps > 0]
-    return int(np.percentile(gaps, 25)) if len(gaps) >= 4 else 0
+    return int(percentile_int(gaps, 25)) if len(gaps) >= 4 else 0
 
 
 def _slice(keys: np.ndarray, key: int) -> slice:
@@ -70,7 +70,7 @@ def _slice(keys: np.ndarray, key: int) -> slice:
 
 
 def _pct_stats(values: np.ndarray) -> dict:
-    return {"median": round(float(np.median(values)), 1), "min": round(float(values.min()), 1),
+    return {"median": round(float(median_of(values)), 1), "min": round(float(values.min()), 1),
             "max": round(float(values.max()), 1)}
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.select import Selection
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 CAPTURE_TRACE_SHARE = 0.5   # captured calls >= this share of the launched work (definitions §12): a capture trace
@@ -317,7 +317,7 @@ def _under(graph: np.ndarray, n_ops: np.ndarray) -> np.ndarray:
     out = np.zeros(len(graph), bool)
     for g in unique_sorted(graph).tolist():   # per graph
         m = graph == g
-        out[m] = n_ops[m] < np.median(n_ops[m])
+        out[m] = n_ops[m] < median_of(n_ops[m])
     return out
 
 

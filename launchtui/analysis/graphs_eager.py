@@ -9,7 +9,7 @@ import numpy as np
 from launchtui.analysis.graphs_report import scope_integrity
 from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.sources import dominant_sites
-from launchtui.trace.arrays import index_type
+from launchtui.trace.arrays import index_type, median_of
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 from launchtui.trace.order import string_ranks
@@ -18,7 +18,7 @@ TOP_EAGER = 8
 
 
 def _stats(v: np.ndarray) -> dict:
-    return {"median": float(np.median(v)), "min": int(v.min()), "max": int(v.max())}
+    return {"median": float(median_of(v)), "min": int(v.min()), "max": int(v.max())}
 
 
 def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray) -> dict:
@@ -51,7 +51,7 @@ def eager_remainder(trace: Trace, it: Iterations, device: int, calls: np.ndarray
     r_n = np.bincount(k[graph], weights=per_call[graph], minlength=n).astype(np.int64)
     share = np.where(e_n + r_n > 0, r_n / np.maximum(e_n + r_n, 1), 0.0)
     return {"iterations": n, "eager_launches": _stats(e_n), "graph_launches": _stats(g_n), "replayed_ops": _stats(r_n),
-            "graphed_share": round(float(np.median(share)), 4),
+            "graphed_share": round(float(median_of(share)), 4),
             "eager_kernels": _eager_kernels(trace, calls[eager], name_at[eager], n)}
 
 

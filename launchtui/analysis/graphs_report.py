@@ -11,7 +11,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis.prose import short
 from launchtui.analysis.queue import queue_summary
 from launchtui.analysis.select import Selection
-from launchtui.trace.arrays import nonzero_index
+from launchtui.trace.arrays import median_of, nonzero_index
 from launchtui.trace.model import API_LAUNCH, Trace
 
 PROFILE_REPLAY = "runtime launch overhead cannot be judged here; profile the replay"
@@ -20,7 +20,7 @@ PROFILE_REPLAY = "runtime launch overhead cannot be judged here; profile the rep
 def _us(values: np.ndarray) -> dict:
     if not len(values):
         return {"median": None, "min": None, "max": None}
-    return {"median": round(float(np.median(values)) / 1e3, 3), "min": round(float(values.min()) / 1e3, 3),
+    return {"median": round(float(median_of(values)) / 1e3, 3), "min": round(float(values.min()) / 1e3, 3),
             "max": round(float(values.max()) / 1e3, 3)}
 
 
@@ -66,7 +66,7 @@ def replay_json(trace: Trace, rp: gr.Replays) -> dict:
         head = int(rp.head_name[r[0]])
         rows.append({"graph": g + 1, "first_op": trace.strings[head] if head >= 0 else GRAPH_LEVEL_OP, "replays": int(len(r)),
                      "ops_per_replay": _count(rp.n_ops[r]),
-                     "nodes_per_call": float(np.median(rp.n_ops[r])),
+                     "nodes_per_call": float(median_of(rp.n_ops[r])),
                      "span_us": _us(rp.last[r] - rp.first[r]), "busy_us": _us(rp.busy[r]),
                      "node_gaps_us": _us(rp.gaps[r]), "max_node_gap_us": round(float(rp.max_gap[r].max()) / 1e3, 3),
                      "launch_api_us": _us(api.end[calls] - api.start[calls]),
@@ -82,7 +82,7 @@ def replay_json(trace: Trace, rp: gr.Replays) -> dict:
 
 
 def _count(v: np.ndarray) -> dict:
-    return {"median": float(np.median(v)), "min": int(v.min()), "max": int(v.max())}
+    return {"median": float(median_of(v)), "min": int(v.min()), "max": int(v.max())}
 
 
 GRAPH_LEVEL = "CUDA graphs traced at graph level"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from launchtui.analysis.idle_causes import HOST_STALL_NS
+from launchtui.trace.arrays import median_of
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 DEP_NS = 10_000            # a wait this long beyond call and predecessor is a dependency a graph keeps
@@ -139,7 +140,7 @@ def build_world(trace: Trace, it_s: np.ndarray, it_e: np.ndarray, device: int, c
     after, lag = _waited_for(k, s, e, w)
     w = np.where(after >= 0, 0, w)
     queued = ~fixed & (api.kind[np.maximum(a, 0)] == API_LAUNCH) & (pred > h + latency)
-    qgap = int(np.median(s[queued] - pred[queued])) if queued.sum() >= MIN_GAP_SAMPLES else None
+    qgap = int(median_of(s[queued] - pred[queued])) if queued.sum() >= MIN_GAP_SAMPLES else None
     c_in = np.searchsorted(it_s, api.start[calls], side="right") - 1
     ok = (c_in >= 0) & (api.start[calls] < it_e[np.maximum(c_in, 0)])
     c_api, c_k = calls[ok], c_in[ok]

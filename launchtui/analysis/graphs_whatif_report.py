@@ -13,7 +13,7 @@ from launchtui.analysis.cpu_busy import host_blocking_calls
 from launchtui.analysis.iterations import Iterations
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
 from launchtui.analysis.prose import UNNAMED_PHASE, short
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, Trace
 
 MAX_EAGER, MAX_GRAPHED = 5, 3
@@ -52,8 +52,8 @@ def _graph_cost(doc: dict) -> tuple[int, int | None, str]:
     if not rows:
         return int(CONFIG.graph_launch_us * 1e3), None, "default (definitions.md §14): the trace has no graph launch"
     n = [r["replays"] for r in rows]
-    call = float(np.median(np.repeat([r["launch_api_us"]["median"] for r in rows], n)))
-    per = float(np.median(np.repeat([r["launch_api_us"]["median"] / max(r["ops_per_replay"]["median"], 1)
+    call = float(median_of(np.repeat([r["launch_api_us"]["median"] for r in rows], n)))
+    per = float(median_of(np.repeat([r["launch_api_us"]["median"] / max(r["ops_per_replay"]["median"], 1)
                                      for r in rows], n)))
     return (int(round(call * 1e3)), int(round(per * 1e3)),
             f"measured: median of {sum(n):,} graph launch call{'s' if sum(n) != 1 else ''}, {per:.3g} µs per node")
@@ -67,7 +67,7 @@ def _node_gaps(doc: dict, queued: int | None) -> tuple[int, int, str]:
     if rows:
         per = np.repeat([r["node_gaps_us"]["median"] / (r["ops_per_replay"]["median"] - 1) for r in rows],
                         [r["replays"] for r in rows])
-        vals.append(int(round(float(np.median(per)) * 1e3)))
+        vals.append(int(round(float(median_of(per)) * 1e3)))
         said.append(f"the trace's replays {vals[-1] / 1e3:g} µs")
     if queued is not None:
         vals.append(queued)
@@ -181,7 +181,7 @@ def _phase_rows(kind, key, n_ops, k_of, n_it: int, texts: list, by_phase: list[d
     graph = kind == API_GRAPH_LAUNCH
     uk, inv = np.unique(key, return_inverse=True)
     nk = len(uk)
-    cnt = lambda m, w=None: np.median(np.bincount(k_of[m] * nk + inv[m], weights=None if w is None else w[m],   # noqa: E731
+    cnt = lambda m, w=None: median_of(np.bincount(k_of[m] * nk + inv[m], weights=None if w is None else w[m],   # noqa: E731
                                                   minlength=n_it * nk).reshape(n_it, nk), axis=0)
     e_it, g_it, r_it = cnt(eager), cnt(graph), cnt(graph, n_ops.astype(np.float64))
     rows = []
@@ -205,8 +205,8 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple
         r["status"] = "no_stretch"
         return
     (lo, lo_ok), (hi, hi_ok) = gw.retime(W, lo_runs, gaps[0]), gw.retime(W, hi_runs, gaps[1])
-    ends = sorted([float(np.median(lo)), float(np.median(hi))])
-    now_ms = float(np.median(now)) / 1e6
+    ends = sorted([float(median_of(lo)), float(median_of(hi))])
+    now_ms = float(median_of(now)) / 1e6
     floor = now_ms / amdahl if amdahl else 0.0
     est = [max(x / 1e6, floor) for x in ends]
     per_it = np.bincount(hi_runs.k, minlength=W.n_it)
@@ -214,9 +214,9 @@ def _estimate(r: dict, W: gw.World, member: np.ndarray, cost: tuple, gaps: tuple
     r.update({"iteration_ms": round(now_ms, 3), "estimate_ms": [round(x, 3) for x in est],
               "speedup": [round(now_ms / est[1], 3), round(now_ms / est[0], 3)] if est[0] > 0 else None,
               "at_amdahl_bound": bool(ends[0] / 1e6 < floor), "converged": lo_ok and hi_ok,
-              "graph_launches_if_graphed": float(np.median(per_it)),
-              "graph_launch_us": [round(float(np.median(lo_runs.cost)) / 1e3, 3), round(float(np.median(hi_runs.cost)) / 1e3, 3)],
-              "launches_collapsed_per_iteration": float(np.median(collapsed))})
+              "graph_launches_if_graphed": float(median_of(per_it)),
+              "graph_launch_us": [round(float(median_of(lo_runs.cost)) / 1e3, 3), round(float(median_of(hi_runs.cost)) / 1e3, 3)],
+              "launches_collapsed_per_iteration": float(median_of(collapsed))})
 
 
 # --- Markdown ----------------------------------------------------------------------------------

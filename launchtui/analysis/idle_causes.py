@@ -33,7 +33,7 @@ from launchtui.analysis import intervals as iv
 from launchtui.analysis import memo
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
-from launchtui.trace.arrays import index_type, unique_sorted
+from launchtui.trace.arrays import index_type, median_of, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
 
 CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
@@ -87,7 +87,7 @@ def streams_latency(trace: Trace, ons: list[np.ndarray]) -> Latency:
     lat = np.concatenate(samples) if samples else np.zeros(0, np.int64)
     if len(lat) < MIN_LATENCY_SAMPLES:
         return Latency(DEFAULT_LATENCY_NS, len(lat), False)
-    return Latency(max(0, int(np.median(lat))), len(lat), True)
+    return Latency(max(0, int(median_of(lat))), len(lat), True)
 
 
 def _latency_samples(trace: Trace, on: np.ndarray):

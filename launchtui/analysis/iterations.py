@@ -17,7 +17,7 @@ import numpy as np
 from launchtui.analysis.intervals import in_windows
 from launchtui.analysis.phases import normalise
 from launchtui.analysis.prose import dur, short
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 
 SOURCE_PROFILER_STEP = "ProfilerStep"
@@ -72,7 +72,7 @@ class Iterations:
     def to_json(self) -> dict:
         d = self.durations()
         return {"source": self.source, "count": len(self), "name": self.name, "heuristic": self.heuristic,
-                "median_ns": int(np.median(d)) if len(d) else 0, "min_ns": int(d.min()) if len(d) else 0,
+                "median_ns": int(median_of(d)) if len(d) else 0, "min_ns": int(d.min()) if len(d) else 0,
                 "max_ns": int(d.max()) if len(d) else 0, "note": self.note, "base_depth": self.base_depth,
                 "starts_ns": self.start.tolist(), "ends_ns": self.end.tolist()}
 
@@ -349,7 +349,7 @@ def _enclosing_note(trace: Trace, it: Iterations, threads: np.ndarray) -> str:
         return ""
     span = rg.end[pp] - rg.start[pp]
     best = min(pp[span == span.max()].tolist(), key=lambda r: (int(rg.start[r]), trace.strings[int(rg.text[r])]))
-    period = float(np.median(it.durations())) / 1e6
+    period = float(median_of(it.durations())) / 1e6
     return (f"; the launch period ({dur(period)}) is shorter than the enclosing range "
             f"{short(normalise(trace.strings[int(rg.text[best])]), 60)} ({dur(float(span.max()) / 1e6)}): "
             f"likely a layer, not a step")

@@ -32,6 +32,7 @@ from launchtui.analysis.idle_causes import device_latency
 from launchtui.analysis.intervals import in_window_order, in_windows
 from launchtui.analysis.queue import StreamSeries, backlog_starts, depth_before_launch, stream_series
 from launchtui.analysis.stream_calls import DRY_SLACK_NS
+from launchtui.trace.arrays import median_of
 from launchtui.trace.model import API_LAUNCH, Trace
 
 MIN_BLOCKED = 3           # blocked calls that make an iteration saturated (any Nsight-flagged one does)
@@ -275,8 +276,8 @@ def _judge_stream(trace: Trace, s: StreamSeries, on: np.ndarray, x: _Inputs, lat
         v.outside = {"max_depth": out_depth, "blocked": v.outside_blocked, "range": _range_at_max(trace, s)}
     dur = trace.api.end[v.blocked_calls] - trace.api.start[v.blocked_calls]
     v.reason = _reason(v, c_in, int(f["launches"].max()), len(x.starts), len(backlog),
-                       float(np.median(dur)) / 1e3 if len(dur) else 0.0,
-                       int(np.median(f["median_depth"][won])) if won.any() else 0)
+                       float(median_of(dur)) / 1e3 if len(dur) else 0.0,
+                       int(median_of(f["median_depth"][won])) if won.any() else 0)
     return v
 
 

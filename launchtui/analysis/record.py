@@ -31,7 +31,7 @@ from launchtui.analysis.record_top import top_kernels
 from launchtui.analysis.queue_class import classify
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Deferred, Shared
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import median_of, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace import names as nm
 from launchtui.trace.model import Trace
@@ -47,7 +47,7 @@ def _stats(values: np.ndarray, scale: float = 1.0, nd: int = 6) -> dict:
     if not len(values):
         return {"median": 0, "min": 0, "max": 0}
     f = (lambda x: round(float(x) / scale, nd)) if scale != 1.0 else (lambda x: round(float(x), nd))
-    return {"median": f(np.median(values)), "min": f(values.min()), "max": f(values.max())}
+    return {"median": f(median_of(values)), "min": f(values.min()), "max": f(values.max())}
 
 
 def _device_window(trace: Trace, on: np.ndarray, sel: Selection, calls: np.ndarray) -> tuple[int, int]:
@@ -258,7 +258,7 @@ def _gpu_figures(trace: Trace, it: itr.Iterations, devs: dict, doc: dict, cold: 
     idle["sum_ok"] = bool((sum(per_cause.values()) == f.idle_ns).all())
     idle["launch_limit"] = g.launch_limit
     share = facts.pooled(f.iteration_ns)
-    med_launches, med_iter = float(np.median(f.launches)), float(np.median(f.iteration_ns))
+    med_launches, med_iter = float(median_of(f.launches)), float(median_of(f.iteration_ns))
     rule_ms = med_launches * LAUNCH_COST_US / 1e3
     doc.update({
         "per_iteration": _per_iteration_json(f),
@@ -379,7 +379,7 @@ def _cpu_side_record(trace: Trace, sel: Selection, opt: RecordOptions, doc: dict
     n_it = len(it)
     launches = np.bincount(k[inside], minlength=n_it)
     api_ns = np.bincount(k[inside], weights=(api.end[calls] - api.start[calls])[inside].astype(np.float64), minlength=n_it)
-    med_launches, med_iter = float(np.median(launches)), float(np.median(it.durations()))
+    med_launches, med_iter = float(median_of(launches)), float(median_of(it.durations()))
     rule_ms = med_launches * LAUNCH_COST_US / 1e3
     api_totals = _api_totals(trace, it, calls)
     launch_api_ms = sum(r["total_ms"] for r in api_totals)

@@ -13,7 +13,7 @@ from launchtui.analysis import iterations as itr
 from launchtui.analysis import idle_causes as ic
 from launchtui.analysis.idle_causes import CAUSES, HOST_BOUND, GapCauses, Latency
 from launchtui.analysis.phases import attributed_phase_keys, main_thread
-from launchtui.trace.arrays import nonzero_index, unique_sorted
+from launchtui.trace.arrays import median_of, nonzero_index, unique_sorted
 
 UNATTRIBUTED_MAX = 0.25     # an iteration more idle than this for unseen launches is not steady state
 TAIL_LAUNCHES = 0.5         # a last iteration with fewer launches than this x the others' median
@@ -49,9 +49,9 @@ def steady_iterations(per_it: dict[str, np.ndarray], idle_ns: np.ndarray, launch
     for k in np.flatnonzero(unatt).tolist():
         keep[k] = False
         why[k] = "its GPU idle is mostly unattributed (ops launched before the capture)"
-    if n >= 3 and keep[-1] and launches[-1] < TAIL_LAUNCHES * np.median(launches[:-1]):
+    if n >= 3 and keep[-1] and launches[-1] < TAIL_LAUNCHES * median_of(launches[:-1]):
         keep[-1] = False
-        why[n - 1] = f"a tail step: {int(launches[-1])} launches against a median of {np.median(launches[:-1]):g}"
+        why[n - 1] = f"a tail step: {int(launches[-1])} launches against a median of {median_of(launches[:-1]):g}"
     if not keep.any():
         return np.ones(n, bool), []
     return keep, [{"iteration": k, "reason": r} for k, r in sorted(why.items())]
@@ -171,7 +171,7 @@ def _launch_limit(facts: IdleFacts, in_flight: np.ndarray, tails: int, copy_ns: 
 def _stats(v: np.ndarray) -> dict:
     if not len(v):
         return {"median": 0, "min": 0, "max": 0}
-    return {"median": round(float(np.median(v)) / 1e6, 6), "min": round(float(v.min()) / 1e6, 6),
+    return {"median": round(float(median_of(v)) / 1e6, 6), "min": round(float(v.min()) / 1e6, 6),
             "max": round(float(v.max()) / 1e6, 6)}
 
 

@@ -17,6 +17,7 @@ from launchtui.analysis.sources import dominant_sites
 from launchtui.trace import names as nm
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
+from launchtui.trace.arrays import median_of
 
 # a group is small when at least this share of its launches run under the time threshold (§V4)
 SMALL_SHARE = 0.5
@@ -175,7 +176,7 @@ def _shown_groups(trace: Trace, it: itr.Iterations, opt: RecordOptions, k: np.nd
     median = {}
     for i in shown:  # a few groups
         own = kern[g == i]
-        median[i] = float(np.median(own)) if len(own) else 0.0
+        median[i] = float(median_of(own)) if len(own) else 0.0
     return phase, rules, source, names, median
 
 

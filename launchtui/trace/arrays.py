@@ -83,6 +83,69 @@ def unique_sorted(a, return_index: bool = False, return_inverse: bool = False, r
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def isin_int(a, b) -> np.ndarray:
+    """`np.isin(a, b)` for integer arrays: each value of `a` found among `b`'s, by a search in `b`
+    sorted. numpy's own sort path calls a flagless np.unique, which asks numpy.ma whether `b` is
+    masked and so imports it (17-19 ms of a cold command's start, bench/MISSED.md)."""
+    a, keys = np.asarray(a), np.sort(np.asarray(b).reshape(-1))
+    if not len(keys):
+        return np.zeros(a.shape, bool)
+    pos = np.searchsorted(keys, a)
+    np.minimum(pos, len(keys) - 1, out=pos)
+    return keys[pos] == a
+
+
+def percentile_int(a, q: float) -> float:
+    """`float(np.percentile(a, q))` for a non-empty 1-D integer array, bit for bit: numpy's linear
+    method (the value at (n - 1) q / 100 between its two neighbours, by numpy's own two-sided
+    lerp) on a partition, without numpy's np.unique of the indices, which imports numpy.ma."""
+    a = np.asarray(a).reshape(-1)
+    n = len(a)
+    at = (n - 1) * (np.float64(q) / 100)
+    lo = int(np.floor(at))
+    hi = min(lo + 1, n - 1)
+    part = np.partition(a, [lo, hi]) if hi != lo else np.partition(a, lo)
+    below, above, t = part[lo], part[hi], at - lo
+    diff = np.subtract(above, below)
+    return float(np.subtract(above, diff * (1 - t)) if t >= 0.5 else np.add(below, diff * t))
+
+
+def median_of(a, axis: int | None = None, overwrite_input: bool = False):
+    """`np.median(a, axis, overwrite_input=...)`, bit for bit: numpy's own steps (a partition at the
+    middle one or two, their mean, NaN where the data hold one), without its NaN check for float
+    data, which asks numpy.ma and so imports it (17-19 ms of a cold command's start,
+    bench/MISSED.md)."""
+    a = np.asanyarray(a)
+    if a.size == 0 or type(a) is not np.ndarray or a.ndim == 0:
+        return np.median(a, axis=axis, overwrite_input=overwrite_input)   # numpy's warning; subclasses
+    if axis is None:
+        data, axis = (a.ravel() if overwrite_input else a.reshape(-1)), 0
+    else:
+        data = a
+    sz = data.shape[axis]
+    kth = [sz // 2 - 1, sz // 2] if sz % 2 == 0 else [(sz - 1) // 2]
+    nans = np.issubdtype(a.dtype, np.inexact) or a.dtype.kind in "Mm"
+    if nans:
+        kth.append(-1)   # a NaN sorts last
+    if overwrite_input:
+        data.partition(kth, axis=axis)
+        part = data
+    else:
+        part = np.partition(data, kth, axis=axis)
+    index = sz // 2
+    middle = [slice(None)] * part.ndim
+    middle[axis] = slice(index, index + 1) if sz % 2 == 1 else slice(index - 1, index + 1)
+    out = np.mean(part[tuple(middle)], axis=axis)
+    if nans:
+        last = part.take(-1, axis=axis)
+        nan = np.isnan(last)
+        if nan.any():
+            if isinstance(out, np.generic):
+                return last
+            np.copyto(out, last, where=nan)
+    return out
+
+
 def unique_rows(mat: np.ndarray, return_inverse: bool = False):
     """`np.unique(mat, axis=0, return_inverse=...)` for a 2-D integer array: rows in lexicographic
     order. Each column's dense rank folds into one int64 key, column by column (the key stays below

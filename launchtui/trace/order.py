@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.arrays import isin_int, unique_sorted
 from launchtui.trace.model import StringTable
 
 
@@ -96,7 +96,7 @@ def _order_ties(s, order, keys, names, strings) -> None:
     """Sort `order`'s runs of equal `s` by the keys, then the names' string values, in place."""
     tie = np.flatnonzero(s[1:] == s[:-1])
     members = unique_sorted(np.concatenate([tie, tie + 1]))   # positions in runs of equal start
-    run = np.cumsum(~np.isin(members, tie + 1))           # a new run where not tied to the one before
+    run = np.cumsum(~isin_int(members, tie + 1))           # a new run where not tied to the one before
     rows = order[members]
     cols = [run] + [_take(k, rows) for k in keys]
     o = np.lexsort(tuple(reversed(cols)))                 # stable: equal keys keep their order

@@ -13,6 +13,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
+from launchtui.trace.arrays import median_of
 from launchtui.tui.screens import MODAL_CSS
 
 NO_GRAPHS = "No CUDA / HIP graph replays here: no graph-launch call in this selection recorded a GPU op."
@@ -39,7 +40,7 @@ def graph_rows(trace, sel) -> GraphRows:
         mine = rp.graph == i
         calls.append(rp.call[mine])
         n = rp.n_ops[mine]
-        short = int((n < np.median(n)).sum())
+        short = int((n < median_of(n)).sum())
         integ.append("graph-level" if row.get("graph_level") else "ok" if int(n.min()) == int(n.max())
                      else f"{short} short" if short else "varies")
     return GraphRows(doc["graphs"], calls, integ, len(rp.unrecorded), doc["replayed_ops"])
