@@ -107,6 +107,25 @@ def test_generator_artefacts_are_counted():
     assert int((trace.ops.kind == 0).sum()) == gt["counts"]["kernels"]
 
 
+def test_kineto_args_with_invalid_utf8_skip_only_their_event(tmp_path):
+    """A byte that is not UTF-8 inside an operator's call stack (a bit flip the outer decode passes
+    over, as args stay raw until decoded on their own): that operator's args are skipped and
+    counted, every op and call still read (fuzz seed 116, case 84: a traceback before)."""
+    skip = "args not an object, or correlation/device/stream of the wrong type"
+    doc = json.loads(gzip.decompress((synth.DEMO_DIR / "demo.json.gz").read_bytes()))
+    ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    ops[100]["args"]["Call stack"] = "model.py(97): forward;site-packages/s\u00e9te/x.py(1): f"
+    raw = json.dumps(doc, ensure_ascii=False).encode()
+    assert raw.count("s\u00e9te".encode()) == 1
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_bytes(raw)
+    bad.write_bytes(raw.replace("s\u00e9te".encode(), b"s\xe9te"))   # a lone 0xE9: not UTF-8
+    ok_trace, bad_trace = read_trace(good), read_trace(bad)
+    assert skip not in ok_trace.source.extra.get("skipped", {})
+    assert bad_trace.source.extra["skipped"][skip] == 1
+    assert len(bad_trace.ops) == len(ok_trace.ops) and len(bad_trace.api) == len(ok_trace.api)
+
+
 def test_kineto_ids_that_are_not_integers_skip_the_event(tmp_path):
     """A correlation of 2.5 would join the call of correlation 2, "abc" none: both are skipped and
     counted; integral floats and integer strings are ids."""

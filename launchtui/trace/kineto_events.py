@@ -62,13 +62,15 @@ def decode_args(raws: list, typ, loose):
     if not raws:
         return [], np.ones(0, bool)
     buf = b"[" + b",".join(map(bytes, raws)) + b"]"
+    # DecodeError too: a raw value the outer decode passed over whole can still fail on its own
+    # (a bit flip inside a string: invalid UTF-8 or escape); it is then decoded one by one below
     try:
         return msgspec.json.decode(buf, type=list[typ]), np.ones(len(raws), bool)
-    except (msgspec.ValidationError, RecursionError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         pass
     try:
         return msgspec.json.decode(buf, type=list[loose]), np.ones(len(raws), bool)
-    except (msgspec.ValidationError, RecursionError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         pass
     out, ok = [], np.ones(len(raws), bool)
     for i, raw in enumerate(raws):  # rare: some args are not objects
