@@ -167,16 +167,9 @@ def _stream_groups(device: np.ndarray, stream: np.ndarray):
     return skeys, grp, lambda k: int(k) // width + d0, lambda k: int(k) % width + s0
 
 
-def build_queue_series(trace: Trace) -> tuple[list[StreamSeries], np.ndarray]:
-    """Depth series for every stream, and per op the depth before its launch call (int16 up to
-    SMALL_DEPTH, else int32), on this thread (`QueueSeriesWork` shares the streams out)."""
-    work = QueueSeriesWork(trace)
-    work.work()
-    return work.result()
-
-
 class QueueSeriesWork:
-    """`build_queue_series` one stream at a time, the largest first, on every thread that calls
+    """Depth series for every stream, and per op the depth before its launch call (int16 up to
+    SMALL_DEPTH, else int32), one stream at a time, the largest first, on every thread that calls
     `work`: the index's helper begins it beside the index's other parts, and the index's own thread
     takes the streams left once those are done (two streams of 500k ops each at 1M kernels, where
     the helper alone ran ~50 ms after the other parts ended). Each stream's series and depths are

@@ -15,9 +15,9 @@ from launchtui.analysis.select import Selection
 from launchtui.analysis.shared import Shared
 from launchtui.analysis.sources import dominant_sites
 from launchtui.trace import names as nm
+from launchtui.trace.arrays import median_of
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import Trace
-from launchtui.trace.arrays import median_of
 
 # a group is small when at least this share of its launches run under the time threshold (§V4)
 SMALL_SHARE = 0.5

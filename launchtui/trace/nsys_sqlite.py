@@ -105,8 +105,18 @@ class _Reader:
     def colset(self, canon: str) -> set[str]:
         return self.cols[self.tables[canon]]
 
-    def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None) -> dict[str, np.ndarray]:
-        out = fetch_int_columns(con or self.con, self.tables[canon], exprs, where, self.dropped)
+    def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None, elsewhere=None) -> dict[str, np.ndarray]:
+        """The table's integer columns (sqlite_columns.fetch_int_columns). `elsewhere` (no `where`):
+        the upper half of a big table read on another thread (fetch_int_columns_in_halves)."""
+        con, table = con or self.con, self.tables[canon]
+        if elsewhere is None or where:
+            out = fetch_int_columns(con, table, exprs, where, self.dropped)
+        else:
+            cap = table_capacity(con, table)
+            out = {k: np.empty(cap, np.int64) for k in exprs}
+            n = len(fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)["start"])
+            for v in out.values():
+                v.resize(n, refcheck=False)   # in place (the halves' views are gone)
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
         return out
 
@@ -127,10 +137,12 @@ class _Reader:
             return None
         exprs = {"start": "start", "end": "end", "gtid": "globalTid"}
         try:   # the name id in the correlation-id column's high half: 8 bytes of fresh memory less per call
-            c = self._api_ints({**exprs, "corr": Packed("nameId", "correlationId")}, elsewhere)
+            c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": Packed("nameId", "correlationId")},
+                          elsewhere=elsewhere)
             ids, packed = halves(c["corr"])[0], True
         except Unpackable:   # a NULL, negative or large id: the two apart
-            c = self._api_ints({**exprs, "corr": "correlationId", "name": "nameId"}, elsewhere)
+            c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": "correlationId", "name": "nameId"},
+                          elsewhere=elsewhere)
             ids, packed = c.pop("name"), False
         name = self.names.map(ids, nm.api_display_name, (self.tables["CUPTI_ACTIVITY_KIND_RUNTIME"], "nameId"))
         del ids
@@ -139,18 +151,6 @@ class _Reader:
         kind_of = np.array([nm.api_kind(s) for s in self.strings.values], np.int8) if len(self.strings) else np.zeros(0, np.int8)
         kind = kind_of[name] if len(name) else np.zeros(0, np.int8)
         return c, name, kind
-
-    def _api_ints(self, exprs: dict, elsewhere) -> dict[str, np.ndarray]:
-        canon = "CUPTI_ACTIVITY_KIND_RUNTIME"
-        if elsewhere is None:
-            return self.ints(canon, exprs)
-        table = self.tables[canon]
-        cols = {k: np.empty(table_capacity(self.con, table), np.int64) for k in exprs}
-        n = len(fetch_int_columns_in_halves(self.con, table, exprs, self.dropped, cols, elsewhere)["start"])
-        for v in cols.values():
-            v.resize(n, refcheck=False)   # in place (the halves' views are gone)
-        self.progress(f"read {canon}", n)
-        return cols
 
     GPU_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
                   ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
