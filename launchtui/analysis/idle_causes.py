@@ -35,6 +35,7 @@ from launchtui.analysis.config import CONFIG
 from launchtui.analysis.cpu_busy import host_blocking_calls
 from launchtui.trace.arrays import index_type, median_of, unique_sorted
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_MEMCPY, Trace
+from launchtui.trace.sorted_search import search_sorted
 
 CAUSES = ("launch", "host", "host_stall", "sync", "dependency", "cold_start", "migration", "unattributed")
 HOST_BOUND = ("launch", "host")        # what CUDA graphs / torch.compile remove
@@ -119,7 +120,7 @@ def ending_ops(trace: Trace, on: np.ndarray, g1: np.ndarray) -> np.ndarray:
     # op indices in 32 bits while they fit: one per gap, held by GapCauses (20M: the record's peak)
     out = np.full(len(g1), -1, index_type(len(trace.ops)))
     for i in range(0, len(g1), HEAD_BLOCK):    # the search's positions a block of gaps long
-        j = np.searchsorted(st, g1[i:i + HEAD_BLOCK], side="left")
+        j = search_sorted(st, g1[i:i + HEAD_BLOCK], side="left")
         has = j < len(on)
         out[i:i + HEAD_BLOCK][has] = on[j[has]]
     return out
@@ -168,7 +169,7 @@ def sync_in_flight(trace: Trace, calls: np.ndarray, t: np.ndarray, blocking: np.
         b = b[np.argsort(api.start[b], kind="stable")]
         s0 = api.start[b]
         s1 = np.maximum.accumulate(api.end[b])          # nested calls: the outer one's end holds
-        k = np.searchsorted(s0, tm, side="right") - 1
+        k = search_sorted(s0, tm, side="right") - 1
         hit = k >= 0
         end = s1[np.maximum(k, 0)]
         del k

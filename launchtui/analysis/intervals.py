@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from launchtui.trace.arrays import index_type, unique_sorted
+from launchtui.trace.sorted_search import search_sorted
 
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,8 +156,8 @@ def in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     # run bounds 0, a_0, b_0, a_1, b_1, ..., n: outside, window 0, outside, window 1, ..., outside
     bounds = np.empty(2 * len(starts) + 2, np.int64)
     bounds[0], bounds[-1] = 0, len(t)
-    bounds[1:-1:2] = np.searchsorted(t, starts, side="left")
-    bounds[2:-1:2] = np.searchsorted(t, ends, side="left")
+    bounds[1:-1:2] = search_sorted(t, starts, side="left")
+    bounds[2:-1:2] = search_sorted(t, ends, side="left")
     label = np.full(len(bounds) - 1, -1, np.int64)
     label[1::2] = np.arange(len(starts))
     return np.repeat(label, np.diff(bounds))
@@ -184,7 +185,7 @@ def covered(s: np.ndarray, e: np.ndarray, t: np.ndarray, prefix: np.ndarray | No
         return np.zeros(len(t), np.int64)
     prefix = _prefix(s, e) if prefix is None else prefix
     # in place where possible: t can be one value per gap (20M: the record's peak, bench/MISSED.md)
-    j = np.searchsorted(s, t, side="right")
+    j = search_sorted(s, t, side="right")
     j -= 1
     before_all = j < 0
     np.maximum(j, 0, out=j)

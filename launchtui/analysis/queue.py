@@ -20,6 +20,7 @@ from launchtui.analysis.index import trace_index
 from launchtui.analysis.queue_series import StreamSeries
 from launchtui.analysis.select import WHOLE, Selection, time_window
 from launchtui.trace.model import Trace
+from launchtui.trace.sorted_search import search_sorted
 
 DEFAULT_THRESHOLDS = CONFIG.thresholds
 __all__ = ["StreamSeries", "stream_series", "depth_before_launch", "queue_summary", "QueueStats",
@@ -60,7 +61,7 @@ def stream_ops(trace: Trace, device: int, stream: int) -> np.ndarray:
 def backlog_pending(backlog: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Per time: the backlog's ops still pending (not yet started; one starting at that time no
     longer is, as -1 applies before +1 in §5)."""
-    pending = np.searchsorted(backlog, times, side="right")
+    pending = search_sorted(backlog, times, side="right")
     return np.subtract(len(backlog), pending, out=pending)
 
 

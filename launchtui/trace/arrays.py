@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 
+from launchtui.trace.sorted_search import search_sorted
+
 PACK = 1 << 32       # two ids in one int64 (sqlite_columns.Packed, shift 32)
 _HIGH = 1 if sys.byteorder == "little" else 0   # which int32 half of an int64 holds its high bits
 
@@ -85,12 +87,13 @@ def unique_sorted(a, return_index: bool = False, return_inverse: bool = False, r
 
 def isin_int(a, b) -> np.ndarray:
     """`np.isin(a, b)` for integer arrays: each value of `a` found among `b`'s, by a search in `b`
-    sorted. numpy's own sort path calls a flagless np.unique, which asks numpy.ma whether `b` is
+    sorted (search_sorted: `a` in runs of ascending values, as ids per thread are, costs a probe or
+    two per value). numpy's own sort path calls a flagless np.unique, which asks numpy.ma whether `b` is
     masked and so imports it (17-19 ms of a cold command's start, bench/MISSED.md)."""
     a, keys = np.asarray(a), np.sort(np.asarray(b).reshape(-1))
     if not len(keys):
         return np.zeros(a.shape, bool)
-    pos = np.searchsorted(keys, a)
+    pos = search_sorted(keys, a)
     np.minimum(pos, len(keys) - 1, out=pos)
     return keys[pos] == a
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from launchtui.trace.sorted_search import search_sorted
+
 FEW_THREADS = 8   # up to this many threads with ranges, lookups select each thread's queries by a mask
 LOOKUP_BLOCK = 1 << 22   # queries looked up at once: bounds the lookup's temporaries
 
@@ -120,7 +122,7 @@ def _fill(out: np.ndarray, t: np.ndarray, idx, entry: tuple[np.ndarray, np.ndarr
     if not isinstance(idx, slice) and not len(idx):
         return
     times, vals = entry
-    pos = np.searchsorted(times, t[idx], side="right")
+    pos = search_sorted(times, t[idx], side="right")
     pos -= 1
     none = pos < 0
     np.maximum(pos, 0, out=pos)
