@@ -154,18 +154,16 @@ def _encode_processes(trace: Trace) -> None:
     for raw in (trace.api.pid, trace.ops.pid):   # keys come in long runs: sort only the run heads
         h = np.ones(len(raw), bool)
         np.not_equal(raw[1:], raw[:-1], out=h[1:])
-        heads.append(raw[h])
-    keys = unique_sorted(np.concatenate(heads))
+        at = np.flatnonzero(h)
+        heads.append((at, raw[at]))
+    keys = unique_sorted(np.concatenate([v for _, v in heads]))
     processes = keys[keys != -1]
     dtype = np.int16 if len(processes) <= np.iinfo(np.int16).max else np.int32
-    for table in (trace.api, trace.ops):
-        raw = table.pid
-        if len(processes) == 1 and not (raw == -1).any():
-            table.pid = np.zeros(len(raw), dtype)
-            continue
-        codes = np.searchsorted(processes, raw).astype(dtype)
-        codes[raw == -1] = -1
-        table.pid = codes
+    for table, (at, head) in zip((trace.api, trace.ops), heads):
+        # a code per run, repeated over its rows: the one n-long array is the narrow result
+        code = np.searchsorted(processes, head).astype(dtype)
+        code[head == -1] = -1
+        table.pid = np.repeat(code, np.diff(at, append=len(table.pid)))
     trace.processes = processes
 
 
