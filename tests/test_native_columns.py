@@ -8,6 +8,7 @@ import dataclasses
 import os
 import shutil
 import sqlite3
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -368,10 +369,11 @@ def test_packed_pairs_apart_read_every_int64(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("gaps", [False, True])
-def test_a_table_read_in_halves_on_two_threads_equals_one_read(tmp_path, monkeypatch, gaps):
-    """fetch_int_columns_in_halves: the same rows, order and drop counts as one read, into the
-    given arrays (rowid gaps and dropped rows in the lower half close up), both readers; an
-    Unpackable pair in either half raises and counts nothing."""
+@pytest.mark.parametrize("share", [0.5, 0.1, 0.9])
+def test_a_table_read_in_two_parts_on_two_threads_equals_one_read(tmp_path, monkeypatch, gaps, share):
+    """fetch_int_columns_split: the same rows, order and drop counts as one read, into the given
+    arrays (rowid gaps and dropped rows in the lower part close up), both readers, whatever share
+    the other thread reads; an Unpackable pair in either part raises and counts nothing."""
     from concurrent.futures import ThreadPoolExecutor
     monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 100)
     rows = [(i, None if i % 41 == 7 else i + 3, i % 5, i % 3) for i in range(1000)]
@@ -382,26 +384,53 @@ def test_a_table_read_in_halves_on_two_threads_equals_one_read(tmp_path, monkeyp
         con.commit()
         con.close()
     exprs = {"start": "start", "end": "end", "ab": sc.Packed("a", "b")}
+    where = []
 
-    def halves(exprs):
+    def parts(exprs):
         def run():
             con, d = sc.connect_readonly(db), Counter()
             cap = sc.table_capacity(con, "t")
             out = {k: np.full(cap + 4, -7, np.int64) for k in exprs}
             with ThreadPoolExecutor(1) as pool:
-                got = sc.fetch_int_columns_in_halves(
-                    con, "t", exprs, d, out, lambda fn: pool.submit(lambda: fn(con=sc.connect_readonly(db))))
+                got = sc.fetch_int_columns_split(
+                    con, "t", exprs, d, out,
+                    lambda fn: pool.submit(lambda: where.append(threading.current_thread().name)
+                                           or fn(con=sc.connect_readonly(db))), share)
             return {k: np.array(v) for k, v in got.items()}, d
         return run
-    for (one, d1), (two, d2) in zip(both(monkeypatch, fetch(db, "t", exprs)), both(monkeypatch, halves(exprs))):
+    for (one, d1), (two, d2) in zip(both(monkeypatch, fetch(db, "t", exprs)), both(monkeypatch, parts(exprs))):
         assert_same_columns(one, two)
         assert d1 == d2 and d1["t"] == sum(1 for r in rows if r[1] is None and (not gaps or _kept(r[0] + 1)))
+    assert len(where) == 2 and all(name != threading.current_thread().name for name in where)
     con = sqlite3.connect(db)
-    con.execute("UPDATE t SET a = -1 WHERE rowid = (SELECT max(rowid) FROM t)")   # upper half
+    con.execute("UPDATE t SET a = -1 WHERE rowid = (SELECT max(rowid) FROM t)")   # upper part
     con.commit()
     con.close()
-    for got in both(monkeypatch, halves(exprs)):
+    for got in both(monkeypatch, parts(exprs)):
         assert isinstance(got, sc.Unpackable)
+
+
+def test_an_offer_no_thread_took_up_is_read_by_its_owner(tmp_path, monkeypatch):
+    """The other thread busy until the owner is done: the upper part is withdrawn and read on the
+    owner's own connection, the rows as one read gives them, and the other thread never runs it."""
+    from concurrent.futures import ThreadPoolExecutor
+    rows = [(i, i + 3, i % 5, i % 3) for i in range(1000)]
+    db = _make(tmp_path / "t.sqlite", "CREATE TABLE t (start INTEGER, end INTEGER, a INTEGER, b INTEGER)", rows)
+    exprs = {"start": "start", "end": "end", "a": "a"}
+    busy, ran = threading.Event(), []
+    con = sc.connect_readonly(db)
+    out = {k: np.zeros(sc.table_capacity(con, "t"), np.int64) for k in exprs}
+    monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 100)
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(busy.wait, 5)   # the one worker busy: the offer queues behind it (5 s: no hang if not)
+        try:
+            got = sc.fetch_int_columns_split(con, "t", exprs, Counter(), out,
+                                             lambda fn: pool.submit(lambda: ran.append(1) or fn(con=con)), 0.7)
+        finally:
+            busy.set()
+    one = sc.fetch_int_columns(con, "t", exprs)
+    assert_same_columns(one, {k: np.ascontiguousarray(v) for k, v in got.items()})
+    assert ran == []
 
 
 def _kept(rowid: int) -> bool:
@@ -422,27 +451,46 @@ def _api_heavy(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("api_heavy", [False, True])
-def test_the_heavier_scan_is_the_one_read_in_halves(tmp_path, monkeypatch, api_heavy):
-    """The NVTX worker reads half of whichever scan weighs more (rows x values per row): the
-    kernels' in the generator's exports (one call per kernel), the API calls' where they
-    outnumber the kernels as in real exports; the trace is the one a read in whole tables gives."""
+def _nvtx_heavy(path: Path) -> Path:
+    """The export with 60 ranges per launch call's worth of inline-text NVTX rows (nsys-ai's exports
+    hold 2.5-3x as many ranges as calls, nearly all with inline text)."""
+    con = sqlite3.connect(path)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(NVTX_EVENTS)")]
+    n_api = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+    n = con.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0]
+    for k in range(max(1, 4 * n_api // max(n, 1))):
+        shifted = {"start": f"start + {k + 1}", "end": f"end + {k + 1}", "text": f"ifnull(text, 'r') || '{k}'"}
+        con.execute(f"INSERT INTO NVTX_EVENTS({', '.join(cols)}) SELECT {', '.join(shifted.get(c, c) for c in cols)} "
+                    f"FROM NVTX_EVENTS WHERE rowid <= {n}")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("shape", ["generator", "api_heavy", "nvtx_heavy"])
+def test_offered_shares_follow_the_scans_weights(tmp_path, monkeypatch, shape):
+    """The API calls and the GPU ops offer the NVTX worker the shares that even the three scans out
+    (nsys_scan_shares): the kernels the larger in the generator's exports (one call per kernel),
+    the API calls where they outnumber the kernels as in real exports, nothing where the NVTX
+    ranges outweigh both (nsys-ai's exports); the trace is the one a read in whole tables gives."""
     from launchtui.trace import nsys_sqlite
     path = synth.write_nsys_sqlite(synth.simulate(), tmp_path / "t.sqlite")
-    if api_heavy:
-        _api_heavy(path)
+    {"api_heavy": _api_heavy, "nvtx_heavy": _nvtx_heavy}.get(shape, lambda p: p)(path)
     monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 10**12)
     whole = read_trace(path)
-    split, real = set(), sc.fetch_int_columns_in_halves
+    offered, real = {}, sc.fetch_int_columns_split
 
-    def halves(con, table, exprs, dropped, out, elsewhere):   # the tables whose upper half went elsewhere
-        spied = None if elsewhere is None else (lambda fn: split.add(table) or elsewhere(fn))
-        return real(con, table, exprs, dropped, out, spied)
-    monkeypatch.setattr(nsys_sqlite, "fetch_int_columns_in_halves", halves)
+    def spied(con, table, exprs, dropped, out, elsewhere, share):
+        if elsewhere is not None and share > 0:
+            offered[table] = share
+        return real(con, table, exprs, dropped, out, elsewhere, share)
+    monkeypatch.setattr(nsys_sqlite, "fetch_int_columns_split", spied)
     monkeypatch.setattr(sc, "SPLIT_MIN_ROWS", 100)
     _same_trace(whole, read_trace(path))
-    assert ("CUPTI_ACTIVITY_KIND_RUNTIME" in split) == api_heavy
-    assert ("CUPTI_ACTIVITY_KIND_KERNEL" in split) == (not api_heavy)
-    reader = nsys_sqlite._Reader(path)
-    assert nsys_sqlite._api_heavier(reader) == api_heavy
-    reader.con.close()
+    api, kernels = offered.get("CUPTI_ACTIVITY_KIND_RUNTIME", 0), offered.get("CUPTI_ACTIVITY_KIND_KERNEL", 0)
+    if shape == "generator":
+        assert 0 < api < kernels
+    elif shape == "api_heavy":
+        assert api > kernels >= 0 and api > 0.3
+    else:
+        assert offered == {}

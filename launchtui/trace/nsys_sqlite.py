@@ -27,9 +27,11 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, Gp
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_columns import merge_in_time_order, thread_ids
+from launchtui.trace.nsys_scan_shares import GPU_TABLES as SCAN_GPU_TABLES
+from launchtui.trace.nsys_scan_shares import ScanShares, scan_shares, scan_weights
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
-                                             fetch_int_columns_in_halves, private_snapshot, rowid_span, side_files,
+                                             fetch_int_columns_split, private_snapshot, side_files,
                                              snapshot_dir, table_capacity, table_columns)
 
 PID_MASK = ~0xFFFFFF  # globalPid = globalTid with the thread bits cleared
@@ -105,16 +107,17 @@ class _Reader:
     def colset(self, canon: str) -> set[str]:
         return self.cols[self.tables[canon]]
 
-    def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None, elsewhere=None) -> dict[str, np.ndarray]:
+    def ints(self, canon: str, exprs: dict[str, str], where: str = "", con=None, elsewhere=None,
+             share: float = 0.5) -> dict[str, np.ndarray]:
         """The table's integer columns (sqlite_columns.fetch_int_columns). `elsewhere` (no `where`):
-        the upper half of a big table read on another thread (fetch_int_columns_in_halves)."""
+        the upper `share` of a big table offered to another thread (fetch_int_columns_split)."""
         con, table = con or self.con, self.tables[canon]
         if elsewhere is None or where:
             out = fetch_int_columns(con, table, exprs, where, self.dropped)
         else:
             cap = table_capacity(con, table)
             out = {k: np.empty(cap, np.int64) for k in exprs}
-            n = len(fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)["start"])
+            n = len(fetch_int_columns_split(con, table, exprs, self.dropped, out, elsewhere, share)["start"])
             for v in out.values():
                 v.resize(n, refcheck=False)   # in place (the halves' views are gone)
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
@@ -130,19 +133,19 @@ class _Reader:
         return {}
 
     # --- tables ----------------------------------------------------------
-    def read_api(self, elsewhere=None):
-        """The API calls' columns, names interned (main thread). `elsewhere`: reads the upper half
-        of a big table on another thread (sqlite_columns.fetch_int_columns_in_halves)."""
+    def read_api(self, elsewhere=None, share: float = 0.5):
+        """The API calls' columns, names interned (main thread). `elsewhere`: offered the upper
+        `share` of the table, read on another thread (sqlite_columns.fetch_int_columns_split)."""
         if not self.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
             return None
         exprs = {"start": "start", "end": "end", "gtid": "globalTid"}
         try:   # the name id in the correlation-id column's high half: 8 bytes of fresh memory less per call
             c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": Packed("nameId", "correlationId")},
-                          elsewhere=elsewhere)
+                          elsewhere=elsewhere, share=share)
             ids, packed = halves(c["corr"])[0], True
         except Unpackable:   # a NULL, negative or large id: the two apart
             c = self.ints("CUPTI_ACTIVITY_KIND_RUNTIME", {**exprs, "corr": "correlationId", "name": "nameId"},
-                          elsewhere=elsewhere)
+                          elsewhere=elsewhere, share=share)
             ids, packed = c.pop("name"), False
         name = self.names.map(ids, nm.api_display_name, (self.tables["CUPTI_ACTIVITY_KIND_RUNTIME"], "nameId"))
         del ids
@@ -155,13 +158,13 @@ class _Reader:
     GPU_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
                   ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
 
-    def read_gpu_raw(self, elsewhere=None, con=None):
+    def read_gpu_raw(self, elsewhere=None, share: float = 0.5, con=None):
         """The GPU-op tables' integer columns, read one after another into one set of arrays sized
         by their summed capacities (no per-table parts to concatenate: that copy would be fresh
         memory the size of every column), each table's (kind, first row, end row, ids read apart or None),
         and the rows with graph ids (graph_ids.replay_rows; read only when a graph launch can exist). No
-        interning: safe on a worker thread. None when no GPU-op table exists. `elsewhere`: reads half
-        of a big table on another thread (sqlite_columns.fetch_int_columns_in_halves)."""
+        interning: safe on a worker thread. None when no GPU-op table exists. `elsewhere`: offered
+        the upper `share` of each big table (sqlite_columns.fetch_int_columns_split)."""
         con = con or self.con
         present = [(self.tables[canon], canon, kind) for canon, kind in self.GPU_TABLES if self.has(canon)]
         if not present:
@@ -185,7 +188,7 @@ class _Reader:
                 exprs.update(graph_ids.scan_exprs(cs, kind == OP_KERNEL, nodes))
             out = {k: v[n:] for k, v in cols.items()}
             try:
-                got = fetch_int_columns_in_halves(con, table, exprs, self.dropped, out, elsewhere)
+                got = fetch_int_columns_split(con, table, exprs, self.dropped, out, elsewhere, share)
                 m, apart = len(got["start"]), None
                 del got
             except Unpackable:   # an id outside its half (e.g. above 2^31): the two columns apart
@@ -373,13 +376,14 @@ def _read_tables(r: _Reader) -> tuple:
         finally:
             con.close()
 
-    api_heavier = _api_heavier(r)
+    shares = _shares(r)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        # the NVTX worker, once done, reads half of the longer scan: the kernels' or the API calls'
+        # the API calls and the GPU ops offer their upper shares to whichever worker is free first:
+        # the NVTX worker, once its ranges are read (nsys_scan_shares)
         elsewhere = lambda fn: pool.submit(on_own_connection, fn)   # noqa: E731
-        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw, None if api_heavier else elsewhere)
+        gpu_future = pool.submit(on_own_connection, r.read_gpu_raw, elsewhere, shares.gpu)
         nvtx_future = pool.submit(on_own_connection, nsys_nvtx.read_raw, r)
-        api_part = r.read_api(elsewhere if api_heavier else None)
+        api_part = r.read_api(elsewhere, shares.api)
         ovh_part = r.read_overheads()
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
@@ -389,22 +393,14 @@ def _read_tables(r: _Reader) -> tuple:
     return api_part, ovh_part, ops, nvtx_part
 
 
-# values a row hands over to the scan: a kernel row 8 (two pairs packed into two columns), an API
-# call 5; their products with the rows weigh the two scans against each other (_api_heavier)
-KERNEL_ROW_VALUES, API_ROW_VALUES = 8, 5
+def _shares(r: _Reader) -> ScanShares:
+    """The shares of the API and GPU-op scans offered to the NVTX worker (nsys_scan_shares); none
+    where a big table's rows are unknown without a scan."""
+    w = scan_weights(r.con, {c: r.tables[c] for c in SCANNED if r.has(c)})
+    return scan_shares(w) if w is not None else ScanShares()
 
 
-def _api_heavier(r: _Reader) -> bool:
-    """Whether the API table's scan outweighs the kernel table's: then the NVTX worker reads half of
-    it instead of half of the kernels, so neither the main thread (the API table) nor the kernel
-    worker ends long after the others. Exports hold 1.6-3.5x as many API calls as kernels in the
-    samples (syncs, copies, event records), the benchmark's generator one per kernel. Rowid spans
-    from the b-trees' ends; a table without one (sparse rowids) keeps the kernel split."""
-    if not (r.has("CUPTI_ACTIVITY_KIND_RUNTIME") and r.has("CUPTI_ACTIVITY_KIND_KERNEL")):
-        return False
-    api = rowid_span(r.con, r.tables["CUPTI_ACTIVITY_KIND_RUNTIME"])
-    kernels = rowid_span(r.con, r.tables["CUPTI_ACTIVITY_KIND_KERNEL"])
-    return api is not None and kernels is not None and api * API_ROW_VALUES > kernels * KERNEL_ROW_VALUES
+SCANNED = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_OVERHEAD", "NVTX_EVENTS") + SCAN_GPU_TABLES
 
 
 def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:

@@ -200,28 +200,36 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
 SPLIT_MIN_ROWS = 1 << 18   # a table read by two threads at once from this many rowids
 
 
-def fetch_int_columns_in_halves(con: sqlite3.Connection, table: str, exprs: dict, dropped: Counter,
-                                out: dict[str, np.ndarray], elsewhere) -> dict[str, np.ndarray]:
+def fetch_int_columns_split(con: sqlite3.Connection, table: str, exprs: dict, dropped: Counter,
+                            out: dict[str, np.ndarray], elsewhere, share: float = 0.5) -> dict[str, np.ndarray]:
     """fetch_int_columns(con, table, exprs, "", dropped, out=out), the same rows in the same
-    (rowid) order, with the upper half of the rowids read meanwhile by `elsewhere(fn)` (runs
+    (rowid) order, with the upper `share` of the rowids offered to `elsewhere(fn)` (runs
     `fn(con=<a connection of its own>)` on another thread, returns its future): one big table's
-    scan shared by two cores. The halves' rows go to `out` at the lower half's rowid span, then
-    close up; `dropped` counts only once both halves are read (an Unpackable half: neither)."""
+    scan shared by two cores. An offer no thread has taken up by the time the lower part is read
+    is withdrawn (its future cancelled) and read here: a busy other thread never leaves this one
+    waiting, so an offer costs nothing where it was not needed. The parts' rows go to `out` at the
+    lower part's rowid span, then close up; `dropped` counts only once both parts are read (an
+    Unpackable part: neither)."""
     lo, hi = _rowid_bounds(con, table)
-    if elsewhere is None or not _dense(lo, hi) or hi - lo + 1 < SPLIT_MIN_ROWS:
+    if elsewhere is None or share <= 0 or not _dense(lo, hi) or hi - lo + 1 < SPLIT_MIN_ROWS:
         return fetch_int_columns(con, table, exprs, "", dropped, out=out)
-    mid = lo + (hi - lo + 1) // 2
-    span = mid - lo   # at most this many rows below mid: the upper half's rows start there
+    rows = hi - lo + 1
+    mid = hi + 1 - min(max(round(rows * share), 1), rows - 1)   # the upper part: rowids [mid, hi]
+    span = mid - lo   # at most this many rows below mid: the upper part's rows start there
     counts = (Counter(), Counter())
-    upper = elsewhere(lambda con: fetch_int_columns(con, table, exprs, f"rowid >= {mid}", counts[1],
-                                                    out={k: v[span:] for k, v in out.items()}))
+
+    def read_upper(con):
+        return fetch_int_columns(con, table, exprs, f"rowid >= {mid}", counts[1],
+                                 out={k: v[span:] for k, v in out.items()})
+    upper = elsewhere(read_upper)
     try:
         m1 = len(fetch_int_columns(con, table, exprs, f"rowid < {mid}", counts[0],
                                    out={k: v[:span] for k, v in out.items()})["start"])
     except BaseException:
-        upper.exception()   # the other thread writes into `out` until it returns
+        if not upper.cancel():
+            upper.exception()   # the other thread writes into `out` until it returns
         raise
-    m2 = len(upper.result()["start"])
+    m2 = len((read_upper(con=con) if upper.cancel() else upper.result())["start"])
     if m1 < span:
         for v in out.values():
             v[m1:m1 + m2] = v[span:span + m2]   # overlapping: numpy buffers the source
