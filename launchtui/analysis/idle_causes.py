@@ -100,7 +100,7 @@ def _latency_samples(trace: Trace, on: np.ndarray):
         ok = a >= 0
         ok[ok] = api.kind[a[ok]] == API_LAUNCH
         i = np.flatnonzero(ok)
-        a = a[i]
+        a = a[i].astype(np.intp, copy=False)   # two gathers: numpy's fast path is for intp indices
         prev = i + (lo - 1)   # the stream's op before each, in `on`; -1 for its first
         prev_end = ops.end[on[np.maximum(prev, 0)]]
         prev_end[prev < 0] = np.iinfo(np.int64).min

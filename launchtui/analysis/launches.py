@@ -115,9 +115,10 @@ def _aggregate(trace: Trace, k: np.ndarray, device: np.ndarray, name: np.ndarray
     max_api, span_end = np.full(ng, big.min, np.int64), np.full(ng, big.min, np.int64)
     min_api, span_start = np.full(ng, big.max, np.int64), np.full(ng, big.max, np.int64)
     for lo in range(0, len(k), AGG_BLOCK):   # one iteration per block of launches
-        # ufunc.at takes its fast path with intp indices: the block's group indices widened
-        kb, gb = k[lo:lo + AGG_BLOCK], g[lo:lo + AGG_BLOCK].astype(np.intp, copy=False)
-        calls = ops.api[kb]
+        # ufunc.at and gathers take numpy's fast path with intp indices (int32 ones are cast in
+        # buffers at every use): the block's group, launch and call indices widened once
+        kb, gb = k[lo:lo + AGG_BLOCK].astype(np.intp, copy=False), g[lo:lo + AGG_BLOCK].astype(np.intp, copy=False)
+        calls = ops.api[kb].astype(np.intp, copy=False)
         call_end, start = api.end[calls], ops.start[kb]
         queue = start - call_end          # queue wait: kernel start - API end (definitions §3)
         late = queue < 0                  # no wait measurable (rare): out of the queue figures

@@ -95,7 +95,9 @@ def stream_calls(trace: Trace, on: np.ndarray, dbl: np.ndarray, backlog: np.ndar
     # report's peak, beside the record)
     for i in range(0, n, CALL_BLOCK):
         b = slice(i, i + CALL_BLOCK)
-        a, op1 = a_u[b], on[pos[b]]
+        # indices widened once per block: each feeds two gathers or more, which take numpy's
+        # fast path with intp indices (int32 ones are cast in buffers at every use)
+        a, op1 = a_u[b].astype(np.intp, copy=False), on[pos[b]].astype(np.intp, copy=False)
         c0 = api.start[a]
         d = dbl[op1].astype(np.int64)
         d += 1
