@@ -71,12 +71,11 @@ def test_the_text_share_is_sampled_at_three_places(tmp_path, every):
     con = _nvtx_db(tmp_path, texts)
     share = _text_share(con, "NVTX_EVENTS")
     assert share == pytest.approx(1 / every if every else 0.0, abs=0.01)
-    w = scan_weights(con, {"NVTX_EVENTS": "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME": "CUPTI_ACTIVITY_KIND_RUNTIME",
-                           "CUPTI_ACTIVITY_KIND_MEMSET": "CUPTI_ACTIVITY_KIND_MEMSET"})
+    w = scan_weights(con, api="CUPTI_ACTIVITY_KIND_RUNTIME", nvtx="NVTX_EVENTS", gpu=("CUPTI_ACTIVITY_KIND_MEMSET",))
     assert w == ScanWeights(api=300 * 5, overheads=0, gpu=0, nvtx=5000 * (NVTX_ROW_VALUES + NVTX_TEXT_VALUES * share))
 
 
 def test_sparse_rowids_offer_nothing(tmp_path):
     con = _nvtx_db(tmp_path, ["r"] * 10)
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(rowid, start, end) VALUES (10000000000, 1, 2)")
-    assert scan_weights(con, {"CUPTI_ACTIVITY_KIND_RUNTIME": "CUPTI_ACTIVITY_KIND_RUNTIME"}) is None
+    assert scan_weights(con, api="CUPTI_ACTIVITY_KIND_RUNTIME") is None

@@ -150,21 +150,26 @@ def _encode_processes(trace: Trace) -> None:
     """Replace ops.pid and api.pid (the reader's int64 process keys, -1 unknown) by indices into
     `trace.processes` (model.process_col). Before the sort, so the sort and the join move 2-byte
     codes. Equal keys get equal codes and -1 stays -1, so the join's matches are unchanged."""
-    heads = []
-    for raw in (trace.api.pid, trace.ops.pid):   # keys come in long runs: sort only the run heads
-        h = np.ones(len(raw), bool)
-        np.not_equal(raw[1:], raw[:-1], out=h[1:])
-        at = np.flatnonzero(h)
-        heads.append((at, raw[at]))
-    keys = unique_sorted(np.concatenate([v for _, v in heads]))
+    # keys come in long runs: sort only the run heads (their values; where the runs are short,
+    # positions held for both tables would be two more columns, so each table's are found again)
+    keys = unique_sorted(np.concatenate([raw[_run_starts(raw)] for raw in (trace.api.pid, trace.ops.pid)]))
     processes = keys[keys != -1]
     dtype = np.int16 if len(processes) <= np.iinfo(np.int16).max else np.int32
-    for table, (at, head) in zip((trace.api, trace.ops), heads):
+    for table in (trace.api, trace.ops):
         # a code per run, repeated over its rows: the one n-long array is the narrow result
+        at = _run_starts(table.pid)
+        head = table.pid[at]
         code = np.searchsorted(processes, head).astype(dtype)
         code[head == -1] = -1
         table.pid = np.repeat(code, np.diff(at, append=len(table.pid)))
     trace.processes = processes
+
+
+def _run_starts(raw: np.ndarray) -> np.ndarray:
+    """Positions where a run of equal values starts."""
+    h = np.ones(len(raw), bool)
+    np.not_equal(raw[1:], raw[:-1], out=h[1:])
+    return np.flatnonzero(h)
 
 
 def _narrow_ids(table, name: str) -> None:

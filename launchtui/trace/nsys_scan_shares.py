@@ -18,12 +18,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from launchtui.trace.sqlite_columns import rowid_span
+from launchtui.trace.sqlite_columns import rowid_bounds, rowid_span
 
 API_ROW_VALUES, GPU_ROW_VALUES, NVTX_ROW_VALUES, NVTX_TEXT_VALUES = 5, 8, 5, 13
 MAX_SHARE = 0.9          # the owner keeps at least a tenth: its part starts its scan at once
 TEXT_SAMPLE_ROWS = 512   # NVTX rows looked at, at each of three places, for the share with text
-GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 
 
 @dataclass(frozen=True)
@@ -63,26 +62,25 @@ def _clamp(share: float) -> float:
     return min(max(share, 0.0), MAX_SHARE)
 
 
-def scan_weights(con: sqlite3.Connection, tables: dict[str, str]) -> ScanWeights | None:
-    """The weights of an export's scans (`tables`: canonical name -> the table's name in the file,
-    present tables only); None when a big table's rows are unknown without a scan (sparse rowids,
-    WITHOUT ROWID): then nothing is offered."""
-    def rows(canon: str) -> int | None:
-        if canon not in tables:
+def scan_weights(con: sqlite3.Connection, api: str | None = None, overheads: str | None = None,
+                 nvtx: str | None = None, gpu: tuple[str, ...] = ()) -> ScanWeights | None:
+    """The weights of an export's scans, from its tables' names in the file (None: absent); None
+    when a big table's rows are unknown without a scan (sparse rowids, WITHOUT ROWID): then
+    nothing is offered."""
+    def rows(table: str | None) -> int | None:
+        if table is None:
             return 0
-        span = rowid_span(con, tables[canon])
-        if span is None and con.execute(f'SELECT 1 FROM "{tables[canon]}" LIMIT 1').fetchone() is None:
+        span = rowid_span(con, table)
+        if span is None and con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone() is None:
             return 0   # empty
         return span
-    spans = {c: rows(c) for c in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_OVERHEAD",
-                                  "NVTX_EVENTS") + GPU_TABLES}
-    if any(v is None for v in spans.values()):
+    spans = [rows(t) for t in (api, overheads, nvtx) + tuple(gpu)]
+    if any(v is None for v in spans):
         return None
-    nvtx_row = NVTX_ROW_VALUES + NVTX_TEXT_VALUES * _text_share(con, tables.get("NVTX_EVENTS"))
-    return ScanWeights(api=spans["CUPTI_ACTIVITY_KIND_RUNTIME"] * API_ROW_VALUES,
-                       overheads=spans["CUPTI_ACTIVITY_KIND_OVERHEAD"] * API_ROW_VALUES,
-                       gpu=sum(spans[c] for c in GPU_TABLES) * GPU_ROW_VALUES,
-                       nvtx=spans["NVTX_EVENTS"] * nvtx_row)
+    n_api, n_ovh, n_nvtx = spans[:3]
+    nvtx_row = NVTX_ROW_VALUES + NVTX_TEXT_VALUES * _text_share(con, nvtx)
+    return ScanWeights(api=n_api * API_ROW_VALUES, overheads=n_ovh * API_ROW_VALUES,
+                       gpu=sum(spans[3:]) * GPU_ROW_VALUES, nvtx=n_nvtx * nvtx_row)
 
 
 def _text_share(con: sqlite3.Connection, table: str | None) -> float:
@@ -90,8 +88,7 @@ def _text_share(con: sqlite3.Connection, table: str | None) -> float:
     start, middle and end (a few b-tree pages, not a scan)."""
     if table is None or "text" not in {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}:
         return 0.0
-    lo = con.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
-    hi = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    lo, hi = rowid_bounds(con, table)
     if type(lo) is not int or type(hi) is not int:
         return 0.0
     seen = with_text = 0

@@ -27,7 +27,6 @@ from launchtui.trace.model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, ApiCalls, Gp
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_columns import merge_in_time_order, thread_ids
-from launchtui.trace.nsys_scan_shares import GPU_TABLES as SCAN_GPU_TABLES
 from launchtui.trace.nsys_scan_shares import ScanShares, scan_shares, scan_weights
 from launchtui.trace.nsys_strings import Names, StringIds
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
@@ -119,7 +118,7 @@ class _Reader:
             out = {k: np.empty(cap, np.int64) for k in exprs}
             n = len(fetch_int_columns_split(con, table, exprs, self.dropped, out, elsewhere, share)["start"])
             for v in out.values():
-                v.resize(n, refcheck=False)   # in place (the halves' views are gone)
+                v.resize(n, refcheck=False)   # in place (the parts' views are gone)
         self.progress(f"read {canon}", len(next(iter(out.values()))) if out else 0)
         return out
 
@@ -396,11 +395,11 @@ def _read_tables(r: _Reader) -> tuple:
 def _shares(r: _Reader) -> ScanShares:
     """The shares of the API and GPU-op scans offered to the NVTX worker (nsys_scan_shares); none
     where a big table's rows are unknown without a scan."""
-    w = scan_weights(r.con, {c: r.tables[c] for c in SCANNED if r.has(c)})
+    def table(canon: str) -> str | None:
+        return r.tables[canon] if r.has(canon) else None
+    w = scan_weights(r.con, api=table("CUPTI_ACTIVITY_KIND_RUNTIME"), overheads=table("CUPTI_ACTIVITY_KIND_OVERHEAD"),
+                     nvtx=table("NVTX_EVENTS"), gpu=tuple(t for c, _ in r.GPU_TABLES if (t := table(c))))
     return scan_shares(w) if w is not None else ScanShares()
-
-
-SCANNED = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_OVERHEAD", "NVTX_EVENTS") + SCAN_GPU_TABLES
 
 
 def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:

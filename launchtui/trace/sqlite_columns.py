@@ -136,7 +136,7 @@ MAX_WINDOWS = 64       # rowid windows at most (arrays are sized by the rowid sp
                        # past the row count cost no memory, and are given back by the final resize)
 
 
-def _rowid_bounds(con: sqlite3.Connection, table: str):
+def rowid_bounds(con: sqlite3.Connection, table: str):
     """(min rowid, max rowid); (None, None) for an empty or a WITHOUT ROWID table."""
     try:   # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's
         # ends, while `SELECT min(rowid), max(rowid)` scans the whole table
@@ -153,14 +153,14 @@ def _dense(lo, hi) -> bool:
 def rowid_span(con: sqlite3.Connection, table: str) -> int | None:
     """How many rowids the table spans (an upper bound of its rows, read from the b-tree's ends);
     None for an empty, a WITHOUT ROWID or a sparse table, whose size only a scan would tell."""
-    lo, hi = _rowid_bounds(con, table)
+    lo, hi = rowid_bounds(con, table)
     return hi - lo + 1 if _dense(lo, hi) else None
 
 
 def table_capacity(con: sqlite3.Connection, table: str, where: str = "") -> int:
     """At least as many rows as `fetch_int_columns(con, table, ..., where)` returns: the rowid span,
     else (empty, WITHOUT ROWID or sparse rowids) a count. Sizes the arrays it may fill (`out`)."""
-    return _capacity(con, table, where, *_rowid_bounds(con, table))
+    return _capacity(con, table, where, *rowid_bounds(con, table))
 
 
 def _capacity(con: sqlite3.Connection, table: str, where: str, lo, hi) -> int:
@@ -185,7 +185,7 @@ def fetch_int_columns(con: sqlite3.Connection, table: str, exprs: dict[str, str]
     their leading slices (several tables read into one set of arrays: no concatenated copy).
     """
     notnull = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if r[3]}
-    lo, hi = _rowid_bounds(con, table)
+    lo, hi = rowid_bounds(con, table)
     if native_columns.connection_uri(con) and 0 < len(exprs) <= native_columns.MAX_COLS and native_columns.enabled():
         got = _fetch_native(con, table, exprs, where, notnull, dropped, lo, hi, out)
         if got is not None:
@@ -210,7 +210,7 @@ def fetch_int_columns_split(con: sqlite3.Connection, table: str, exprs: dict, dr
     waiting, so an offer costs nothing where it was not needed. The parts' rows go to `out` at the
     lower part's rowid span, then close up; `dropped` counts only once both parts are read (an
     Unpackable part: neither)."""
-    lo, hi = _rowid_bounds(con, table)
+    lo, hi = rowid_bounds(con, table)
     if elsewhere is None or share <= 0 or not _dense(lo, hi) or hi - lo + 1 < SPLIT_MIN_ROWS:
         return fetch_int_columns(con, table, exprs, "", dropped, out=out)
     rows = hi - lo + 1
