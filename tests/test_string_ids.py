@@ -159,6 +159,34 @@ def test_names_map_into_out_in_blocks_equals_the_plain_map(sparse, monkeypatch):
     assert len(set(want.tolist())) == len(set(ids.tolist()))
 
 
+@pytest.mark.parametrize("numbering", ["dense", "sparse"])
+def test_kernel_names_named_beside_a_worker_as_in_one_thread(tmp_path, monkeypatch, numbering):
+    """The reader names kernels' short and demangled ids with the demangled ids' numbers-only steps
+    on a worker: the model (every string in its interned order, the names, the counts of ids with no
+    StringIds row) is the one a single thread gives."""
+    from launchtui.trace import nsys_sqlite
+    p = synth.write_nsys_sqlite(synth.simulate(), tmp_path / "t.sqlite", "modern", string_ids=numbering)
+    with sqlite3.connect(p) as con:   # one short and one demangled name id without a row: both counted
+        for col in ("shortName", "demangledName"):
+            con.execute(f"DELETE FROM StringIds WHERE id = (SELECT {col} FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                        f"GROUP BY {col} ORDER BY count(*) LIMIT 1)")
+    con.close()
+    calls = []
+    real = nsys_sqlite._Reader._kernel_names
+
+    def spy(self, hi, lo, short, full, pool=None):
+        calls.append(pool is not None)
+        return real(self, hi, lo, short, full, pool)
+    monkeypatch.setattr(nsys_sqlite._Reader, "_kernel_names", spy)
+    beside = _model(read_trace(p))
+    monkeypatch.setattr(nsys_sqlite._Reader, "_kernel_names",
+                        lambda self, hi, lo, short, full, pool=None: real(self, hi, lo, short, full, None))
+    alone = _model(read_trace(p))
+    assert calls == [True]
+    assert sum("has no StringIds row" in k for k in beside["skipped"]) == 2
+    assert beside == alone
+
+
 # --- real exports with their string ids rewritten ---------------------------------------------------
 # every column of an Nsight export that holds a StringIds id (NVIDIA's schema reference)
 ID_COLUMNS = ("nameId", "shortName", "demangledName", "mangledName", "textId", "jsonTextId", "symbol", "module",

@@ -28,7 +28,7 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.nesting import range_depths
 from launchtui.trace.nsys_columns import merge_in_time_order, thread_ids
 from launchtui.trace.nsys_scan_shares import ScanShares, scan_shares, scan_weights
-from launchtui.trace.nsys_strings import Names, StringIds
+from launchtui.trace.nsys_strings import Names, StringIds, distinct_ids
 from launchtui.trace.sqlite_columns import (Packed, Unpackable, connect_readonly, fetch_int_columns,
                                              fetch_int_columns_split, private_snapshot, side_files,
                                              snapshot_dir, table_capacity, table_columns)
@@ -231,8 +231,29 @@ class _Reader:
         got["device"] = got["device"].astype(np.int32)
         return m, got
 
-    def gpu_ops(self, raw) -> GpuOps | None:
-        """Intern the GPU ops' names table by table, in the tables' order (main thread)."""
+    def _kernel_names(self, hi, lo, short, full, pool=None) -> None:
+        """The kernels' short and demangled names interned into `short` and `full`, short names
+        first. With a `pool`, the demangled ids' numbers-only steps (Names.map) run on its worker
+        beside the short ones'."""
+        table = self.tables[self.GPU_TABLES[0][0]]
+        if "demangledName" not in self.cols[table]:
+            self.names.map(hi, what=(table, "shortName"), out=short)
+            full[:] = short
+            return
+        if pool is None or not len(hi):
+            self.names.map(hi, what=(table, "shortName"), out=short)
+            self.names.map(lo, what=(table, "demangledName"), out=full)
+            return
+        lo_groups = pool.submit(distinct_ids, lo)
+        short_codes = self.names.lookup(hi, distinct_ids(hi), what=(table, "shortName"))
+        full_codes = self.names.lookup(lo, lo_groups.result(), what=(table, "demangledName"))
+        filled = pool.submit(Names.fill, full_codes, full)
+        Names.fill(short_codes, short)
+        filled.result()
+
+    def gpu_ops(self, raw, pool=None) -> GpuOps | None:
+        """Intern the GPU ops' names table by table, in the tables' order (main thread; `pool`: a
+        worker for the kernel names' numbers-only steps)."""
         if raw is None:
             return None
         c, spans, self.replay_rows = raw
@@ -244,12 +265,7 @@ class _Reader:
             kind[a:b] = op_kind
             if op_kind == OP_KERNEL:   # both ids read through views of the packed column (no copies)
                 hi, lo = (apart["short"], apart["full"]) if apart else halves(ids[a:b])
-                table = self.tables[self.GPU_TABLES[0][0]]
-                self.names.map(hi, what=(table, "shortName"), out=short[a:b])
-                if "demangledName" in self.cols[table]:
-                    self.names.map(lo, what=(table, "demangledName"), out=full[a:b])
-                else:
-                    full[a:b] = short[a:b]
+                self._kernel_names(hi, lo, short[a:b], full[a:b], pool)
             elif op_kind == OP_MEMCPY:
                 uniq, inv = unique_sorted(ids[a:b], return_inverse=True)
                 names = np.array([self.strings.intern(f"[CUDA memcpy {COPY_KIND.get(int(k), 'Unknown')}]")
@@ -353,8 +369,8 @@ def _describe_source(r: _Reader, source: SourceInfo, meta: dict) -> None:
 def _model(r: _Reader, source: SourceInfo) -> Trace:
     """The model before finalize. Strings are interned in a fixed order (API names, GPU op names,
     NVTX texts and domains, thread names), so string ids do not depend on the scans' timing."""
-    api_part, ovh_part, ops, nvtx_part = _read_tables(r)
-    threads, tix = _threads(r, api_part, nvtx_part, ovh_part)
+    api_part, ovh_part, ops, nvtx_part, gtid_ids = _read_tables(r)
+    threads, tix = _threads(r, gtid_ids, api_part, nvtx_part, ovh_part)
     ops = ops if ops is not None else GpuOps.empty()
     trace = Trace(source=source, strings=r.strings, ops=ops, api=_api_calls(api_part, tix), ranges=_ranges(nvtx_part, tix),
                   threads=threads, overheads=_overheads(ovh_part, tix), devices=_devices(r, ops))
@@ -363,11 +379,13 @@ def _model(r: _Reader, source: SourceInfo) -> Trace:
 
 
 def _read_tables(r: _Reader) -> tuple:
-    """(API part, overheads part, GPU ops, NVTX part), each None when its table is absent.
+    """(API part, overheads part, GPU ops, NVTX part, thread ids), the parts None when their table
+    is absent; thread ids: `thread_ids` of the parts' globalTids (API, NVTX, overheads, those present).
 
     The big scans run on their own connections in parallel: SQLite releases the GIL while it
     scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
-    integer columns; strings are interned here on the main thread."""
+    integer columns; strings are interned here on the main thread. Once the scans are done, the
+    threads' numbering (numbers only) runs on a worker while the GPU ops are named and merged."""
     def on_own_connection(fn, *args):
         con = connect_readonly(r.db, immutable=r.snapshot_dir is None)
         try:
@@ -387,9 +405,13 @@ def _read_tables(r: _Reader) -> tuple:
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
         del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
-    ops = r.gpu_ops(gpu_raw)
-    nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
-    return api_part, ovh_part, ops, nvtx_part
+        gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_raw[0] if nvtx_raw else None,
+                                     ovh_part) if p is not None]
+        ids_future = pool.submit(thread_ids, gtids)
+        ops = r.gpu_ops(gpu_raw, pool)
+        nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
+        gtid_ids = ids_future.result()
+    return api_part, ovh_part, ops, nvtx_part, gtid_ids
 
 
 def _shares(r: _Reader) -> ScanShares:
@@ -402,12 +424,11 @@ def _shares(r: _Reader) -> ScanShares:
     return scan_shares(w) if w is not None else ScanShares()
 
 
-def _threads(r: _Reader, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:
+def _threads(r: _Reader, gtid_ids, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:
     """Threads: every globalTid seen on API rows, ranges and overheads, interned densely; and per
-    part present ("api", "nvtx", "ovh") its rows' int32 index into them."""
-    gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_part[0] if nvtx_part else None,
-                                 ovh_part) if p is not None]
-    uniq_gtid, part_tix = thread_ids(gtids)
+    part present ("api", "nvtx", "ovh") its rows' int32 index into them (`gtid_ids`: thread_ids of
+    the present parts' globalTids, in that order)."""
+    uniq_gtid, part_tix = gtid_ids
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1

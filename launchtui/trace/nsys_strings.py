@@ -146,10 +146,19 @@ class Names:
     def map(self, ids: np.ndarray, transform=None, what: tuple[str, str] = ("", ""),
             out: np.ndarray | None = None) -> np.ndarray:
         """Interned ids for Nsight ids, each distinct text optionally transformed first. `out`: an
-        int32 array as long as `ids` to write them to (block by block: no n-long result beside it)."""
+        int32 array as long as `ids` to write them to (block by block: no n-long result beside it).
+        Three steps: `distinct_ids` and `fill` touch numbers only, so a reader may run them on
+        another thread (two columns at once); `lookup` interns, on the main thread."""
         if len(ids) == 0:
             return np.zeros(0, np.int32) if out is None else out
-        uniq, inv = distinct_ids(ids)
+        return self.fill(self.lookup(ids, distinct_ids(ids), transform, what), out)
+
+    def lookup(self, ids: np.ndarray, groups, transform=None,
+               what: tuple[str, str] = ("", "")) -> tuple[np.ndarray, np.ndarray]:
+        """`map`'s second step (main thread): each distinct text of `ids` interned once, in the order
+        of their ids (`groups`: distinct_ids(ids), non-empty `ids`); its rows with no StringIds row
+        counted. Returns (table, codes): the interned id of row i is table[codes[i]]."""
+        uniq, inv = groups
         texts, missing = self.table.texts(uniq)
         mapped = self.strings.intern_many([transform(s) for s in texts] if transform else texts)   # once per distinct name
         if missing.any():
@@ -157,11 +166,18 @@ class Names:
         if inv is None:   # small non-negative ids index a table as they are
             lut = np.zeros(int(uniq[-1]) + 1, np.int32)
             lut[uniq] = mapped
-            mapped, inv = lut, ids
+            return lut, ids
+        return mapped, inv
+
+    @staticmethod
+    def fill(looked_up: tuple[np.ndarray, np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """`map`'s last step (numbers only): table[codes] of `lookup`, into `out` block by block or
+        as a new array."""
+        table, codes = looked_up
         if out is None:
-            return mapped[inv]
-        for a in range(0, len(inv), MAP_BLOCK):   # one iteration per block
-            out[a:a + MAP_BLOCK] = mapped[inv[a:a + MAP_BLOCK]]
+            return table[codes]
+        for a in range(0, len(codes), MAP_BLOCK):   # one iteration per block
+            out[a:a + MAP_BLOCK] = table[codes[a:a + MAP_BLOCK]]
         return out
 
     def texts(self, ids: np.ndarray, what: tuple[str, str]) -> list[str]:
