@@ -168,6 +168,29 @@ def test_lookup_join_in_blocks_pairs_like_the_whole_table(reuse, monkeypatch):
     assert tr.ops.api.tolist() == want and tr.api.corr[tr.ops.api].tolist() == tr.ops.corr.tolist()
 
 
+@pytest.mark.parametrize("block", [3, 1 << 22])
+def test_lookup_join_of_processes_counting_the_same_ids(block, monkeypatch):
+    """Correlation ids counted per process (the same ids in each) join through the direct-address
+    table on (process, id), its keys made block by block (LOOKUP_BLOCK): each op pairs with its
+    own process's call, and an op whose process made no call with its id (one of an unknown
+    process did) stays unmatched."""
+    from launchtui.trace import join
+    monkeypatch.setattr(join, "LOOKUP_BLOCK", block)
+    looked_up = []
+    real = join._lookup_join
+    monkeypatch.setattr(join, "_lookup_join", lambda *a: looked_up.append(real(*a)) or looked_up[-1])
+    procs = [9 << 24, 3 << 24, 5 << 24]
+    api = [(0, p, 30 * c + k, 30 * c + k + 5, c, API_LAUNCH) for c in range(1, 7) for k, p in enumerate(procs)]
+    api.append((0, -1, 500, 505, 7, API_LAUNCH))
+    ops = [(0, 7, t + 20, t + 21, c, p) for _, p, t, _, c, _ in api[:-1]] + [(0, 7, 600, 601, 7, 5 << 24)]
+    tr = make_trace(api, ops)
+    assert len(looked_up) == 1 and looked_up[0] is not None
+    keys = tr.process_keys(tr.api.pid)
+    got = {(int(tr.process_keys(tr.ops.pid[i:i + 1])[0]), int(tr.ops.corr[i])):
+           (int(keys[a]), int(tr.api.corr[a])) if a >= 0 else None for i, a in enumerate(tr.ops.api.tolist())}
+    assert got == {**{(p, c): (p, c) for _, p, _, _, c, _ in api[:-1]}, (5 << 24, 7): None}
+
+
 def test_join_ties_latest_end_then_smallest_thread():
     tr = make_trace([(0, 0, 10, 20, 5, API_LAUNCH), (1, 0, 10, 30, 5, API_LAUNCH), (0, 0, 10, 30, 5, API_LAUNCH)],
                     [(0, 7, 50, 60, 5, 0)], threads=((1, 1, 200), (1, 2, 100)))

@@ -43,20 +43,18 @@ def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     budget = 4 * (len(api_corr) + len(op_corr)) + 1024
     if api_pid is None or ((api_pid == api_pid[0]).all() and (op_pid == api_pid[0]).all()):
         # one process (or processes not matched): the key is the correlation id
-        n_pids = 1
-        if 0 <= lo and hi < budget:    # ids index the table as they are: no shifted copies
-            return _lookup_join(api_corr, op_corr, hi + 1)
-        ka, ko = np.subtract(api_corr, lo, dtype=np.int64), np.subtract(op_corr, lo, dtype=np.int64)
-    else:   # process indices (finalize's dense codes, -1 unknown) shifted to 0.. as the high part
-        n_pids = int(max(api_pid.max(), op_pid.max())) + 2
-        if n_pids * span >= 2**62:
-            return None
-        ka, ko = _combined_key(api_pid, api_corr, span, lo), _combined_key(op_pid, op_corr, span, lo)
+        p_lo, n_pids = 0, 1
+        key_api, key_op = _corr_key(api_corr, lo), _corr_key(op_corr, lo)
+    else:   # process indices (finalize's dense codes, -1 unknown) from the lowest present, as the high part
+        p_lo = min(int(api_pid.min()), int(op_pid.min()))
+        n_pids = max(int(api_pid.max()), int(op_pid.max())) - p_lo + 1
+        key_api, key_op = _pair_key(api_pid, api_corr, p_lo, span, lo), _pair_key(op_pid, op_corr, p_lo, span, lo)
     if n_pids * span >= 2**62:
         return None
     size = n_pids * span
     if size <= budget:
-        return _lookup_join(ka, ko, size)
+        return _lookup_join(key_api, len(api_corr), key_op, len(op_corr), size)
+    ka, ko = key_api(0, len(api_corr)), key_op(0, len(op_corr))
     order = np.argsort(ka, kind="stable")
     ks = ka[order]
     if len(ks) > 1 and not (ks[1:] != ks[:-1]).all():
@@ -66,30 +64,45 @@ def _unique_key_join(api_pid, api_corr, op_pid, op_corr):
     return np.where(hit, order[pos], -1).astype(np.int32)
 
 
-def _combined_key(proc, corr, span: int, lo: int):
-    """(proc + 1) * span + (corr - lo) as int64, built in place in one n-long array."""
-    k = proc.astype(np.int64)
-    k += 1
-    k *= span
-    k += corr
-    k -= lo
-    return k
+def _corr_key(corr, lo: int):
+    """Rows a..b's keys, the correlation id less `lo`: the ids as they are (views) where lo is 0."""
+    if lo == 0:
+        return lambda a, b: corr[a:b]
+    return lambda a, b: np.subtract(corr[a:b], lo, dtype=np.int64)
 
 
-LOOKUP_BLOCK = 1 << 22   # keys written or counted at once: bounded temporaries (32 MiB: mapped, given back)
+def _pair_key(proc, corr, p_lo: int, span: int, lo: int):
+    """Rows a..b's keys, (proc - p_lo) * span + (corr - lo) as int64, built in place in one array."""
+    def key(a: int, b: int) -> np.ndarray:
+        k = proc[a:b].astype(np.int64)
+        k -= p_lo
+        k *= span
+        k += corr[a:b]
+        k -= lo
+        return k
+    return key
 
 
-def _lookup_join(ka, ko, size: int):
+LOOKUP_BLOCK = 1 << 22   # keys written, counted or read at once: bounded temporaries (32 MiB: mapped, given back)
+
+
+def _lookup_join(key_api, n_api: int, key_op, n_op: int, size: int):
     """Correlation ids are dense counters per process: a direct-address table, no sort at all. A
     repeated key leaves fewer filled slots than keys: caught by counting them (None). Keys are
-    written and slots counted block by block, so no n-long row numbers or read-back exist."""
+    made (`key_api(a, b)`: rows a..b's keys), written, counted and read block by block, so no
+    n-long key, row number or read-back exists beside the table and the result."""
     lut = np.full(size, -1, np.int32)
-    for a in range(0, len(ka), LOOKUP_BLOCK):   # one iteration per block
-        lut[ka[a:a + LOOKUP_BLOCK]] = np.arange(a, min(a + LOOKUP_BLOCK, len(ka)), dtype=np.int32)
+    for a in range(0, n_api, LOOKUP_BLOCK):   # one iteration per block
+        b = min(a + LOOKUP_BLOCK, n_api)
+        lut[key_api(a, b)] = np.arange(a, b, dtype=np.int32)
     filled = sum(int(np.count_nonzero(lut[a:a + LOOKUP_BLOCK] >= 0)) for a in range(0, size, LOOKUP_BLOCK))
-    if filled != len(ka):
+    if filled != n_api:
         return None
-    return lut[ko]
+    out = np.empty(n_op, np.int32)
+    for a in range(0, n_op, LOOKUP_BLOCK):   # one iteration per block
+        b = min(a + LOOKUP_BLOCK, n_op)
+        out[a:b] = lut[key_op(a, b)]
+    return out
 
 
 def join_ops_to_api(trace: Trace, match_process: bool = True) -> np.ndarray:
