@@ -72,3 +72,21 @@ def test_narrow_dense_groups_equal_np_unique(spread):
         assert g.dtype == dtype
         assert u.tolist() == want_u.tolist() and g.tolist() == want_g.tolist()
     assert dense_groups(key[:0], narrow=True)[1].dtype == np.int32
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_command_buffer_full_calls_found_block_by_block(trace, block, monkeypatch):
+    """The API calls with a 'command buffer full' overhead on the same thread and correlation id,
+    their keys made a block (CALL_BLOCK) at a time: those a set of the overheads' pairs gives, for
+    every call and for a chosen few."""
+    from launchtui.trace.model import OVERHEAD_COMMAND_BUFFER_FULL
+    monkeypatch.setattr(bp, "CALL_BLOCK", block)
+    api, ov = trace.api, trace.overheads
+    m = ov.type == OVERHEAD_COMMAND_BUFFER_FULL
+    pairs = set(zip(ov.thread[m].tolist(), ov.corr[m].tolist()))
+    want = [i for i, p in enumerate(zip(api.thread.tolist(), api.corr.tolist())) if p in pairs]
+    assert want, "the synthetic trace has command-buffer-full calls"
+    assert np.flatnonzero(bp._command_buffer_full(trace)).tolist() == want
+    calls = np.array(sorted(set(want[:5]) | set(range(0, len(api), 97))), np.int64)
+    assert np.flatnonzero(bp._command_buffer_full(trace, calls)).tolist() == [
+        j for j, c in enumerate(calls.tolist()) if c in set(want)]

@@ -16,7 +16,7 @@ from launchtui.analysis import memo, nvtx
 from launchtui.analysis.config import CONFIG
 from launchtui.analysis.queue import depth_before_launch, stream_series
 from launchtui.analysis.select import WHOLE, Selection, time_window
-from launchtui.trace.arrays import isin_int, median_of, nonzero_index, unique_sorted
+from launchtui.trace.arrays import in_sorted, median_of, nonzero_index, unique_sorted
 from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_LAUNCH, OVERHEAD_COMMAND_BUFFER_FULL, Trace
 from launchtui.trace.nesting import FEW_THREADS
@@ -245,9 +245,12 @@ def _command_buffer_full(trace: Trace, calls: np.ndarray | None = None) -> np.nd
     if not m.any() or not len(out):
         return out
     thread, corr = (api.thread, api.corr) if calls is None else (api.thread[calls], api.corr[calls])
-    key_api = thread.astype(np.int64) * (1 << 40) + corr
-    key_ov = ov.thread[m].astype(np.int64) * (1 << 40) + ov.corr[m]
-    out[isin_int(key_api, key_ov)] = True
+    key_ov = np.sort(ov.thread[m].astype(np.int64) * (1 << 40) + ov.corr[m])
+    for a in range(0, len(out), CALL_BLOCK):   # a block of keys at a time: no int64 key per API row
+        key_api = thread[a:a + CALL_BLOCK].astype(np.int64)
+        key_api *= 1 << 40
+        key_api += corr[a:a + CALL_BLOCK]
+        out[a:a + CALL_BLOCK] = in_sorted(key_api, key_ov)
     return out
 
 

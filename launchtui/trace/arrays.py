@@ -90,7 +90,12 @@ def isin_int(a, b) -> np.ndarray:
     sorted (search_sorted: `a` in runs of ascending values, as ids per thread are, costs a probe or
     two per value). numpy's own sort path calls a flagless np.unique, which asks numpy.ma whether `b` is
     masked and so imports it (17-19 ms of a cold command's start, bench/MISSED.md)."""
-    a, keys = np.asarray(a), np.sort(np.asarray(b).reshape(-1))
+    return in_sorted(a, np.sort(np.asarray(b).reshape(-1)))
+
+
+def in_sorted(a, keys: np.ndarray) -> np.ndarray:
+    """`isin_int(a, keys)` for `keys` already sorted: a caller asking block by block sorts once."""
+    a = np.asarray(a)
     if not len(keys):
         return np.zeros(a.shape, bool)
     pos = search_sorted(keys, a)
