@@ -163,10 +163,12 @@ def attached(trace: Trace) -> TraceIndex | None:
     return None if idx is memo.MISS else idx
 
 
-# the queue series builds beside the rest of the index up to this many GPU ops: past it the two at
-# once gained nothing measurable, and where threads keep arenas of their own (the TUI) both halves'
-# transients stay resident (bench/MISSED.md)
-SPLIT_MAX_OPS = 2_000_000
+# the queue series builds beside the rest of the index up to this many GPU ops. Every thread of a
+# command, the TUI's too, allocates from one arena (heap.one_arena), so the split holds no second
+# arena's transients resident: at 5M the report's and the TUI's peaks are those of one thread. Past
+# it (20M) the two at once gained nothing measurable, with the report's peak ~40 MiB under its
+# 3 GiB target (bench/MISSED.md); the bound is the record's stagger's (shared.STAGGER_PAST_OPS)
+SPLIT_MAX_OPS = 8_000_000
 
 
 def build_index(trace: Trace) -> TraceIndex:
