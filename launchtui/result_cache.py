@@ -163,12 +163,16 @@ def load_mapped(entry: Path, slot: str, key: str, decode):
         return MISS
 
 
-def store_mapped(entry: Path, slot: str, key: str, encode) -> bool:
+def store_mapped(entry: Path, slot: str, key: str, encode, at_least: int = 0) -> bool:
     """Write `encode()` = (skeleton, arrays) as the flat file of `slot`, atomically, unless the
-    entry and it would pass the model cache's bound; a full or read-only cache never fails."""
+    entry and it would pass the model cache's bound; a full or read-only cache never fails.
+    `at_least`: a lower bound on the arrays' bytes, known before `encode` builds them (a 20M
+    trace's index: ~0.7 GB built for a store the bound then refused)."""
     from launchtui.trace import flatfile
     from launchtui.trace.cache import max_bytes
     try:
+        if at_least + entry.stat().st_size > max_bytes():
+            return False
         skeleton, arrays = encode()
         if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
             return False

@@ -62,6 +62,11 @@ class Query:
         """(JSON-ready skeleton, named arrays) of `value`."""
         raise NotImplementedError
 
+    def stored_bytes_at_least(self, value) -> int:
+        """A lower bound on the bytes of `encode(value)`'s arrays, known without building them: a
+        store it already takes past the cache's bound is refused before `encode` runs."""
+        return 0
+
     def decode(self, skeleton, arrays: dict, trace) -> Any:
         """`value` back from `encode`'s output (arrays memory-mapped); ValueError/KeyError/TypeError
         when it does not fit `trace`."""
@@ -209,7 +214,8 @@ class Session:
         if query.store == PICKLE:
             stored = result_cache.store_pickle(key, value)
         else:
-            stored = result_cache.store_mapped(self.entry, query.slot(), key, lambda: query.encode(value))
+            stored = result_cache.store_mapped(self.entry, query.slot(), key, lambda: query.encode(value),
+                                               at_least=query.stored_bytes_at_least(value))
         if stored:
             self._on_disk.add(query)
 
@@ -301,6 +307,9 @@ class Index(Query):
 
     def encode(self, value):
         return {}, value.to_arrays()
+
+    def stored_bytes_at_least(self, value) -> int:
+        return value.stored_bytes_at_least()
 
     def decode(self, skeleton, arrays, trace):
         from launchtui.analysis.index import TraceIndex, attach

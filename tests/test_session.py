@@ -230,3 +230,27 @@ def test_the_model_entry_holds_only_the_model(synth):
     assert not any(k.startswith("index") for k in flatfile.read(s.entry)[1])
     assert result_cache.mapped_path(s.entry, "index").is_file()
     assert {f.name for f in dataclasses.fields(Trace)}.isdisjoint({"index", "index_arrays", "cache_entry"})
+
+
+def test_an_index_past_the_cache_bound_is_refused_before_it_is_built(synth, tmp_path, monkeypatch):
+    """The index's stored arrays are counted from below without building them or its parts made
+    on first use; a store that count already takes past the cache's bound is refused before
+    `encode` runs, and one that fits is written as before."""
+    from launchtui.analysis.index import build_index
+    idx = build_index(open_cached(synth, use_cache=False).trace)
+    at_least = idx.stored_bytes_at_least()
+    assert idx._ops_by_api is None and idx._op_category is None   # nothing built to count
+    stored = sum(a.nbytes for a in idx.to_arrays().values())
+    assert 0.5 * stored < at_least <= stored
+    entry = tmp_path / "e.model"
+    entry.write_bytes(b"x" * 1_000_000)
+    monkeypatch.setenv("LAUNCHTUI_CACHE_MAX_MB", str((1_000_000 + stored + 10) / 1e6))
+    built = []
+
+    def encode():
+        built.append(1)
+        return {}, idx.to_arrays()
+    assert not result_cache.store_mapped(entry, "index", "k", encode, at_least=stored + 11)
+    assert built == []
+    assert result_cache.store_mapped(entry, "index", "k", encode, at_least=at_least)
+    assert built == [1] and result_cache.mapped_path(entry, "index").exists()

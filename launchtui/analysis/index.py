@@ -124,6 +124,14 @@ class TraceIndex:
             **self.nvtx.to_arrays("nvtx."),
         }
 
+    def stored_bytes_at_least(self) -> int:
+        """A lower bound on the bytes of `to_arrays`, counted without building them or the parts
+        computed on first use: the queue series, the per-op arrays and categories (int8)."""
+        n_ops = len(self.op_api)
+        names = len(self.op_full_name) if self.op_full_name is not None else len(self.names_table)
+        return (sum(x.t.nbytes + x.v.nbytes for x in self.queue_series) + self.depth_before_launch.nbytes
+                + self.op_ranges.nbytes + names * self.names_table.itemsize + n_ops)
+
     @classmethod
     def from_arrays(cls, trace: Trace, z: dict) -> TraceIndex:
         """Rebuild from `to_arrays` output; ValueError/KeyError when it does not fit the trace."""
