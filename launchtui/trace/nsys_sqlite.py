@@ -370,7 +370,7 @@ def _model(r: _Reader, source: SourceInfo) -> Trace:
     """The model before finalize. Strings are interned in a fixed order (API names, GPU op names,
     NVTX texts and domains, thread names), so string ids do not depend on the scans' timing."""
     api_part, ovh_part, ops, nvtx_part, gtid_ids = _read_tables(r)
-    threads, tix = _threads(r, gtid_ids, api_part, nvtx_part, ovh_part)
+    threads, tix = _threads(r, gtid_ids)
     ops = ops if ops is not None else GpuOps.empty()
     trace = Trace(source=source, strings=r.strings, ops=ops, api=_api_calls(api_part, tix), ranges=_ranges(nvtx_part, tix),
                   threads=threads, overheads=_overheads(ovh_part, tix), devices=_devices(r, ops))
@@ -380,7 +380,7 @@ def _model(r: _Reader, source: SourceInfo) -> Trace:
 
 def _read_tables(r: _Reader) -> tuple:
     """(API part, overheads part, GPU ops, NVTX part, thread ids), the parts None when their table
-    is absent; thread ids: `thread_ids` of the parts' globalTids (API, NVTX, overheads, those present).
+    is absent; thread ids: `_thread_ids_by_part` of the present parts' globalTids.
 
     The big scans run on their own connections in parallel: SQLite releases the GIL while it
     scans, so kernels, NVTX and the API table share the machine's cores. Workers only fetch
@@ -405,9 +405,9 @@ def _read_tables(r: _Reader) -> tuple:
         gpu_raw = gpu_future.result()
         nvtx_raw = nvtx_future.result()
         del gpu_future, nvtx_future   # a future holds its result: the raw columns would outlive the read
-        gtids = [p["gtid"] for p in (api_part[0] if api_part else None, nvtx_raw[0] if nvtx_raw else None,
-                                     ovh_part) if p is not None]
-        ids_future = pool.submit(thread_ids, gtids)
+        parts = (("api", api_part[0] if api_part else None), ("nvtx", nvtx_raw[0] if nvtx_raw else None),
+                 ("ovh", ovh_part))
+        ids_future = pool.submit(_thread_ids_by_part, {k: p["gtid"] for k, p in parts if p is not None})
         ops = r.gpu_ops(gpu_raw, pool)
         nvtx_part = nsys_nvtx.intern(r, nvtx_raw) if nvtx_raw is not None else None
         gtid_ids = ids_future.result()
@@ -424,17 +424,23 @@ def _shares(r: _Reader) -> ScanShares:
     return scan_shares(w) if w is not None else ScanShares()
 
 
-def _threads(r: _Reader, gtid_ids, api_part, nvtx_part, ovh_part) -> tuple[Threads, dict[str, np.ndarray]]:
+def _thread_ids_by_part(gtids: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every globalTid of the parts' (`gtids`: "api", "nvtx", "ovh" -> their rows' globalTids),
+    sorted and distinct, and per part its rows' int32 index into them (numbers only: any thread)."""
+    uniq_gtid, part_tix = thread_ids(list(gtids.values()))
+    return uniq_gtid, dict(zip(gtids, part_tix))
+
+
+def _threads(r: _Reader, gtid_ids) -> tuple[Threads, dict[str, np.ndarray]]:
     """Threads: every globalTid seen on API rows, ranges and overheads, interned densely; and per
-    part present ("api", "nvtx", "ovh") its rows' int32 index into them (`gtid_ids`: thread_ids of
-    the present parts' globalTids, in that order)."""
-    uniq_gtid, part_tix = gtid_ids
+    part present ("api", "nvtx", "ovh") its rows' int32 index into them (`gtid_ids`:
+    `_thread_ids_by_part`)."""
+    uniq_gtid, tix = gtid_ids
     tnames = r.thread_names()
     threads = Threads(pid=(uniq_gtid >> 24) & 0xFFFFFF, tid=uniq_gtid & 0xFFFFFF, key=uniq_gtid,
                       name=np.array([r.strings.intern(tnames[g]) if g in tnames else -1
                                      for g in uniq_gtid.tolist()], np.int32))
-    keys = [key for key, part in (("api", api_part), ("nvtx", nvtx_part), ("ovh", ovh_part)) if part is not None]
-    return threads, dict(zip(keys, part_tix))
+    return threads, tix
 
 
 def _api_calls(api_part, tix: dict) -> ApiCalls:
