@@ -171,10 +171,11 @@ def store_mapped(entry: Path, slot: str, key: str, encode, at_least: int = 0) ->
     from launchtui.trace import flatfile
     from launchtui.trace.cache import max_bytes
     try:
-        if at_least + entry.stat().st_size > max_bytes():
+        room = max_bytes() - entry.stat().st_size
+        if at_least > room:
             return False
         skeleton, arrays = encode()
-        if sum(a.nbytes for a in arrays.values()) + entry.stat().st_size > max_bytes():
+        if sum(a.nbytes for a in arrays.values()) > room:
             return False
         flatfile.write(mapped_path(entry, slot), {"identity": _identity(entry, key), "value": skeleton}, arrays)
         return True
