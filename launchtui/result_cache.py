@@ -15,7 +15,8 @@ so any code, schema or version change invalidates them. Only successful runs are
 their model entry exists (a trace without CUDA activity is not cached, nor are its results); the
 model entry is marked as used on a hit, as loading it would. `--no-cache` neither reads nor writes.
 
-The session's results are keyed the same way (`key_of`: code, model entry, every input): pickled
+The session's results are keyed by code, model entry and every input of theirs (`key_of`), not by
+the path as typed (session.py gives a result that names it the one opened now): pickled
 beside the text results (`load_pickle` / `store_pickle`), or flat files of arrays beside the model
 entry, memory-mapped (`load_mapped` / `store_mapped`: `<entry>.<slot>`, evicted with it). Every
 path is under paths.cache_dir(), which is used only when it belongs to the user and no one else may

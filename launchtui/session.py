@@ -4,8 +4,8 @@ A query is a frozen dataclass (`Query`): its fields are every input of its resul
 says how the result is computed (`compute(session)`) and how it is kept (`store`):
 
 - MEMORY: in this session only;
-- PICKLE: pickled in the per-user results directory (result_cache.py), keyed by the query, the
-  trace as opened and the model entry;
+- PICKLE: pickled in the per-user results directory (result_cache.py), keyed by the query and
+  the model entry;
 - MAPPED: a flat file of arrays beside the model entry (`<entry>.<slot>`, trace/flatfile.py),
   memory-mapped on read; its header names the key it holds, so another key is a miss.
 
@@ -15,9 +15,11 @@ and the analyses it runs (the index, the user-frame nodes) keep their results si
 and two sessions on one trace share them. Equal queries
 are one result, whoever asks: `report` stores its backpressure, kernel groups, selection stats and
 record under the queries the TUI's workers ask, so the TUI's first open after it finds them. The
-disk key covers the query's class and fields, the trace's path as opened (outputs name it), the
-model entry's identity and launchtui's code (result_cache.key_of): a rebuilt entry or changed code
-never reuses a result. Nothing touches the disk without a model entry, nor for a session made
+disk key covers the query's class and fields, the model entry's identity and launchtui's code
+(result_cache.key_of): a rebuilt entry or changed code never reuses a result. It leaves out the path
+the trace was opened by, as the model entry does: `trace.sqlite`, `./trace.sqlite`, its absolute
+path or a link to it open one file, so they share its results. A result that names the path (the
+record's `source`) is given the one this session opened (`Query.as_opened`). Nothing touches the disk without a model entry, nor for a session made
 without one (`--no-cache`); the cache directory is used only when private (paths.cache_dir).
 
 The queries of the analyses live here; the TUI's own (lanes, table rows, idle row) in
@@ -53,6 +55,12 @@ class Query:
 
     def compute(self, session: Session) -> Any:
         raise NotImplementedError
+
+    def as_opened(self, value, trace):
+        """`value` read from disk, as computed for `trace`: a stored result may have been computed
+        for the same file opened by another path, and the disk key leaves the path out, so a value
+        that names it takes `trace`'s."""
+        return value
 
     # ---- MAPPED queries: one file beside the model entry per slot, the last key written wins ----
     def slot(self) -> str:
@@ -191,8 +199,7 @@ class Session:
         """The disk key of `query` here; None without a model entry (nothing stored)."""
         if self.entry is None or query.store == MEMORY:
             return None
-        return result_cache.key_of((type(query).__module__, repr(query), str(self.trace.source.path)),
-                                   self.entry)
+        return result_cache.key_of((type(query).__module__, repr(query)), self.entry)
 
     def _read(self, query: Query):
         key = self._key(query)
@@ -203,9 +210,10 @@ class Session:
         else:
             value = result_cache.load_mapped(self.entry, query.slot(), key,
                                              lambda skel, arrays: query.decode(skel, arrays, self.trace))
-        if value is not MISS:
-            self._on_disk.add(query)
-        return value
+        if value is MISS:
+            return MISS
+        self._on_disk.add(query)
+        return query.as_opened(value, self.trace)
 
     def _write(self, query: Query, value) -> None:
         key = self._key(query)
@@ -290,6 +298,10 @@ class Record(Query):
     def compute(self, session):
         from launchtui.analysis import record
         return record.record_and_stalls(session.trace, self.sel, self.options, session._shared)
+
+    def as_opened(self, value, trace):
+        doc, stalls = value     # the record's only mention of the path is its source (record.py)
+        return {**doc, "source": trace.source.to_json()}, stalls
 
 
 @dataclass(frozen=True)

@@ -254,3 +254,25 @@ def test_an_index_past_the_cache_bound_is_refused_before_it_is_built(synth, tmp_
     assert built == []
     assert result_cache.store_mapped(entry, "index", "k", encode, at_least=at_least)
     assert built == [1] and result_cache.mapped_path(entry, "index").exists()
+
+
+def test_one_file_opened_by_another_path_finds_its_results(synth, tmp_path):
+    """The model entry and the results are the file's, not the spelling of its path: a link to the
+    trace (or its relative path) finds every result stored through the other, computes none, and
+    the record names the path this session opened."""
+    import os
+    link = tmp_path / "linked.sqlite"
+    os.symlink(synth, link)
+    first = _session(synth)
+    spelled = {name: (make(first), over) for name, (make, over) in QUERIES.items()}
+    for q, over in spelled.values():
+        first.get(q, over(first) if over else None)
+    second = _session(str(link))
+    assert second.entry == first.entry
+    for name, (q, _) in spelled.items():
+        got = second.peek(q)
+        assert got is not MISS, f"{name}: missed through the link"
+    doc, stalls = second.peek(Record(WHOLE, RecordOptions()))
+    ref, ref_stalls = first.get(Record(WHOLE, RecordOptions()))
+    assert doc["source"]["path"] == str(link) and ref["source"]["path"] == synth
+    assert {**doc, "source": ref["source"]} == ref and _plain(stalls) == _plain(ref_stalls)
