@@ -35,7 +35,7 @@ def window_facts(trace: Trace, device: int | None, spans: np.ndarray) -> dict:
     length, kernels, the share of it the iterations cover, and the kernel table over all of it
     (launches and graph ops as totals), so a diff sees kernels that fall outside the iterations
     (definitions.md §D1)."""
-    from launchtui.analysis.iteration_tables import merge_spans
+    from launchtui.analysis.iteration_tables import kernel_table, merge_spans
     from launchtui.trace.model import OP_KERNEL
     ops = trace.ops
     m = ops.kind == OP_KERNEL
@@ -49,8 +49,7 @@ def window_facts(trace: Trace, device: int | None, spans: np.ndarray) -> dict:
     merged = merge_spans(spans)
     covered = int(np.clip(np.minimum(merged[:, 1], hi) - np.maximum(merged[:, 0], lo), 0, None).sum()) \
         if len(merged) else 0
-    rows = iteration_tables(trace, np.array([[np.iinfo(np.int64).min // 2, np.iinfo(np.int64).max // 2]]),
-                            device, set())["kernels"]
+    rows = kernel_table(trace, np.array([[np.iinfo(np.int64).min // 2, np.iinfo(np.int64).max // 2]]), device)
     return {"start_ns": lo, "end_ns": hi, "ms": (hi - lo) / 1e6, "kernels": int(len(k)),
             "iterations_ms": covered / 1e6, "iteration_share": covered / (hi - lo) if hi > lo else None,
             "kernel_rows": [{"kernel_name": r["kernel_name"], "launches": r["launches_per_iteration"],

@@ -122,17 +122,24 @@ def stream_order(trace: Trace, keep=None) -> list[dict]:
     GPU op start), ranked by device id and, within a device, by first use: the keys that pair
     streams across runs whose ids differ."""
     ops = trace.ops
-    sel = np.ones(len(ops), bool)
-    if keep:
-        key = ops.device.astype(np.int64) * (1 << 40) + ops.stream
-        sel = np.isin(key, [d * (1 << 40) + s for d, s in keep])
     if not len(ops):
         return []
-    key = ops.device[sel].astype(np.int64) * (1 << 40) + ops.stream[sel]
-    uniq, g = dense_groups(key)
+    # (device, stream) as one dense key: each id grouped on its own (few values: a lookup table,
+    # no sort), then the pair's group numbers combined
+    devs_at, dev_of = dense_groups(ops.device)
+    streams_at, stream_of = dense_groups(ops.stream)
+    pair = dev_of * len(streams_at) + stream_of
+    if keep:
+        wanted = [int(np.searchsorted(devs_at, d)) * len(streams_at) + int(np.searchsorted(streams_at, s))
+                  for d, s in keep if d in devs_at and s in streams_at]
+        sel = np.isin(pair, wanted)
+        pair, start = pair[sel], ops.start[sel]
+    else:
+        start = ops.start
+    uniq, g = dense_groups(pair)
     first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first, g, ops.start[sel])
-    dev, st = uniq >> 40, uniq & ((1 << 40) - 1)
+    np.minimum.at(first, g, start)
+    dev, st = devs_at[uniq // len(streams_at)], streams_at[uniq % len(streams_at)]
     devs = sorted(set(dev.tolist()))
     rows = []
     for d in devs:
@@ -144,12 +151,9 @@ def stream_order(trace: Trace, keep=None) -> list[dict]:
     return rows
 
 
-def iteration_tables(trace: Trace, spans, device: int | None = None, streams=None) -> dict:
-    """Kernels and phases per iteration on `device` (all devices when None), graph launches per
-    iteration, and the order of `streams` ((device, stream) pairs; all streams when None)."""
-    spans = np.asarray(spans, np.int64).reshape(-1, 2)
-    n_iter = max(len(spans), 1)
-    merged = merge_spans(spans)
+def _launched_kernels(trace: Trace, merged: np.ndarray, device: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(kernels on `device` (all when None) whose launch or graph-launch call starts inside the
+    merged spans, which of them a graph launch ran)."""
     ops, api = trace.ops, trace.api
     m = (ops.kind == OP_KERNEL) & (ops.api >= 0)
     if device is not None:
@@ -157,9 +161,25 @@ def iteration_tables(trace: Trace, spans, device: int | None = None, streams=Non
     k = np.nonzero(m)[0]
     kinds = api.kind[ops.api[k]]
     k = k[((kinds == API_LAUNCH) | (kinds == API_GRAPH_LAUNCH)) & in_spans(api.start[ops.api[k]], merged)]
-    graph = api.kind[ops.api[k]] == API_GRAPH_LAUNCH
+    return k, api.kind[ops.api[k]] == API_GRAPH_LAUNCH
+
+
+def kernel_table(trace: Trace, spans, device: int | None = None) -> list[dict]:
+    """`iteration_tables(...)["kernels"]` alone: the kernels per iteration of `spans` on `device`."""
+    spans = np.asarray(spans, np.int64).reshape(-1, 2)
+    k, graph = _launched_kernels(trace, merge_spans(spans), device)
+    return _kernel_rows(trace, k, graph, max(len(spans), 1))
+
+
+def iteration_tables(trace: Trace, spans, device: int | None = None, streams=None) -> dict:
+    """Kernels and phases per iteration on `device` (all devices when None), graph launches per
+    iteration, and the order of `streams` ((device, stream) pairs; all streams when None)."""
+    spans = np.asarray(spans, np.int64).reshape(-1, 2)
+    n_iter = max(len(spans), 1)
+    merged = merge_spans(spans)
+    k, graph = _launched_kernels(trace, merged, device)
     ph = op_phases(trace, merged)
-    gl = unique_sorted(ops.api[k[graph]])
+    gl = unique_sorted(trace.ops.api[k[graph]])
     return {
         "kernels": _kernel_rows(trace, k, graph, n_iter),
         "phases": _phase_rows(trace, k, graph, ph, n_iter),
