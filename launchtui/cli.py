@@ -399,16 +399,19 @@ def cmd_diff(args) -> int:
     from launchtui.analysis.diff_markdown import render_markdown
     from launchtui.analysis.gates import evaluate, parse_gates, tripped_line
     from launchtui.output import dumps
+    from launchtui.session import default_record
     gates = parse_gates(args.fail_if)  # bad gate syntax fails before any trace is read
     with ThreadPoolExecutor(2) as pool:
         sessions = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
                                  (args.before, args.after)))
     heap.recycle_large_blocks()   # in the workers it does nothing: set once both are read
-    doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter)
+    record = default_record(args.iter)   # each side's, as `report --json` stores it: found, not recomputed
+    doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter,
+                        records=tuple(s.get(record)[0] for s in sessions))
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
     for session in sessions:
-        session.commit()
+        session.commit(record)
     for g, x in tripped:
         print(f"launchtui: {tripped_line(g, x, doc)}", file=sys.stderr)
     return 1 if tripped else 0

@@ -304,6 +304,15 @@ class Record(Query):
         return {**doc, "source": trace.source.to_json()}, stalls
 
 
+def default_record(iter_name: str | None = None) -> Record:
+    """The case record of the whole trace with its default options (`--iter`: `iter_name`): what
+    `report --json` stores when given no other options, and what `diff` and the compare view read of
+    each side (analysis/diff_inputs.record_of computes the same document)."""
+    from launchtui.analysis.record_options import RecordOptions
+    from launchtui.analysis.select import WHOLE
+    return Record(WHOLE, RecordOptions(iter_name=iter_name))
+
+
 @dataclass(frozen=True)
 class Index(Query):
     """The trace's derived index (analysis/index.py): every per-op lookup the analyses share. A

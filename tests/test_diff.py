@@ -203,6 +203,28 @@ def test_cli_markdown_and_json(pair_files, pair_cache, capsys):
     assert doc["per_iteration"]["launches_per_iter"]["after"] == 102
 
 
+@pytest.mark.parametrize("key", ["fused", "fused_nsys"])
+def test_cli_diff_after_report_reads_each_sides_record(pair_files, capsys, tmp_path, monkeypatch, key):
+    """`report --json` stores each side's record; a diff after it (the case record's before/after
+    loop) finds both, computes neither, and says what a diff read afresh says. A diff without a
+    report stores them in turn, so the next finds them too."""
+    import launchtui.analysis.record as record_mod
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    b, a = pair_files[key]
+    fresh = {it: run(capsys, "diff", b, a, "--json", "--no-cache", *it)[1] for it in ((), ("--iter", "FORWARD"))}
+    for side in (b, a):
+        assert run(capsys, "report", side, "--json")[0] == 0
+    computed = []
+    real = record_mod.record_with_streams
+    monkeypatch.setattr(record_mod, "record_with_streams",
+                        lambda trace, sel, opt, shared=None: computed.append(opt.iter_name) or real(trace, sel, opt, shared))
+    assert run(capsys, "diff", b, a, "--json")[1] == fresh[()] and computed == []
+    assert run(capsys, "diff", b, a, "--json", "--iter", "FORWARD")[1] == fresh[("--iter", "FORWARD")]
+    assert computed == ["FORWARD", "FORWARD"]          # another --iter: another record, once per side
+    assert run(capsys, "diff", b, a, "--json", "--iter", "FORWARD")[1] == fresh[("--iter", "FORWARD")]
+    assert computed == ["FORWARD", "FORWARD"]
+
+
 def test_cli_trace_without_launched_ops_cannot_be_compared(capsys, tmp_path):
     from fixtures import synth
     paths = synth.make_trace_files(tmp_path, variants=["nsys:no_kernels", "nsys:modern"])

@@ -77,3 +77,31 @@ def test_compare_loading_error_is_one_line_exit_2(pair, tmp_path):
     assert r.stderr.rstrip().endswith(f"\nlaunchtui: {tmp_path / 'nope.json'}: no such file") or \
         r.stderr.rstrip().endswith(f"launchtui: {tmp_path / 'nope.json'}: no such file")
     assert "Traceback" not in r.stderr
+
+
+def test_compare_view_after_report_reads_each_sides_record(pair, tmp_path, monkeypatch, capsys):
+    """After `report --json` of each side the compare view finds both records stored and computes
+    neither; its diff is the one read afresh."""
+    import launchtui.analysis.record as record_mod
+    from launchtui.analysis.diff_inputs import diff_document
+    from launchtui.cli import main
+    from launchtui.trace.load import read_trace
+    b, a = pair
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fresh = diff_document(read_trace(str(b)), read_trace(str(a)))
+    for side in (b, a):
+        assert main(["report", str(side), "--json"]) == 0
+    capsys.readouterr()
+    computed = []
+    real = record_mod.record_with_streams
+    monkeypatch.setattr(record_mod, "record_with_streams",
+                        lambda trace, sel, opt, shared=None: computed.append(1) or real(trace, sel, opt, shared))
+
+    async def go():
+        app = _app(b, a, no_cache=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(app, pilot)
+            assert app.main.doc == fresh
+            await pilot.press("q")
+    run(go())
+    assert computed == []

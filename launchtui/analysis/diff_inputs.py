@@ -16,10 +16,11 @@ def record_of(trace: Trace, iter_name: str | None = None) -> dict:
     return build_record(trace, WHOLE, RecordOptions(iter_name=iter_name))
 
 
-def diff_side(trace: Trace, iter_name: str | None = None) -> dict:
-    """The record, and the kernel/phase tables over the same iterations and primary device; the
-    streams paired are those the record classifies."""
-    record = record_of(trace, iter_name)
+def diff_side(trace: Trace, iter_name: str | None = None, record: dict | None = None) -> dict:
+    """The record (`record`: the one `record_of` gives, found elsewhere, e.g. stored by `report`),
+    and the kernel/phase tables over the same iterations and primary device; the streams paired
+    are those the record classifies."""
+    record = record_of(trace, iter_name) if record is None else record
     it = record.get("iterations") or {}
     spans = np.stack([np.asarray(it.get("starts_ns", []), np.int64), np.asarray(it.get("ends_ns", []), np.int64)], 1)
     src = trace.source
@@ -57,5 +58,8 @@ def window_facts(trace: Trace, device: int | None, spans: np.ndarray) -> dict:
                              "avg_queue_us": r["avg_queue_us"], "avg_kernel_us": r["avg_kernel_us"]} for r in rows]}
 
 
-def diff_document(before: Trace, after: Trace, iter_name: str | None = None) -> dict:
-    return build_diff(diff_side(before, iter_name), diff_side(after, iter_name))
+def diff_document(before: Trace, after: Trace, iter_name: str | None = None,
+                  records: tuple[dict, dict] | None = None) -> dict:
+    """The diff of two traces; `records`: their `record_of`, when already known (diff_side)."""
+    rb, ra = records if records is not None else (None, None)
+    return build_diff(diff_side(before, iter_name, rb), diff_side(after, iter_name, ra))

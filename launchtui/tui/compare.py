@@ -210,6 +210,7 @@ class CompareApp(LaunchApp):
 
         from launchtui.analysis.diff_inputs import diff_document
         from launchtui.errors import TraceError
+        from launchtui.session import default_record
         from launchtui.tui.loader import load
         a = self.args
         sides = [SimpleNamespace(**{**vars(a), "trace": p}) for p in (a.trace, a.compare)]
@@ -218,7 +219,9 @@ class CompareApp(LaunchApp):
             with ThreadPoolExecutor(2) as pool:
                 before, after = pool.map(load, sides)
             heap.recycle_large_blocks()   # in the two readers it does nothing: set once both are read
-            doc = diff_document(before.trace, after.trace, getattr(a, "iter", None))
+            record = default_record(getattr(a, "iter", None))   # each side's, stored by `report --json`
+            doc = diff_document(before.trace, after.trace, getattr(a, "iter", None),
+                                records=(before.session.get(record)[0], after.session.get(record)[0]))
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))
             return
