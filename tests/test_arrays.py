@@ -58,6 +58,18 @@ def test_unique_rows_matches_numpy(shape):
     _same(unique_rows(mat), np.unique(mat, axis=0))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_unique_rows_of_wide_and_narrow_columns_match_numpy(dtype):
+    """A column past the lookup table's range (ranked by sorting) beside narrow ones (ranked by the
+    table), in both orders: the same rows, order and inverse as numpy's."""
+    rng = np.random.default_rng(7)
+    wide = rng.choice(np.array([-2**31, -5, 0, 3, 2**30, 2**31 - 1]), 400)
+    narrow = rng.integers(0, 4, 400)
+    for cols in ((wide, narrow), (narrow, wide), (narrow, wide, narrow[::-1])):
+        mat = np.stack(cols, axis=1).astype(dtype)
+        _same(unique_rows(mat, return_inverse=True), np.unique(mat, axis=0, return_inverse=True))
+
+
 # ---- numpy's set and order statistics without numpy.ma ------------------------------------------
 # np.isin's sort path, np.percentile and np.median of float data ask numpy.ma (a flagless np.unique,
 # a masked-array NaN check) and so import it: 17-19 ms of every cold command. These give the same
