@@ -343,8 +343,10 @@ def _overhead_events(trace: Trace, rows: ExportRows, shifts) -> Iterator[bytes]:
         return
     pid, tid = _thread_pid_tid(trace, ov.thread[v])
     corr = _shifted(ov.corr[v], pid, shifts)
-    yield ce.complete_events(b"overhead", pid, tid, ov.start[v], ov.end[v], [ce.json_string(COMMAND_BUFFER_FULL)] * len(v),
-                             b'"correlation":%d', corr)
+    name = ce.json_string(COMMAND_BUFFER_FULL)
+    for sl in ce.chunks(len(v)):
+        yield ce.complete_events(b"overhead", pid[sl], tid[sl], ov.start[v[sl]], ov.end[v[sl]], [name] * len(v[sl]),
+                                 b'"correlation":%d', corr[sl])
 
 
 def _flows(trace: Trace, rows: ExportRows, shifts) -> Iterator[bytes]:
@@ -355,7 +357,9 @@ def _flows(trace: Trace, rows: ExportRows, shifts) -> Iterator[bytes]:
         return
     calls = unique_sorted(ops.api[o])
     pid, tid = _thread_pid_tid(trace, api.thread[calls])
-    yield ce.flow_events(b"s", pid, tid, api.start[calls], _shifted(api.corr[calls], pid, shifts))
+    corr_s = _shifted(api.corr[calls], pid, shifts)
+    for sl in ce.chunks(len(calls)):
+        yield ce.flow_events(b"s", pid[sl], tid[sl], api.start[calls[sl]], corr_s[sl])
     call_pid = np.full(len(api), -1, np.int64)
     call_pid[calls] = pid
     corr = _shifted(api.corr[ops.api[o]], call_pid[ops.api[o]], shifts)

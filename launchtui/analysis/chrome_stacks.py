@@ -56,8 +56,9 @@ def _backward(trace: Trace, pid_tid, calls: np.ndarray, inv: np.ndarray, stack, 
     api = trace.api
     u, seq = np.unique(inv, return_inverse=True)
     seq = seq.reshape(-1)
-    yield _ops(trace, pid_tid, calls, b'"Sequence number":%d,"Fwd thread id":%d',
-               [b'"autograd::engine::evaluate_function"'] * len(calls), seq, FWD_TID)
+    for sl in ce.chunks(len(calls)):
+        yield _ops(trace, pid_tid, calls[sl], b'"Sequence number":%d,"Fwd thread id":%d',
+                   [b'"autograd::engine::evaluate_function"'] * len(calls[sl]), seq[sl], FWD_TID)
     # the forward ops: 1 ns each, one after another from the first backward call, on FWD_TID of the
     # first backward call's process
     pid, _ = pid_tid(api.thread[calls[:1]])
