@@ -134,19 +134,50 @@ def write_atomic(path: str | os.PathLike, text: str, force: bool = False) -> Pat
 
 def write_atomic_chunks(path: str | os.PathLike, chunks, force: bool = False, compress: bool = False) -> Path:
     """Write the byte chunks to `path` atomically, gzip-compressed when `compress` (a fixed header:
-    no name, mtime 0, so the same content gives the same bytes); the rules of `write_atomic`."""
+    no name, mtime 0, so the same content gives the same bytes); the rules of `write_atomic`. The
+    chunks are compressed and written on a second thread while the next is made (`pipelined`)."""
     def write(fd: int) -> None:
         with os.fdopen(fd, "wb") as raw:
             if compress:
                 with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as f:
-                    for c in chunks:
-                        f.write(c)
+                    pipelined(chunks, f.write)
             else:
-                for c in chunks:
-                    raw.write(c)
+                pipelined(chunks, raw.write)
             raw.flush()
             os.fsync(raw.fileno())
     return _write_atomic(path, force, write)
+
+
+def pipelined(chunks, sink, depth: int = 2) -> None:
+    """`sink(c)` for every chunk in order, on a writer thread while this one makes the next chunk:
+    making a chunk holds the GIL (formatting), while zlib and the write release it, so the two share
+    the CPUs. At most `depth` chunks wait between them. What either side raises ends both and is
+    raised here, after the writer has stopped (so the caller may remove a partial file)."""
+    import queue
+    import threading
+    pending: queue.Queue = queue.Queue(maxsize=depth)
+    failed: list[BaseException] = []
+
+    def drain() -> None:
+        try:
+            while (c := pending.get()) is not None:
+                sink(c)
+        except BaseException as e:   # re-raised in the caller's thread
+            failed.append(e)
+            while pending.get() is not None:   # let the maker finish its put and see the failure
+                pass
+    writer = threading.Thread(target=drain, name="launchtui-write", daemon=True)
+    writer.start()
+    try:
+        for c in chunks:
+            if failed:
+                break
+            pending.put(c)
+    finally:
+        pending.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]
 
 
 def _write_atomic(path: str | os.PathLike, force: bool, write) -> Path:

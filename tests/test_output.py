@@ -83,3 +83,35 @@ def test_chunks_are_written_atomically_and_gzip_is_deterministic(tmp_path):
     with pytest.raises(UsageError):
         write_atomic_chunks(tmp_path / "z.json", failing())
     assert not (tmp_path / "z.json").exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_pipelined_writes_in_order_and_stops_on_either_sides_error():
+    """The writer thread sees every chunk in order; a chunk maker's error ends the writer after what
+    was queued, and the writer's error (a full disk) stops the maker and is raised to the caller."""
+    import threading
+    from launchtui.output import pipelined
+    got, threads = [], set()
+    pipelined((b"%d," % i for i in range(1000)), lambda c: got.append(c) or threads.add(threading.current_thread()))
+    assert b"".join(got) == b"".join(b"%d," % i for i in range(1000))
+    assert threads and threading.current_thread() not in threads     # written beside the maker
+
+    def maker_fails():
+        yield b"a"
+        raise ValueError("made half way")
+    seen = []
+    with pytest.raises(ValueError, match="made half way"):
+        pipelined(maker_fails(), seen.append)
+    assert seen == [b"a"]
+
+    made = []
+
+    def many():
+        for i in range(10_000):
+            made.append(i)
+            yield b"x"
+
+    def full(c):
+        raise OSError(28, "No space left on device")
+    with pytest.raises(OSError, match="No space left"):
+        pipelined(many(), full)
+    assert len(made) < 10                 # the maker stopped soon after the writer failed
