@@ -232,3 +232,21 @@ def test_rpd_autograd_graph_replays():
     assert r["graphs"][0]["ops_per_replay"] == {"median": 418.0, "min": 418, "max": 418}
     assert doc["graphs"]["eager"]["eager_launch_calls"] == 1228
     assert "1 graph (grouped by" in render_markdown(doc)
+
+
+def test_a_graph_node_name_that_is_not_utf8_still_groups_the_replays(files):
+    """Graph replays pair by their ops' name text (graphs._name_hash), never string ids. A name the
+    reader kept as surrogate escapes (bytes that were not UTF-8) hashes too, and only its own
+    replays' rows change name."""
+    import dataclasses
+
+    from launchtui.trace.model import StringTable
+    path, _ = files("replays")
+    tr = open_trace(path, use_cache=False)
+    values = list(tr.strings.values)
+    i = values.index("gemm_a")
+    values[i] = "gemm_\udcff"
+    bad = dataclasses.replace(tr, strings=StringTable.from_values(values))
+    rows, ref = build_record(bad)["graphs"]["replays"]["graphs"], _record(path)["graphs"]["replays"]["graphs"]
+    assert [r["first_op"] for r in rows] == ["gemm_\udcff", "ln_b0"]
+    assert [{**r, "first_op": None} for r in rows] == [{**r, "first_op": None} for r in ref]

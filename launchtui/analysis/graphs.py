@@ -210,12 +210,13 @@ def _position_weights() -> np.ndarray:
 
 def _name_hash(trace: Trace, name: np.ndarray) -> np.ndarray:
     """A stable 64-bit value per op name from its text, never its string id (ids follow read order);
-    a lookup table over the names present, no sort."""
+    a lookup table over the names present, no sort. A name that was not valid UTF-8 (surrogate
+    escapes) hashes by its code points too."""
     present = np.zeros(len(trace.strings), bool)
     present[name] = True
     ids = np.flatnonzero(present)
     table = np.zeros(len(trace.strings), np.uint64)
-    table[ids] = np.array([zlib.crc32(trace.strings[int(i)].encode()) * 2654435761 + 1 for i in ids.tolist()],
+    table[ids] = np.array([zlib.crc32(trace.strings[int(i)].encode("utf-8", "surrogatepass")) * 2654435761 + 1 for i in ids.tolist()],
                           np.uint64)
     return table[name]
 
