@@ -362,33 +362,35 @@ def _report_sources(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from launchtui.analysis.export import export_document
+    from launchtui.analysis.chrome_export import chrome_chunks
+    from launchtui.analysis.export import export_text
     from launchtui.analysis.select import selection_from_args
-    from launchtui.output import dumps
     session = _open(args, need_cuda=True)
     trace = session.trace
     sel = selection_from_args(trace, args)
     if args.format == "chrome":
-        _emit_chrome(trace, sel, args)
+        _emit_chunks(chrome_chunks(trace, sel, _record_options(args)), args, compress=str(args.output).endswith(".gz"))
     else:
         ropt = _record_options(args) if args.phase_level is not None else None
-        doc = export_document(trace, sel, _report_options(args), ropt)
-        _emit(dumps(doc), args)
+        _emit_chunks(export_text(trace, sel, _report_options(args), ropt), args)
     session.commit()
     return 0
 
 
-def _emit_chrome(trace, sel, args) -> None:
-    """The chrome export, streamed: to -o (gzip when the name ends in .gz, atomically) or stdout."""
-    from launchtui.analysis.chrome_export import chrome_chunks
-    chunks = chrome_chunks(trace, sel, _record_options(args))
+def _emit_chunks(chunks, args, compress: bool = False) -> None:
+    """An export, streamed: to -o (atomically; gzip with `compress`) or stdout. Text pieces go to
+    stdout as text (a caller in process may have swapped it for a StringIO), bytes to its buffer."""
     if args.output is None:
         for c in chunks:
-            sys.stdout.buffer.write(c)
-        sys.stdout.buffer.flush()
+            if isinstance(c, str):
+                sys.stdout.write(c)
+            else:
+                sys.stdout.buffer.write(c)
+        sys.stdout.flush()
         return
+    chunks = (c.encode("utf-8") if isinstance(c, str) else c for c in chunks)
     from launchtui.output import write_atomic_chunks
-    path = write_atomic_chunks(args.output, chunks, force=args.force, compress=str(args.output).endswith(".gz"))
+    path = write_atomic_chunks(args.output, chunks, force=args.force, compress=compress)
     print(f"launchtui: wrote {printable(path)}", file=sys.stderr)
 
 

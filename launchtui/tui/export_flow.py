@@ -103,9 +103,9 @@ class ExportFlow:
         self.screen.run_worker(lambda: self._write(path, sel, force, opts, fmt), thread=True, group="export")
 
     def _write(self, path: str, sel, force: bool, opts: tuple, fmt: str = "launchtui") -> None:
-        from launchtui.analysis.export import export_document
+        from launchtui.analysis.export import export_text
         from launchtui.errors import TraceError
-        from launchtui.output import dumps, write_atomic, write_atomic_chunks
+        from launchtui.output import write_atomic_chunks
         app = self.app
         try:
             if fmt == "chrome":   # as `launchtui export --format chrome --trim a b`: default record options
@@ -113,8 +113,8 @@ class ExportFlow:
                 out = write_atomic_chunks(path, chrome_chunks(self.screen.loaded.trace, sel), force=force,
                                           compress=path.endswith(".gz"))
             else:
-                doc = export_document(self.screen.loaded.trace, sel, *opts)
-                out = write_atomic(path, dumps(doc), force=force)
+                text = export_text(self.screen.loaded.trace, sel, *opts)
+                out = write_atomic_chunks(path, (t.encode("utf-8") for t in text), force=force)
         except TraceError as e:
             app.call_from_thread(app.notify, str(e), title="Export failed", severity="error", timeout=10)
             return
