@@ -3,7 +3,8 @@ inverse, counts, dtypes, shapes), on random inputs of several dtypes and sizes, 
 import numpy as np
 import pytest
 
-from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import unique_rows
 
 DTYPES = [np.int64, np.int32, np.int16, np.uint8, np.uint64, np.bool_]
 SIZES = [0, 1, 2, 7, 1000]

@@ -103,7 +103,7 @@ def test_first_of_runs_equals_unique(sort):
 def _phase_keys_per_op(trace, ops, base, level, main):
     """The per-op computation `attributed_phase_keys` replaced: one path row per op, unique rows."""
     from launchtui.analysis import nvtx
-    from launchtui.trace.arrays import unique_rows
+    from launchtui.trace.grouping import unique_rows
     base = np.broadcast_to(np.asarray(base, np.int64), ops.shape)
     a = trace.ops.api[ops]
     mat = ph._path_matrix(trace, nvtx.op_ranges(trace)[ops], base, level)

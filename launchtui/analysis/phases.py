@@ -13,8 +13,8 @@ import re
 import numpy as np
 
 from launchtui.analysis import memo, nvtx
-from launchtui.trace.arrays import index_type, unique_rows, unique_sorted
-from launchtui.trace.grouping import dense_groups
+from launchtui.trace.arrays import index_type, unique_sorted
+from launchtui.trace.grouping import dense_groups, unique_rows
 from launchtui.trace.model import RANGE_PUSHPOP, Trace
 
 # the first emit_nvtx key and everything after it

@@ -39,3 +39,23 @@ def distinct_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     heads = np.concatenate([[True], values[1:] != values[:-1]])
     uniq = unique_sorted(values[heads])
     return uniq, np.searchsorted(uniq, values)
+
+
+def unique_rows(mat: np.ndarray, return_inverse: bool = False):
+    """`np.unique(mat, axis=0, return_inverse=...)` for a 2-D integer array: rows in lexicographic
+    order. Each column's dense rank folds into one int64 key, column by column (the key stays below
+    rows², so it never overflows). Ranks come from grouping.dense_groups: a lookup table, no sort,
+    where a column (or the key so far) spans a small range, as device, stream and thread ids do."""
+    mat = np.asarray(mat)
+    rows = mat.shape[0]
+    if not rows or mat.shape[1] == 0:
+        return np.unique(mat, axis=0, return_inverse=return_inverse)
+    key = np.zeros(rows, np.int64)
+    for c in range(mat.shape[1]):
+        distinct, r = dense_groups(mat[:, c])
+        distinct, key = dense_groups(key * len(distinct) + r)
+    # one row per key: equal keys are equal rows, so whichever row a repeated index keeps will do
+    one = np.empty(len(distinct), np.intp)
+    one[key] = np.arange(rows)
+    uniq = mat[one]
+    return (uniq, key.astype(np.intp)) if return_inverse else uniq

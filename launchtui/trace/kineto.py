@@ -20,7 +20,8 @@ import msgspec
 import numpy as np
 
 from launchtui.errors import TraceError
-from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import unique_rows
 from launchtui.trace import graph_ids, kineto_stacks
 from launchtui.trace import names as nm
 from launchtui.trace.kineto_columns import SKIP_DEVICE, SKIP_NOT_COMPLETE, concat, extract

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from launchtui.trace import registry
-from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import unique_rows
 from launchtui.errors import printable
 
 # GPU op kinds

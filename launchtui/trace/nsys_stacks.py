@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchtui.trace.arrays import unique_rows
+from launchtui.trace.grouping import unique_rows
 from launchtui.trace.model import STACK_DIRECT, ApiStacks, Trace
 from launchtui.trace.nsys_strings import NULL_ID, unresolved_reason
 from launchtui.trace.sqlite_columns import fetch_int_columns

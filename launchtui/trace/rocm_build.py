@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from launchtui.trace import names as nm
-from launchtui.trace.arrays import unique_rows, unique_sorted
+from launchtui.trace.arrays import unique_sorted
+from launchtui.trace.grouping import unique_rows
 from launchtui.trace.join import finalize
 from launchtui.trace.model import (OP_KERNEL, RANGE_PUSHPOP, ApiCalls, GpuOps, Overheads, Ranges, SourceInfo,
                                    StringTable, Threads, Trace)
