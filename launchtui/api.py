@@ -38,7 +38,7 @@ def open(path: str | os.PathLike, trim: tuple[float, float] | None = None, devic
                          (float(trim[0]), float(trim[1])), nvtx=nvtx or None)
     sel = build_selection(trace, spec)
     session.commit()
-    frames = TraceFrames(trace, sel)
+    frames = TraceFrames(trace, sel, session)
     if capture is not None:
         from launchtui.capture_join import capture_join
         frames._join = capture_join(trace, capture, use_cache)
@@ -59,9 +59,13 @@ def open_ranks(*inputs: str | os.PathLike, workers: int | None = None, use_cache
 class TraceFrames:
     """A loaded trace and a selection; methods return DataFrames and never change the trace."""
 
-    def __init__(self, trace: Trace, sel=WHOLE):
+    def __init__(self, trace: Trace, sel=WHOLE, session=None):
+        from launchtui.session import Session
         self._trace = trace
         self._sel = sel
+        # the trace's results: a record `report --json`, `record` or the TUI stored is read, not
+        # recomputed, and one computed here is kept (in memory, and beside the model when cached)
+        self._session = session if session is not None else Session(trace)
         self._join = None      # open(..., capture=): the capture ↔ replay join (definitions §12.6)
 
     def __repr__(self) -> str:
@@ -168,8 +172,7 @@ class TraceFrames:
         """The iterations the case record uses (`record --json` iterations: `ProfilerStep#N` ranges,
         ranges named `name`, or a heuristic; `attrs` say which), with the selected kernel launches
         whose call starts inside each."""
-        from launchtui.analysis.record import RecordOptions, build_record
-        it = build_record(self._trace, self._sel, RecordOptions(iter_name=name)).get("iterations") or {}
+        it = self._record_doc(iter_name=name).get("iterations") or {}
         start = np.asarray(it.get("starts_ns", []), np.int64)
         end = np.asarray(it.get("ends_ns", []), np.int64)
         k = launched_kernels(self._trace, self._sel)
@@ -191,12 +194,17 @@ class TraceFrames:
     def record(self, **options) -> dict:
         """The case record (`launchtui record --json`) as a dict whose row lists (`top`, `nccl`,
         `near_misses`, `streams`) are DataFrames; `options` as `RecordOptions` (iter_name, top, ...)."""
-        from launchtui.analysis.record import RecordOptions, build_record
-        doc = build_record(self._trace, self._sel, RecordOptions(**options))
+        doc = dict(self._record_doc(**options))   # the session's document is shared: its copy
         for key in _RECORD_TABLES:
             if key in doc:
                 doc[key] = pd.DataFrame(doc[key])
         return doc
+
+    def _record_doc(self, **options) -> dict:
+        """The case record of the selection at `options` (RecordOptions), through the session."""
+        from launchtui.analysis.record_options import RecordOptions
+        from launchtui.session import Record
+        return self._session.get(Record(self._sel, RecordOptions(**options)))[0]
 
     def launch_sources(self, source_filter: str | None = None) -> pd.DataFrame:
         """Per kernel launch: its call site (innermost user frame) and innermost frame."""

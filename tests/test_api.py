@@ -124,3 +124,25 @@ def test_record_equals_record_json(capsys, nsys_path):
     assert its["end_ns"].tolist() == doc["iterations"]["ends_ns"]
     assert {k: v for k, v in rec.items() if k not in ("top", "nccl", "near_misses", "streams")} == \
         {k: v for k, v in doc.items() if k not in ("top", "nccl", "near_misses", "streams")}
+
+
+def test_record_and_iterations_read_what_report_stored(capsys, tmp_path, monkeypatch):
+    """After `report --json` the notebook's record() and iterations() find its record beside the
+    model and compute none; another option set is computed once, however often it is asked."""
+    import launchtui.analysis.record as record_mod
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = synth.make_trace_files(tmp_path, variants=[("nsys", "modern")])[("nsys", "modern")]
+    reported = _cli(capsys, "report", str(path), "--json")["record"]
+    computed = []
+    real = record_mod.record_with_streams
+    monkeypatch.setattr(record_mod, "record_with_streams",
+                        lambda trace, sel, opt, shared=None: computed.append(opt) or real(trace, sel, opt, shared))
+    t = launchtui.open(path)
+    rec = t.record()
+    assert computed == [] and rec["conclusion"] == reported["conclusion"]
+    assert _records(rec["top"]) == reported["top"]
+    assert t.iterations()["start_ns"].tolist() == reported["iterations"]["starts_ns"] and computed == []
+    assert isinstance(t.record()["top"], pd.DataFrame)       # the stored document is not changed
+    t.record(phase_level=2)
+    t.record(phase_level=2)
+    assert [o.phase_level for o in computed] == [2]
