@@ -367,3 +367,24 @@ def test_pool_worker_death_is_retried_then_named(job8, pool_doc, tmp_path, monke
     results, _ = engines.run_pool(paths, 2, False, lambda i, r: None)
     lost = {Path(p).name: r["error"] for p, r in zip(paths, results) if r["status"] != "ok"}
     assert lost == {"rank3.pt.trace.json.gz": "worker process died while reading this rank (three times)"}
+
+
+def test_a_rank_reads_the_record_report_stored_and_stores_its_own(job8, tmp_path, monkeypatch):
+    """A rank's summary carries its case record: with the cache it is the one `report --json`
+    stored beside the model (none computed), and a rank that found none stores the one it computed
+    for the next job. The summaries are equal either way."""
+    import launchtui.analysis.record as record_mod
+    from launchtui.ranks.worker import process_rank
+    d, _ = job8
+    first, second = sorted(str(p) for p in d.iterdir())[:2]
+    fresh = {p: process_rank(p, use_cache=False)["summary"] for p in (first, second)}
+    computed = []
+    real = record_mod.record_with_streams
+    monkeypatch.setattr(record_mod, "record_with_streams",
+                        lambda trace, sel, opt, shared=None: computed.append(1) or real(trace, sel, opt, shared))
+    with cache_home(tmp_path / "cache"):
+        assert _cli("report", first, "--json").returncode == 0
+        computed.clear()
+        assert process_rank(first)["summary"] == fresh[first] and computed == []
+        assert process_rank(second)["summary"] == fresh[second] and computed == [1]
+        assert process_rank(second)["summary"] == fresh[second] and computed == [1]

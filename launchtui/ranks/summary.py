@@ -30,10 +30,11 @@ EPOCH_MIN_NS, EPOCH_MAX_NS = 946_684_800 * 10**9, 4_102_444_800 * 10**9
 _STEP_NUMBER = re.compile(r"^ProfilerStep#(\d+)$")
 
 
-def _record(trace: Trace) -> tuple[dict, dict | None]:
-    """(the case record without its per-iteration span lists and without the source and options
-    (the row has the file), its iterations' spans); the spans go to `steps`, not the row."""
-    rec = {k: v for k, v in build_record(trace).items() if k not in ("source", "options")}
+def _record(trace: Trace, record: dict | None = None) -> tuple[dict, dict | None]:
+    """(the case record (`record`: build_record(trace), found elsewhere) without its per-iteration
+    span lists and without the source and options (the row has the file), its iterations' spans);
+    the spans go to `steps`, not the row."""
+    rec = {k: v for k, v in (build_record(trace) if record is None else record).items() if k not in ("source", "options")}
     spans = None
     if rec.get("iterations"):
         spans = {k: rec["iterations"][k] for k in ("starts_ns", "ends_ns")}
@@ -120,10 +121,11 @@ def _queues(trace: Trace) -> dict:
     }
 
 
-def rank_summary(trace: Trace) -> dict:
-    """Everything the combined view needs from one rank, and nothing proportional to its events."""
+def rank_summary(trace: Trace, record: dict | None = None) -> dict:
+    """Everything the combined view needs from one rank, and nothing proportional to its events.
+    `record`: the rank's case record at the default options when already known (a stored one)."""
     tot = launch_totals(trace, WHOLE)
-    rec, spans = _record(trace)
+    rec, spans = _record(trace, record)
     steps = _steps(trace, rec, spans)
     return {
         "devices": sorted(int(d) for d in trace.device_ids()),

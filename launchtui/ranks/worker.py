@@ -12,7 +12,7 @@ def process_rank(path: str, use_cache: bool = True) -> dict:
     """
     from launchtui.errors import TraceError
     from launchtui.ranks.summary import rank_summary
-    from launchtui.session import Index, Session
+    from launchtui.session import Index, Session, default_record
     t0 = time.perf_counter()
     out = {"file": path, "meta_rank": None, "status": "ok", "error": None, "summary": None}
     try:
@@ -23,8 +23,9 @@ def process_rank(path: str, use_cache: bool = True) -> dict:
         if not trace.has_cuda_tables:
             raise TraceError(path, "no CUDA activity in this trace (no CUDA API calls or GPU ops)")
         session.get(Index())
-        out["summary"] = rank_summary(trace)
-        session.commit()   # the model and, beside it, the index, as the CLI stores them
+        record = default_record()   # as `report --json` stores it: read when there, stored when not
+        out["summary"] = rank_summary(trace, session.get(record)[0])
+        session.commit(record)   # the model and, beside it, the index and the record, as the CLI stores them
     except TraceError as e:
         out.update(status="error", error=e.problem)
     except MemoryError:
