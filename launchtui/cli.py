@@ -408,8 +408,9 @@ def cmd_diff(args) -> int:
                                  (args.before, args.after)))
     heap.recycle_large_blocks()   # in the workers it does nothing: set once both are read
     record = default_record(args.iter)   # each side's, as `report --json` stores it: found, not recomputed
-    doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter,
-                        records=tuple(s.get(record)[0] for s in sessions))
+    with ThreadPoolExecutor(2) as pool:  # else computed, the two beside each other
+        records = tuple(pool.map(lambda s: s.get(record)[0], sessions))
+    doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter, records=records)
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
     for session in sessions:

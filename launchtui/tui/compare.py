@@ -220,8 +220,9 @@ class CompareApp(LaunchApp):
                 before, after = pool.map(load, sides)
             heap.recycle_large_blocks()   # in the two readers it does nothing: set once both are read
             record = default_record(getattr(a, "iter", None))   # each side's, stored by `report --json`
-            doc = diff_document(before.trace, after.trace, getattr(a, "iter", None),
-                                records=(before.session.get(record)[0], after.session.get(record)[0]))
+            with ThreadPoolExecutor(2) as pool:   # else computed, the two beside each other
+                records = tuple(pool.map(lambda side: side.session.get(record)[0], (before, after)))
+            doc = diff_document(before.trace, after.trace, getattr(a, "iter", None), records=records)
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))
             return
