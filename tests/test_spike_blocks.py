@@ -61,7 +61,9 @@ def test_threads_seen_are_the_distinct_ids():
     assert bp._threads_seen(th).tolist() == [0, 4, 9]
 
 
-@pytest.mark.parametrize("spread", [1, 1 << 30])   # the lookup table, then the sort past DENSE_LIMIT
+# the lookup table; the sort for a few keys spread wide within DENSE_LIMIT (the table would cost
+# more than the sort); the sort past DENSE_LIMIT
+@pytest.mark.parametrize("spread", [1, 1 << 14, 1 << 30])
 def test_narrow_dense_groups_equal_np_unique(spread):
     from launchtui.trace.grouping import dense_groups
     rng = np.random.default_rng(3)

@@ -7,6 +7,7 @@ import numpy as np
 from launchtui.trace.arrays import index_type, unique_sorted
 
 DENSE_LIMIT = 1 << 24
+TABLE_FREE = 1 << 16   # a table this long costs less than any sort's set-up
 
 
 def dense_groups(key: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -18,7 +19,9 @@ def dense_groups(key: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.
     if len(key) == 0:
         return np.zeros(0, key.dtype if key.dtype.kind in "iu" else np.int64), np.zeros(0, idx_t)
     lo, hi = int(key.min()), int(key.max())
-    if hi - lo < DENSE_LIMIT:
+    # the table costs its span, a sort ~n log n: a few keys spread wide (a thousand ids across 2^23)
+    # are sorted, as the table would cost a thousand times more
+    if hi - lo < min(DENSE_LIMIT, 8 * len(key) + TABLE_FREE):
         k = key if lo == 0 and key.dtype.kind in "iu" else key - lo   # ids from 0 index the table as they are
         present = np.zeros(hi - lo + 1, bool)
         present[k] = True
