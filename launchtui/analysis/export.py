@@ -19,6 +19,7 @@ from launchtui.trace.grouping import dense_groups
 from launchtui.trace.model import API_KIND_NAMES, OP_KIND_NAMES, Trace
 
 EXPORT_KIND = "launchtui-range-export"
+CHUNK_ROWS = 100_000   # rows made into dicts and text at a time (export_text)
 
 
 def _names(trace: Trace, ids: np.ndarray) -> list[str]:
@@ -71,9 +72,6 @@ def export_text(trace: Trace, sel: Selection, opt: ReportOptions = ReportOptions
         yield "\n ]"
         at = i + 1                        # past the empty list's `]`
     yield text[at:]
-
-
-CHUNK_ROWS = 100_000
 
 
 @dataclass
