@@ -299,7 +299,7 @@ def cmd_report(args) -> int:
     from launchtui.analysis.launches import group_totals
     from launchtui.analysis.report import build_report, render_text, selection_stats_of
     from launchtui.analysis.select import selection_from_args
-    from launchtui.analysis.shared import lane_fits, side_by_side, staggered
+    from launchtui.analysis.shared import lane_fits, side_by_side
     from launchtui.output import dumps
     from launchtui.session import Backpressure, KernelGroups, Record, SelectionStats
     if args.by == "source":
@@ -317,24 +317,17 @@ def cmd_report(args) -> int:
         session.shared.hold_groups(2)   # the report's and the record's: the last to finish drops them
         if lane_fits(trace):   # and the record's independent parts beside each other
             session.shared.lend_lane()
-        if staggered(trace):   # light stages beside each other, heavy ones one after the other
-            session.shared.stagger()
         pending = session.start(record)
-        pending.add_done_callback(lambda _: session.shared.first_stages_done())   # ended early: no wait
         record_value = lambda: session.shared.wait_helping(pending)   # noqa: E731
-    try:
-        bp = session.get(Backpressure(sel, opt.backpressure))
-        session.shared.await_first_stages()   # staggered: the report's own stages after the record's first
-        doc = build_report(trace, sel, opt, session.shared, bp=bp)
-        joined = with_capture(doc, trace, args)   # "" and no change without --capture
-        # what the TUI's first open asks for too, under the same queries
-        keep = [Backpressure(sel, opt.backpressure), KernelGroups(sel, opt.names),
-                SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
-        session.put(keep[1], group_totals(session.shared.kernel_groups(sel, opt.names)))
-        if beside:
-            session.shared.release_groups()   # the report's last read: the record's gaps run without them
-    finally:   # a staggered record goes on, even after an error here
-        session.shared.report_done()
+    bp = session.get(Backpressure(sel, opt.backpressure))
+    doc = build_report(trace, sel, opt, session.shared, bp=bp)
+    joined = with_capture(doc, trace, args)   # "" and no change without --capture
+    # what the TUI's first open asks for too, under the same queries
+    keep = [Backpressure(sel, opt.backpressure), KernelGroups(sel, opt.names),
+            SelectionStats(sel, opt.backpressure)]    # its queues' thresholds start with this one
+    session.put(keep[1], group_totals(session.shared.kernel_groups(sel, opt.names)))
+    if beside:
+        session.shared.release_groups()   # the report's last read: the record's gaps run without them
     session.put(keep[2], selection_stats_of(doc["launches"], doc["queues"], opt.backpressure.threshold))
     if record is not None:
         keep.append(record)

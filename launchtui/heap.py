@@ -26,7 +26,7 @@ M_ARENA_MAX = -8
 DYNAMIC_MAX = 32 << 20      # glibc's own ceiling for its adaptive threshold (64-bit)
 RECYCLE_BELOW = 1 << 30     # once recycling: blocks up to 1 GiB come from the heap, reused
 # free memory kept at the heap's top for the next block, past it returned: up to a recycled block's
-# size, so two stages that grow the heap at once (the staggered record beside the report) hand back
+# size, so two stages that grow the heap at once (the record beside the report) hand back
 # no pages the next stage faults in again. Trimming returns only the top's pages and never moves a
 # block, so where blocks go, and the heap's high-water, are the same whatever this is.
 KEEP_FREE_TOP = RECYCLE_BELOW

@@ -19,6 +19,7 @@ from launchtui.analysis.record import build_record
 from launchtui.analysis.report import build_report
 from launchtui.analysis.select import WHOLE, Selection
 from launchtui.analysis.shared import Shared
+from launchtui.session import Session
 from launchtui.trace.arrays import unique_sorted
 from launchtui.trace.load import open_trace
 
@@ -306,78 +307,13 @@ def test_report_json_beside_releases_the_groups_before_the_record_gaps(tmp_path,
     assert "groups" not in used[0].held()
 
 
-def test_side_by_side_needs_two_cpus_and_staggers_past_the_bound(trace, monkeypatch):
+def test_side_by_side_needs_two_cpus(monkeypatch):
     import os
     import launchtui.analysis.shared as shared_mod
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert shared_mod.side_by_side() and not shared_mod.staggered(trace)
-    monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", len(trace.ops) - 1)
-    assert shared_mod.side_by_side() and shared_mod.staggered(trace)   # past the bound: staggered
-    monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", len(trace.ops))
-    assert not shared_mod.staggered(trace)
+    assert shared_mod.side_by_side()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
     assert not shared_mod.side_by_side()             # one CPU: nothing to gain
-
-
-def test_stagger_relays_first_stages_then_report_then_the_record(trace):
-    """Unstaggered, nothing waits. Staggered: the report waits for the record's first stages
-    (`await_report` marks them done, as does `first_stages_done` for a record that ended early),
-    the record's per-launch stages for `report_done`."""
-    import threading
-    sh = Shared(trace)
-    sh.await_first_stages()                               # not staggered: no wait on either side
-    sh.await_report()
-    sh.report_done()
-    sh.stagger()
-    report_on, record_on = threading.Event(), threading.Event()
-    report = threading.Thread(target=lambda: (sh.await_first_stages(), report_on.set()), daemon=True)
-    report.start()
-    assert not report_on.wait(0.2)                        # the report's own stages wait ...
-    record = threading.Thread(target=lambda: (sh.await_report(), record_on.set()), daemon=True)
-    record.start()
-    assert report_on.wait(10)                             # ... for the record's first stages
-    assert not record_on.wait(0.2)                        # whose per-launch stages wait ...
-    sh.report_done()
-    assert record_on.wait(10)                             # ... for the report
-    sh2 = Shared(trace)
-    sh2.stagger()
-    sh2.first_stages_done()                               # a record that ended early
-    sh2.await_first_stages()
-
-
-def test_staggered_record_runs_its_first_stages_beside_the_report_and_its_peak_after(tmp_path, monkeypatch,
-                                                                                     capsys):
-    """Past STAGGER_PAST_OPS: the report's spikes, then its own stages only once the record has found
-    its iterations; the record's per-launch stages (top kernels, cold starts, gaps) only once the
-    report is done. The JSON is the one computed after the report."""
-    import threading
-    import launchtui.analysis.record as record_mod
-    import launchtui.analysis.report as report_mod
-    import launchtui.analysis.shared as shared_mod
-    path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
-    after, _ = _report_json(path, monkeypatch, capsys, at_once=False)
-    monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", 0)
-    monkeypatch.setattr(shared_mod, "lane_fits", lambda trace: False)
-    events, lock = [], threading.Lock()
-
-    def logged(name, real):
-        def call(*a, **k):
-            with lock:
-                events.append(name + " begins")
-            try:
-                return real(*a, **k)
-            finally:
-                with lock:
-                    events.append(name + " ends")
-        return call
-    monkeypatch.setattr(record_mod.itr, "find", logged("iterations", record_mod.itr.find))
-    monkeypatch.setattr(report_mod, "build_report", logged("report", report_mod.build_report))
-    monkeypatch.setattr(record_mod, "top_kernels", logged("top kernels", record_mod.top_kernels))
-    staggered, threads = _report_json(path, monkeypatch, capsys, at_once=True)
-    assert threads == ["launchtui-Record"]
-    order = [e for e in events if e in ("iterations ends", "report begins", "report ends", "top kernels begins")]
-    assert order == ["iterations ends", "report begins", "report ends", "top kernels begins"]
-    assert staggered == after
 
 
 def _main_within(args, seconds=60) -> int:
@@ -392,18 +328,17 @@ def _main_within(args, seconds=60) -> int:
     return result[0]
 
 
-def test_an_error_in_a_staggered_report_leaves_no_record_waiting(tmp_path, monkeypatch, capsys):
-    """The report fails while a staggered record waits for it: one line, exit status 2, and the
-    record's thread is released (it finishes rather than waiting for ever)."""
+def test_an_error_in_the_report_beside_its_record_is_one_line(tmp_path, monkeypatch, capsys):
+    """The report fails while its record computes beside it: one line, exit status 2, and the
+    command returns without waiting for the record."""
     import launchtui.analysis.report as report_mod
     import launchtui.analysis.shared as shared_mod
     from launchtui.errors import TraceError
     path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
     monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)
-    monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", 0)
-    staggers = []
-    real_stagger = shared_mod.Shared.stagger
-    monkeypatch.setattr(shared_mod.Shared, "stagger", lambda self: staggers.append(self) or real_stagger(self))
+    started = []
+    real_start = Session.start
+    monkeypatch.setattr(Session, "start", lambda self, q: started.append(q) or real_start(self, q))
 
     def fail(*a, **k):
         raise TraceError(path, "the report failed here")
@@ -411,19 +346,16 @@ def test_an_error_in_a_staggered_report_leaves_no_record_waiting(tmp_path, monke
     assert _main_within(["report", str(path), "--json", "--no-cache"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.strip().splitlines() == [f"launchtui: {path}: the report failed here"]
-    assert len(staggers) == 1 and staggers[0]._report_done.is_set()
+    assert [type(q).__name__ for q in started] == ["Record"]
 
 
-@pytest.mark.parametrize("stagger", [False, True])
-def test_an_error_in_the_record_beside_the_report_is_one_line(tmp_path, monkeypatch, capsys, stagger):
-    """What the record's thread raises reaches the command's guard: one line, exit status 2; a
-    staggered report does not wait for first stages the record never reached."""
+def test_an_error_in_the_record_beside_the_report_is_one_line(tmp_path, monkeypatch, capsys):
+    """What the record's thread raises reaches the command's guard: one line, exit status 2."""
     import launchtui.analysis.record as record_mod
     import launchtui.analysis.shared as shared_mod
     from launchtui.errors import TraceError
     path = synth.write_nsys_sqlite(rc.workload(rc.SCENARIOS["profiler_step"]), tmp_path / "t.sqlite")
     monkeypatch.setattr(shared_mod, "side_by_side", lambda: True)
-    monkeypatch.setattr(shared_mod, "STAGGER_PAST_OPS", 0 if stagger else 10**12)
 
     def fail(*a):
         raise TraceError(path, "the record failed here")

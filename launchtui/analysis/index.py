@@ -175,7 +175,7 @@ def attached(trace: Trace) -> TraceIndex | None:
 # command, the TUI's too, allocates from one arena (heap.one_arena), so the split holds no second
 # arena's transients resident: at 5M the report's and the TUI's peaks are those of one thread. Past
 # it (20M) the two at once gained nothing measurable, with the report's peak ~40 MiB under its
-# 3 GiB target (bench/MISSED.md); the bound is the record's stagger's (shared.STAGGER_PAST_OPS)
+# 3 GiB target (bench/MISSED.md)
 SPLIT_MAX_OPS = 8_000_000
 
 

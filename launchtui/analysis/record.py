@@ -179,7 +179,6 @@ def record_with_streams(trace: Trace, sel: Selection = WHOLE, opt: RecordOptions
         it = _outside_captures(gpu, it, window, graphs)
     if capture_in_iterations(graphs, it.start, it.end):   # the steps are mostly capture (§12.1)
         return capture_record(doc, graphs), []
-    shared.await_report()   # a large trace's per-launch stages follow the report's (shared.staggered)
 
     def cold_part():
         return cold_start(trace, shared.spikes(WHOLE, opt.backpressure))

@@ -10,8 +10,7 @@ so results never depend on whether one was passed.
 
 A command with a second CPU may also lend the record a helper lane (`lend_lane`, `defer`): parts
 of the record that are pure and independent compute on it beside the record's own thread
-(definitions.md §9: the same document whoever computes them). For a large trace it also relays
-the report and the record (`stagger`): their heavy stages take turns, so their transients never meet.
+(definitions.md §9: the same document whoever computes them).
 """
 from __future__ import annotations
 
@@ -31,23 +30,11 @@ from launchtui.cpus import usable_cpus
 from launchtui.trace.model import Trace
 
 
-# `report --json` computes its record on a second thread beside the report (side_by_side). Past this
-# many GPU ops the two are staggered (`Shared.stagger`): the record's first stages (launch devices,
-# graph facts, iterations) compute beside the report's spikes, then the report's own stages, then
-# the record's per-launch stages (top kernels, cold starts, gaps: its peak). Two heavy stages at
-# once would take a 20M trace past issue 24's 3 GiB (bench/MISSED.md)
-STAGGER_PAST_OPS = 8_000_000
-
-
 def side_by_side() -> bool:
-    """Whether the record may compute beside the report: a second CPU to run on."""
+    """Whether `report --json` may compute its record on a second thread beside the report: a
+    second CPU to run on. At every size: at 20M GPU ops the command's peak is the record's last
+    stages', which run alone either way (bench/MISSED.md)."""
     return usable_cpus() >= 2
-
-
-def staggered(trace: Trace) -> bool:
-    """Whether the record beside the report holds its per-launch stages until the report is done
-    (`Shared.stagger`): a trace past STAGGER_PAST_OPS GPU ops."""
-    return len(trace.ops) > STAGGER_PAST_OPS
 
 
 # the record's independent parts compute beside each other (`Shared.lend_lane`) up to this many
@@ -143,36 +130,6 @@ class Shared:
         self._group_claims: int | None = None   # stages still to read held groups; None: not held
         self._claims_lock = threading.Lock()
         self._lane: _Lane | None = None
-        self._first_done: threading.Event | None = None    # set: a staggered report goes on
-        self._report_done: threading.Event | None = None   # set: a staggered record goes on
-
-    def stagger(self) -> None:
-        """The record's first stages beside the report's spikes; the report's own stages once those
-        are done (`await_first_stages`); the record's per-launch stages once the report is done
-        (`await_report`). So only light stages ever meet (`staggered`)."""
-        self._first_done, self._report_done = threading.Event(), threading.Event()
-
-    def first_stages_done(self) -> None:
-        """The record's first stages are done, or the record has ended: a staggered report goes on."""
-        if self._first_done is not None:
-            self._first_done.set()
-
-    def await_first_stages(self) -> None:
-        """Wait here, before the report's own stages, for a staggered record's first stages."""
-        if self._first_done is not None:
-            self._first_done.wait()
-
-    def report_done(self) -> None:
-        """The report holds no more transients: a staggered record goes on (never stays waiting)."""
-        if self._report_done is not None:
-            self._report_done.set()
-
-    def await_report(self) -> None:
-        """The record's first stages are done: wait here, before its per-launch stages, while a
-        staggered report computes; returns at once otherwise."""
-        self.first_stages_done()
-        if self._report_done is not None:
-            self._report_done.wait()
 
     def lend_lane(self) -> None:
         """Run what a stage defers (`defer`) on a helper thread beside it: for a command whose
