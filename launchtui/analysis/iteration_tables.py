@@ -14,7 +14,7 @@ import numpy as np
 from launchtui.analysis.launches import name_ids
 from launchtui.analysis.phases import normalise
 from launchtui.trace.arrays import unique_sorted
-from launchtui.trace.grouping import dense_groups
+from launchtui.trace.grouping import dense_groups, unique_rows
 from launchtui.trace.model import API_GRAPH_LAUNCH, API_LAUNCH, OP_KERNEL, RANGE_PUSHPOP, Trace
 from launchtui.trace.nesting import InnermostIndex
 
@@ -124,22 +124,14 @@ def stream_order(trace: Trace, keep=None) -> list[dict]:
     ops = trace.ops
     if not len(ops):
         return []
-    # (device, stream) as one dense key: each id grouped on its own (few values: a lookup table,
-    # no sort), then the pair's group numbers combined
-    devs_at, dev_of = dense_groups(ops.device)
-    streams_at, stream_of = dense_groups(ops.stream)
-    pair = dev_of * len(streams_at) + stream_of
+    pairs, g = unique_rows(np.stack([ops.device.astype(np.int64), ops.stream.astype(np.int64)], axis=1),
+                           return_inverse=True)
+    first = np.full(len(pairs), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, g, ops.start)
     if keep:
-        wanted = [int(np.searchsorted(devs_at, d)) * len(streams_at) + int(np.searchsorted(streams_at, s))
-                  for d, s in keep if d in devs_at and s in streams_at]
-        sel = np.isin(pair, wanted)
-        pair, start = pair[sel], ops.start[sel]
-    else:
-        start = ops.start
-    uniq, g = dense_groups(pair)
-    first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first, g, start)
-    dev, st = devs_at[uniq // len(streams_at)], streams_at[uniq % len(streams_at)]
+        shown = np.array([(d, s) in keep for d, s in pairs.tolist()], bool)   # once per stream
+        pairs, first = pairs[shown], first[shown]
+    dev, st = pairs[:, 0], pairs[:, 1]
     devs = sorted(set(dev.tolist()))
     rows = []
     for d in devs:
