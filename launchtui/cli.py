@@ -355,15 +355,15 @@ def _report_sources(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from launchtui.analysis.chrome_export import chrome_chunks
-    from launchtui.analysis.export import export_text
     from launchtui.analysis.select import selection_from_args
     session = _open(args, need_cuda=True)
     trace = session.trace
     sel = selection_from_args(trace, args)
     if args.format == "chrome":
+        from launchtui.analysis.chrome_export import chrome_chunks
         _emit_chunks(chrome_chunks(trace, sel, _record_options(args)), args, compress=str(args.output).endswith(".gz"))
     else:
+        from launchtui.analysis.export import export_text
         ropt = _record_options(args) if args.phase_level is not None else None
         _emit_chunks(export_text(trace, sel, _report_options(args), ropt), args)
     session.commit()
@@ -394,20 +394,19 @@ def cmd_diff(args) -> int:
     from launchtui.analysis.diff_markdown import render_markdown
     from launchtui.analysis.gates import evaluate, parse_gates, tripped_line
     from launchtui.output import dumps
-    from launchtui.session import default_record
+    from launchtui.session import default_record, default_records
     gates = parse_gates(args.fail_if)  # bad gate syntax fails before any trace is read
     with ThreadPoolExecutor(2) as pool:
         sessions = list(pool.map(lambda p: _open(argparse.Namespace(trace=p, no_cache=args.no_cache), need_cuda=True),
                                  (args.before, args.after)))
     heap.recycle_large_blocks()   # in the workers it does nothing: set once both are read
-    record = default_record(args.iter)   # each side's, as `report --json` stores it: found, not recomputed
-    with ThreadPoolExecutor(2) as pool:  # else computed, the two beside each other
-        records = tuple(pool.map(lambda s: s.get(record)[0], sessions))
+    # each side's record as `report --json` stores it: found, not recomputed
+    records = default_records(sessions, args.iter)
     doc = diff_document(*(s.trace for s in sessions), iter_name=args.iter, records=records)
     tripped = evaluate(gates, doc)
     _emit(dumps(doc) if args.json else render_markdown(doc), args)
     for session in sessions:
-        session.commit(record)
+        session.commit(default_record(args.iter))
     for g, x in tripped:
         print(f"launchtui: {tripped_line(g, x, doc)}", file=sys.stderr)
     return 1 if tripped else 0

@@ -313,6 +313,15 @@ def default_record(iter_name: str | None = None) -> Record:
     return Record(WHOLE, RecordOptions(iter_name=iter_name))
 
 
+def default_records(sessions, iter_name: str | None = None) -> tuple[dict, ...]:
+    """Each session's `default_record` document (a diff's two sides): read where stored, else
+    computed, the sides beside each other."""
+    from concurrent.futures import ThreadPoolExecutor
+    query = default_record(iter_name)
+    with ThreadPoolExecutor(max(1, len(sessions))) as pool:
+        return tuple(pool.map(lambda s: s.get(query)[0], sessions))
+
+
 @dataclass(frozen=True)
 class Index(Query):
     """The trace's derived index (analysis/index.py): every per-op lookup the analyses share. A

@@ -210,7 +210,7 @@ class CompareApp(LaunchApp):
 
         from launchtui.analysis.diff_inputs import diff_document
         from launchtui.errors import TraceError
-        from launchtui.session import default_record
+        from launchtui.session import default_records
         from launchtui.tui.loader import load
         a = self.args
         sides = [SimpleNamespace(**{**vars(a), "trace": p}) for p in (a.trace, a.compare)]
@@ -219,9 +219,8 @@ class CompareApp(LaunchApp):
             with ThreadPoolExecutor(2) as pool:
                 before, after = pool.map(load, sides)
             heap.recycle_large_blocks()   # in the two readers it does nothing: set once both are read
-            record = default_record(getattr(a, "iter", None))   # each side's, stored by `report --json`
-            with ThreadPoolExecutor(2) as pool:   # else computed, the two beside each other
-                records = tuple(pool.map(lambda side: side.session.get(record)[0], (before, after)))
+            # each side's record as `report --json` stores it: found, not recomputed
+            records = default_records((before.session, after.session), getattr(a, "iter", None))
             doc = diff_document(before.trace, after.trace, getattr(a, "iter", None), records=records)
         except TraceError as e:
             self.post_message(LoadFailed(str(e)))
