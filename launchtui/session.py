@@ -19,8 +19,9 @@ disk key covers the query's class and fields, the model entry's identity and lau
 (result_cache.key_of): a rebuilt entry or changed code never reuses a result. It leaves out the path
 the trace was opened by, as the model entry does: `trace.sqlite`, `./trace.sqlite`, its absolute
 path or a link to it open one file, so they share its results. A result that names the path (the
-record's `source`) is given the one this session opened (`Query.as_opened`). Nothing touches the disk without a model entry, nor for a session made
-without one (`--no-cache`); the cache directory is used only when private (paths.cache_dir).
+record's `source`) is given the one this session opened (`Query.as_opened`). Nothing touches the
+disk without a model entry, nor for a session made without one (`--no-cache`); the cache directory
+is used only when private (paths.cache_dir).
 
 The queries of the analyses live here; the TUI's own (lanes, table rows, idle row) in
 tui/queries.py. Importing this module loads no analysis but the memo (nor numpy): the CLI's warm

@@ -216,8 +216,8 @@ def _name_hash(trace: Trace, name: np.ndarray) -> np.ndarray:
     present[name] = True
     ids = np.flatnonzero(present)
     table = np.zeros(len(trace.strings), np.uint64)
-    table[ids] = np.array([zlib.crc32(trace.strings[int(i)].encode("utf-8", "surrogatepass")) * 2654435761 + 1 for i in ids.tolist()],
-                          np.uint64)
+    texts = (trace.strings[int(i)].encode("utf-8", "surrogatepass") for i in ids.tolist())
+    table[ids] = np.array([zlib.crc32(t) * 2654435761 + 1 for t in texts], np.uint64)
     return table[name]
 
 

@@ -34,7 +34,8 @@ def _record(trace: Trace, record: dict | None = None) -> tuple[dict, dict | None
     """(the case record (`record`: build_record(trace), found elsewhere) without its per-iteration
     span lists and without the source and options (the row has the file), its iterations' spans);
     the spans go to `steps`, not the row."""
-    rec = {k: v for k, v in (build_record(trace) if record is None else record).items() if k not in ("source", "options")}
+    record = build_record(trace) if record is None else record
+    rec = {k: v for k, v in record.items() if k not in ("source", "options")}
     spans = None
     if rec.get("iterations"):
         spans = {k: rec["iterations"][k] for k in ("starts_ns", "ends_ns")}
